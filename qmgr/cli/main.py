@@ -1,0 +1,288 @@
+"""The qmgr command line: start a node, speak MQSC, put/get/publish/subscribe."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from qmgr.cli.registry import register, resolve, unregister
+
+
+def _client(node: str) -> Any:
+    from qmgr.client import QueueManagerClient
+
+    try:
+        return QueueManagerClient(resolve(node))
+    except LookupError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _fail(exc: Exception) -> click.ClickException:
+    return click.ClickException(str(exc))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="qmgr")
+def cli() -> None:
+    """qmgr: an emulator of IBM MQ-style clustered publish/subscribe."""
+
+
+@cli.command()
+@click.option("--name", required=True, help="Queue manager name (1-48 characters).")
+@click.option(
+    "--listen",
+    default="127.0.0.1:0",
+    show_default=True,
+    help="HOST:PORT to serve gRPC on (port 0 = any free port).",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    help="Directory for the node's SQLite store; without it nothing survives a restart.",
+)
+def start(name: str, listen: str, data_dir: str | None) -> None:
+    """Run a queue manager node until SIGTERM. Prints READY name=.. addr=.. when serving."""
+    import logging
+
+    from qmgr.node.config import ConfigError, make_config
+    from qmgr.node.server import run
+
+    logging.basicConfig(
+        level=os.environ.get("QMGR_LOG", "WARNING"),
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+    try:
+        config = make_config(name, listen, data_dir)
+    except ConfigError as exc:
+        raise _fail(exc) from None
+    pid = os.getpid()
+
+    def on_ready(address: str) -> None:
+        register(name, address, pid)
+
+    try:
+        run(config, on_ready=on_ready)
+    finally:
+        unregister(name, pid)
+
+
+@cli.command()
+@click.argument("node")
+@click.option(
+    "-f",
+    "--file",
+    "path",
+    type=click.File("r"),
+    help="Read commands from this file instead of stdin.",
+)
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-e", "--echo/--no-echo", default=True, help="Echo each command before its output.")
+def runmqsc(node: str, path: Any, output: str, echo: bool) -> None:
+    """Read MQSC commands (stdin or --file) and run them on NODE (a name or HOST:PORT).
+
+    Exit code 0: every command succeeded; 10: some failed; 20: nothing could be run."""
+    from qmgr.client import MQClientError
+    from qmgr.mqsc import MqscError, split_commands
+
+    text = (path or sys.stdin).read()
+    try:
+        commands = split_commands(text)
+    except MqscError as exc:
+        click.echo(f"{exc.code}: {exc.message}", err=True)
+        sys.exit(20)
+    client = _client(node)
+    results: list[dict[str, Any]] = []
+    failed = 0
+    if output == "text":
+        click.echo("Starting MQSC for queue manager " + node + ".\n")
+    for n, command in enumerate(commands, 1):
+        if command.text.strip().upper() == "END":
+            break
+        try:
+            ok, records = client.mqsc_ok(command.text)
+        except MQClientError as exc:
+            click.echo(f"AMQ8146E: IBM MQ queue manager not available. {exc}", err=True)
+            sys.exit(20)
+        failed += 0 if ok else 1
+        if output == "json":
+            results.append(
+                {
+                    "command": command.text,
+                    "line": command.line,
+                    "ok": ok,
+                    "records": [
+                        {"code": r.code, "text": r.text, "attrs": r.attrs} for r in records
+                    ],
+                }
+            )
+            continue
+        if echo:
+            click.echo(f"{n:6d} : {command.text}")
+        for r in records:
+            click.echo(r.render())
+    if output == "json":
+        click.echo(json.dumps(results, indent=2))
+    else:
+        click.echo(f"{len(commands)} MQSC commands read.")
+        click.echo(
+            "No commands have a syntax error." if not failed else f"{failed} commands failed."
+        )
+        click.echo("All valid MQSC commands were processed.")
+    sys.exit(10 if failed else 0)
+
+
+def _props(items: tuple[str, ...]) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"'{item}' is not NAME=VALUE", param_hint="--property")
+        props[key] = int(value) if value.lstrip("-").isdigit() else value
+    return props
+
+
+@cli.command()
+@click.argument("node")
+@click.argument("topic")
+@click.argument("message", required=False)
+@click.option(
+    "-p", "--property", "properties", multiple=True, help="NAME=VALUE (integers become int64)."
+)
+@click.option("--persistent/--non-persistent", default=None, help="Default: the topic's DEFPSIST.")
+@click.option("--retain", is_flag=True, help="Keep as the topic's retained publication.")
+@click.option("--count", default=1, show_default=True, help="Publish the message this many times.")
+def pub(
+    node: str,
+    topic: str,
+    message: str | None,
+    properties: tuple[str, ...],
+    persistent: bool | None,
+    retain: bool,
+    count: int,
+) -> None:
+    """Publish MESSAGE (or each line of stdin) on TOPIC."""
+    from qmgr.client import MQClientError, OutgoingMessage
+
+    client = _client(node)
+    bodies = [message] * count if message is not None else [line.rstrip("\n") for line in sys.stdin]
+    props = _props(properties)
+    try:
+        result = client.publish_many(
+            [(topic, OutgoingMessage(b, dict(props), persistent)) for b in bodies], retain=retain
+        )
+    except MQClientError as exc:
+        raise _fail(exc) from None
+    click.echo(f"published {result.accepted} on '{topic}', {result.deliveries} local deliveries")
+
+
+@cli.command()
+@click.argument("node")
+@click.argument("topic")
+@click.option("--name", default="", help="Subscription name (required for --durable).")
+@click.option("--durable", is_flag=True)
+@click.option(
+    "-n", "--count", default=0, help="Stop after this many messages (0 = until --wait expires)."
+)
+@click.option(
+    "--wait", default=5.0, show_default=True, help="Seconds to wait for the next message."
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
+def sub(
+    node: str, topic: str, name: str, durable: bool, count: int, wait: float, as_json: bool
+) -> None:
+    """Subscribe to TOPIC and print publications as they arrive."""
+    from qmgr.client import MQClientError
+
+    client = _client(node)
+    try:
+        subscription = client.subscribe(topic, name=name, durable=durable)
+    except MQClientError as exc:
+        raise _fail(exc) from None
+    click.echo(f"subscribed {subscription.name} to '{topic}'", err=True)
+    got = 0
+    with subscription:
+        while not count or got < count:
+            msg = subscription.receive(timeout=wait)
+            if msg is None:
+                break
+            got += 1
+            _print_message(msg, as_json)
+    click.echo(f"received {got}", err=True)
+
+
+def _print_message(msg: Any, as_json: bool) -> None:
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "topic": msg.topic,
+                    "body": msg.text,
+                    "message_id": msg.message_id,
+                    "properties": {
+                        k: v if not isinstance(v, bytes) else v.hex()
+                        for k, v in msg.properties.items()
+                    },
+                }
+            )
+        )
+    else:
+        click.echo(f"{msg.topic or '-'}: {msg.text}" if msg.topic else msg.text)
+
+
+@cli.command()
+@click.argument("node")
+@click.argument("queue")
+@click.argument("message", required=False)
+@click.option("-p", "--property", "properties", multiple=True, help="NAME=VALUE")
+@click.option("--persistent/--non-persistent", default=None, help="Default: the queue's DEFPSIST.")
+def put(
+    node: str, queue: str, message: str | None, properties: tuple[str, ...], persistent: bool | None
+) -> None:
+    """Put MESSAGE (or each line of stdin) on QUEUE."""
+    from qmgr.client import MQClientError, OutgoingMessage
+
+    client = _client(node)
+    bodies = [message] if message is not None else [line.rstrip("\n") for line in sys.stdin]
+    props = _props(properties)
+    try:
+        ids = client.put_many(queue, [OutgoingMessage(b, dict(props), persistent) for b in bodies])
+    except MQClientError as exc:
+        raise _fail(exc) from None
+    click.echo(f"put {len(ids)} on {queue}")
+
+
+@cli.command()
+@click.argument("node")
+@click.argument("queue")
+@click.option(
+    "-n", "--count", default=1, show_default=True, help="Messages to get (0 = all available)."
+)
+@click.option("--wait", default=0.0, show_default=True, help="Seconds to wait for a message.")
+@click.option("--browse", is_flag=True, help="Browse instead of removing.")
+@click.option("--json", "as_json", is_flag=True)
+def get(node: str, queue: str, count: int, wait: float, browse: bool, as_json: bool) -> None:
+    """Get (or browse) messages from QUEUE. Exit code 2 if there were none."""
+    from qmgr.client import MQClientError
+
+    client = _client(node)
+    try:
+        msgs = client.get_many(queue, count or 1_000_000, wait_ms=int(wait * 1000), browse=browse)
+    except MQClientError as exc:
+        raise _fail(exc) from None
+    for msg in msgs:
+        _print_message(msg, as_json)
+    if not msgs:
+        click.echo(f"no message available on {queue}", err=True)
+        sys.exit(2)
+
+
+def main() -> None:
+    cli(prog_name="qmgr")
+
+
+if __name__ == "__main__":
+    main()

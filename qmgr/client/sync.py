@@ -1,0 +1,377 @@
+"""The blocking client: one gRPC channel to one queue manager node."""
+
+from __future__ import annotations
+
+import itertools
+import queue as _queue
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import grpc
+
+from qmgr.client import convert
+from qmgr.client.errors import MQClientError, MqscCommandError, from_rpc_error
+from qmgr.client.types import MqscRecord, OutgoingMessage, PublishResult, ReceivedMessage
+from qmgr.core.values import PropertyValue
+from qmgr.wire import admin_pb2, admin_pb2_grpc, messaging_pb2, messaging_pb2_grpc
+
+CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+]
+
+
+class Subscription:
+    """An open subscription: iterate it, or call :meth:`receive`. Closing a non-durable
+    subscription removes it."""
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._buffer: _queue.Queue[ReceivedMessage | BaseException | None] = _queue.Queue()
+        try:
+            first = next(call)
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc) from None
+        self.name: str = first.subscription
+        self.sub_id: str = first.sub_id
+        self.queue: str = first.queue
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        try:
+            for delivery in self._call:
+                for m in delivery.messages:
+                    self._buffer.put(convert.from_wire(m))
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                self._buffer.put(from_rpc_error(exc))
+        self._buffer.put(None)
+
+    def receive(self, timeout: float | None = None) -> ReceivedMessage | None:
+        """The next publication, or None after ``timeout`` seconds (or when closed)."""
+        try:
+            item = self._buffer.get(timeout=timeout)
+        except _queue.Empty:
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        if item is None:
+            self._buffer.put(None)
+        return item
+
+    def __iter__(self) -> Iterator[ReceivedMessage]:
+        while True:
+            msg = self.receive()
+            if msg is None:
+                return
+            yield msg
+
+    def close(self) -> None:
+        self._call.cancel()
+        self._reader.join(timeout=5)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class StreamPublisher:
+    """Publishes on one long-lived stream in batches, with up to ``window`` batches awaiting
+    acknowledgement. ``flush()`` waits for every acknowledgement and raises the first error."""
+
+    def __init__(
+        self, stub: messaging_pb2_grpc.MessagingStub, batch_size: int, window: int
+    ) -> None:
+        self._batch_size = batch_size
+        self._requests: _queue.Queue[messaging_pb2.PublishRequest | None] = _queue.Queue()
+        self._slots = threading.Semaphore(window)
+        self._ids = itertools.count(1)
+        self._pending = messaging_pb2.PublishRequest()
+        self._outstanding = 0
+        self._done = threading.Condition()
+        self.accepted = 0
+        self.deliveries = 0
+        self._error: BaseException | None = None
+        self._responses = stub.PublishStream(iter(self._requests.get, None))
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        try:
+            for resp in self._responses:
+                with self._done:
+                    self.accepted += resp.accepted
+                    self.deliveries += resp.deliveries
+                    if resp.HasField("error") and self._error is None:
+                        e = resp.error
+                        self._error = MQClientError(e.reason, e.reason_name, e.text)
+                    self._outstanding -= 1
+                    self._done.notify_all()
+                self._slots.release()
+        except grpc.RpcError as exc:
+            with self._done:
+                self._error = self._error or from_rpc_error(exc)
+                self._outstanding = 0
+                self._done.notify_all()
+
+    def publish(
+        self,
+        topic: str,
+        body: bytes | str | OutgoingMessage,
+        *,
+        properties: dict[str, PropertyValue] | None = None,
+        persistent: bool | None = None,
+        retain: bool = False,
+    ) -> None:
+        msg = convert.outgoing(body, properties, persistent)
+        convert.publication(topic, msg, retain, False, self._pending.publications.add())
+        if len(self._pending.publications) >= self._batch_size:
+            self._send()
+
+    def _send(self) -> None:
+        if not self._pending.publications:
+            return
+        if self._error is not None:
+            raise self._error
+        self._slots.acquire()
+        self._pending.batch_id = next(self._ids)
+        with self._done:
+            self._outstanding += 1
+        self._requests.put(self._pending)
+        self._pending = messaging_pb2.PublishRequest()
+
+    def flush(self) -> PublishResult:
+        self._send()
+        with self._done:
+            self._done.wait_for(lambda: self._outstanding <= 0)
+        if self._error is not None:
+            raise self._error
+        return PublishResult(self.accepted, self.deliveries)
+
+    def close(self) -> PublishResult:
+        try:
+            return self.flush()
+        finally:
+            self._requests.put(None)
+            self._reader.join(timeout=5)
+
+
+class QueueManagerClient:
+    """put/get/browse, publish (single, batched, streamed), subscribe, and MQSC."""
+
+    def __init__(self, address: str, timeout: float = 30.0) -> None:
+        self.address = address
+        self.timeout = timeout
+        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self._msg = messaging_pb2_grpc.MessagingStub(self._channel)
+        self._admin = admin_pb2_grpc.AdminStub(self._channel)
+
+    def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
+        try:
+            return method(request, timeout=timeout or self.timeout)
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc) from None
+
+    # -- queues -----------------------------------------------------------------------------
+
+    def put(
+        self,
+        queue: str,
+        body: bytes | str | OutgoingMessage,
+        *,
+        properties: dict[str, PropertyValue] | None = None,
+        persistent: bool | None = None,
+        priority: int | None = None,
+        ttl_ms: int = 0,
+        correl_id: bytes = b"",
+    ) -> str:
+        msg = convert.outgoing(body, properties, persistent, priority, ttl_ms, correl_id)
+        return self.put_many(queue, [msg])[0]
+
+    def put_many(self, queue: str, messages: list[OutgoingMessage]) -> list[str]:
+        request = messaging_pb2.PutRequest(queue=queue)
+        for m in messages:
+            convert.to_wire(m, request.messages.add())
+        return list(self._call(self._msg.Put, request).message_ids)
+
+    def get_many(
+        self,
+        queue: str,
+        max_messages: int = 1,
+        *,
+        wait_ms: int = 0,
+        unit_of_work: str = "",
+        browse: bool = False,
+        browse_after: int = 0,
+        message_id: str = "",
+        correl_id: bytes = b"",
+    ) -> list[ReceivedMessage]:
+        request = messaging_pb2.GetRequest(
+            queue=queue,
+            max_messages=max_messages,
+            wait_ms=wait_ms,
+            browse=browse,
+            browse_after=browse_after,
+            unit_of_work=unit_of_work,
+            match_message_id=message_id,
+            match_correl_id=correl_id,
+        )
+        timeout = self.timeout + wait_ms / 1000.0
+        return [convert.from_wire(m) for m in self._call(self._msg.Get, request, timeout).messages]
+
+    def get(
+        self, queue: str, *, wait_ms: int = 0, unit_of_work: str = "", **kw: Any
+    ) -> ReceivedMessage | None:
+        got = self.get_many(queue, 1, wait_ms=wait_ms, unit_of_work=unit_of_work, **kw)
+        return got[0] if got else None
+
+    def browse(self, queue: str, *, after: int = 0, limit: int = 100) -> list[ReceivedMessage]:
+        return self.get_many(queue, limit, browse=True, browse_after=after)
+
+    def commit(self, unit_of_work: str) -> int:
+        return int(
+            self._call(
+                self._msg.Commit, messaging_pb2.UnitOfWork(unit_of_work=unit_of_work)
+            ).messages
+        )
+
+    def backout(self, unit_of_work: str) -> int:
+        return int(
+            self._call(
+                self._msg.Backout, messaging_pb2.UnitOfWork(unit_of_work=unit_of_work)
+            ).messages
+        )
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[str]:
+        """Gets inside the block are committed at its end, backed out if it raises."""
+        uow = uuid.uuid4().hex
+        try:
+            yield uow
+        except BaseException:
+            self.backout(uow)
+            raise
+        self.commit(uow)
+
+    def consume(self, queue: str, max_batch: int = 256) -> Iterator[list[ReceivedMessage]]:
+        """Batches of messages from ``queue`` as they arrive (destructive, outside syncpoint)."""
+        call = self._msg.Consume(messaging_pb2.ConsumeRequest(queue=queue, max_batch=max_batch))
+        try:
+            for delivery in call:
+                yield [convert.from_wire(m) for m in delivery.messages]
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc) from None
+        finally:
+            call.cancel()
+
+    # -- publish/subscribe ------------------------------------------------------------------
+
+    def publish(
+        self,
+        topic: str,
+        body: bytes | str | OutgoingMessage,
+        *,
+        properties: dict[str, PropertyValue] | None = None,
+        persistent: bool | None = None,
+        priority: int | None = None,
+        ttl_ms: int = 0,
+        retain: bool = False,
+        scope_qmgr: bool = False,
+    ) -> int:
+        """Publish one message; returns the copies delivered to subscriptions on this node."""
+        msg = convert.outgoing(body, properties, persistent, priority, ttl_ms)
+        return self.publish_many([(topic, msg)], retain=retain, scope_qmgr=scope_qmgr).deliveries
+
+    def publish_many(
+        self,
+        publications: list[tuple[str, OutgoingMessage]],
+        *,
+        retain: bool = False,
+        scope_qmgr: bool = False,
+    ) -> PublishResult:
+        request = messaging_pb2.PublishRequest()
+        for topic, msg in publications:
+            convert.publication(topic, msg, retain, scope_qmgr, request.publications.add())
+        resp = self._call(self._msg.Publish, request)
+        return PublishResult(resp.accepted, resp.deliveries)
+
+    def stream_publisher(self, batch_size: int = 100, window: int = 8) -> StreamPublisher:
+        return StreamPublisher(self._msg, batch_size, window)
+
+    def subscribe(
+        self,
+        topic: str,
+        *,
+        name: str = "",
+        durable: bool = False,
+        destination: str = "",
+        new_publications_only: bool = False,
+        scope_qmgr: bool = False,
+        user_data: str = "",
+        max_batch: int = 256,
+    ) -> Subscription:
+        request = messaging_pb2.SubscribeRequest(
+            name=name,
+            topic=topic,
+            durable=durable,
+            destination=destination,
+            new_publications_only=new_publications_only,
+            scope_qmgr=scope_qmgr,
+            user_data=user_data,
+            max_batch=max_batch,
+        )
+        return Subscription(self._msg.Subscribe(request))
+
+    def create_subscription(
+        self, topic: str, *, name: str, durable: bool = True, destination: str = ""
+    ) -> str:
+        """Create (or resume) a subscription without receiving; returns its queue."""
+        request = messaging_pb2.SubscribeRequest(
+            name=name, topic=topic, durable=durable, destination=destination, no_receive=True
+        )
+        try:
+            first = next(self._msg.Subscribe(request, timeout=self.timeout))
+        except grpc.RpcError as exc:
+            raise from_rpc_error(exc) from None
+        return str(first.queue)
+
+    def unsubscribe(self, name: str) -> None:
+        self._call(self._msg.Unsubscribe, messaging_pb2.UnsubscribeRequest(name=name))
+
+    # -- admin ------------------------------------------------------------------------------
+
+    def mqsc(self, command: str, *, check: bool = True) -> list[MqscRecord]:
+        """Run one MQSC command; returns its records, raising MqscCommandError on failure
+        unless ``check`` is False."""
+        resp = self._call(self._admin.Mqsc, admin_pb2.MqscRequest(command=command))
+        recs = convert.records(resp)
+        if check and not resp.ok:
+            raise MqscCommandError(command, recs)
+        return recs
+
+    def mqsc_ok(self, command: str) -> tuple[bool, list[MqscRecord]]:
+        resp = self._call(self._admin.Mqsc, admin_pb2.MqscRequest(command=command))
+        return bool(resp.ok), convert.records(resp)
+
+    def wait_ready(self, timeout: float = 10.0) -> None:
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise MQClientError(
+                2059, "MQRC_Q_MGR_NOT_AVAILABLE", f"no node at {self.address}"
+            ) from None
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> QueueManagerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

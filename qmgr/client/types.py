@@ -1,0 +1,64 @@
+"""The shapes applications see: outgoing messages, received messages, MQSC records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from qmgr.core.values import Int32, PropertyValue
+
+__all__ = ["Int32", "OutgoingMessage", "ReceivedMessage", "MqscRecord", "PublishResult"]
+
+
+@dataclass
+class OutgoingMessage:
+    body: bytes | str
+    properties: dict[str, PropertyValue] = field(default_factory=dict)
+    persistent: bool | None = None  # None: as the queue's or topic's DEFPSIST
+    priority: int | None = None  # None: as DEFPRTY
+    ttl_ms: int = 0
+    correl_id: bytes = b""
+    message_id: str = ""
+    reply_to_queue: str = ""
+
+
+@dataclass
+class ReceivedMessage:
+    message_id: str
+    body: bytes
+    properties: dict[str, PropertyValue]
+    persistent: bool
+    priority: int
+    correl_id: bytes
+    put_time_ms: int
+    backout_count: int
+    topic: str
+    sequence: int
+    expiry_ms: int = 0
+    reply_to_queue: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
+@dataclass
+class MqscRecord:
+    code: str
+    text: str
+    attrs: dict[str, str]
+
+    def __getitem__(self, key: str) -> str:
+        return self.attrs[key]
+
+    def render(self) -> str:
+        pairs = [f"{k}({v})" for k, v in self.attrs.items()]
+        lines = [f"{self.code}: {self.text}"]
+        for i in range(0, len(pairs), 2):
+            lines.append("   " + "".join(p.ljust(40) for p in pairs[i : i + 2]).rstrip())
+        return "\n".join(lines)
+
+
+@dataclass
+class PublishResult:
+    accepted: int
+    deliveries: int

@@ -1,0 +1,54 @@
+"""Messages as they sit on queues and travel through the publish/subscribe engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from qmgr.core.values import Properties
+
+MAX_PRIORITY = 9
+
+
+@dataclass(slots=True)
+class Message:
+    """One message. ``properties`` may be shared between the copies of one publication and is
+    never mutated in place; per-copy publication data lives in its own fields."""
+
+    message_id: str
+    body: bytes
+    properties: Properties = field(default_factory=dict)
+    persistent: bool | None = False  # None: as the queue or topic default (DEFPSIST)
+    priority: int = 0  # -1: as the queue or topic default (DEFPRTY)
+    ttl: float = 0.0  # time to live in seconds as given by the sender; 0 = unlimited
+    expiry: float | None = None  # absolute time (seconds since the epoch) or None
+    correl_id: bytes = b""
+    put_time: float = 0.0
+    backout_count: int = 0
+    reply_to_queue: str = ""
+    # Publication data added to delivered copies (MQTopicString, MQSubUserData, MQIsRetained).
+    topic: str = ""
+    sub_user_data: str = ""
+    retained: bool = False
+    sequence: int = 0  # node-local order of arrival; also the store's key
+
+    def expired(self, now: float) -> bool:
+        return self.expiry is not None and now >= self.expiry
+
+    def copy(self, **changes: object) -> Message:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def size(self) -> int:
+        return len(self.body)
+
+    def publication_properties(self) -> Properties:
+        """The properties an application sees: the message's own plus MQ's publication ones."""
+        if not self.topic:
+            return self.properties
+        props: Properties = dict(self.properties)
+        props["MQTopicString"] = self.topic
+        if self.sub_user_data:
+            props["MQSubUserData"] = self.sub_user_data
+        if self.retained:
+            props["MQIsRetained"] = True
+        return props

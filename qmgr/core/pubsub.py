@@ -1,0 +1,298 @@
+"""Local publish/subscribe: matching publications to subscriptions and delivering copies.
+
+Rules (IBM MQ, single queue manager):
+- a publication is delivered once to every subscription whose topic string matches it
+  (``#``/``+`` wildcards), carrying MQTopicString (and MQSubUserData when the subscription has
+  USERDATA);
+- PUB(DISABLED) on the resolved topic rejects the publication (MQRC_PUT_INHIBITED), SUB(DISABLED)
+  rejects new subscriptions (MQRC_SUB_INHIBITED), a durable subscription needs DURSUB(YES);
+- persistence and priority "as default" resolve from DEFPSIST and DEFPRTY of the topic;
+- a copy that cannot be put is handled by PMSGDLV / NPMSGDLV: ALL fails the whole publication if
+  any copy fails, ALLDUR if a copy to a durable subscription fails, ALLAVAIL never; USEDLQ(YES)
+  tries the dead-letter queue first. Nothing is delivered when the publication fails;
+- WILDCARD(BLOCK) on an administered topic keeps wildcard subscriptions made above it from
+  receiving its publications;
+- one retained publication is kept per topic string; a new subscription receives the retained
+  copies of the topics it matches first, flagged MQIsRetained, unless it asked for new
+  publications only. Only persistent retained publications survive a restart.
+
+Each delivered copy keeps the publication's MessageId; CorrelId is the subscription's DESTCORL
+or SUBID, priority follows PUBPRTY (ASPUB keeps the publication's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cluster.topics import (
+    ResolvedTopic,
+    TopicMatcher,
+    TopicObjects,
+    TopicStringError,
+    is_wildcard,
+    levels,
+    topic_matches,
+)
+from qmgr.core.errors import MQError
+from qmgr.core.journal import Journal
+from qmgr.core.message import Message
+from qmgr.core.queue import LocalQueue
+from qmgr.core.subscription import Subscription, SubscriptionStats
+
+
+@dataclass(frozen=True)
+class TopicPolicy:
+    """What a publication on one topic string needs to know, resolved once and cached."""
+
+    pub_enabled: bool
+    defpsist: bool
+    defprty: int
+    pmsgdlv: str
+    npmsgdlv: str
+    usedlq: bool
+    resolved: ResolvedTopic
+
+    @property
+    def blocks_wildcards(self) -> bool:
+        return bool(self.resolved.blocking)
+
+
+def fixed_depth(pattern: str) -> int:
+    """Number of leading levels of a subscription pattern before its first wildcard level."""
+    n = 0
+    for level in levels(pattern):
+        if level in ("#", "+"):
+            break
+        n += 1
+    return n
+
+
+def fixed_prefix(pattern: str) -> str:
+    return "/".join(levels(pattern)[: fixed_depth(pattern)])
+
+
+class PubSub:
+    def __init__(
+        self,
+        topics: TopicObjects,
+        queues: dict[str, LocalQueue],
+        journal: Journal,
+        next_sequence: Callable[[], int],
+    ) -> None:
+        self.topics = topics
+        self._queues = queues
+        self._journal = journal
+        self._next_sequence = next_sequence
+        self.subs: dict[str, Subscription] = {}
+        self.by_id: dict[str, str] = {}
+        self.stats: dict[str, SubscriptionStats] = {}
+        self._matcher: TopicMatcher[str] = TopicMatcher()
+        self.retained: dict[str, Message] = {}
+        self._policies: dict[str, TopicPolicy] = {}
+        self.pub_counts: dict[str, int] = {}
+        self.last_pub: dict[str, float] = {}
+        self.dead_letter_queue: Callable[[], LocalQueue | None] = lambda: None
+
+    # -- topic policy ---------------------------------------------------------------------
+
+    def topics_changed(self) -> None:
+        """Forget cached resolutions after a topic object was defined, altered or deleted."""
+        self._policies.clear()
+
+    def policy(self, topic: str) -> TopicPolicy:
+        cached = self._policies.get(topic)
+        if cached is not None:
+            return cached
+        r = self.topics.resolve(topic)
+        policy = TopicPolicy(
+            pub_enabled=r["PUB"] == "ENABLED",
+            defpsist=r["DEFPSIST"] == "YES",
+            defprty=int(r["DEFPRTY"]),
+            pmsgdlv=r["PMSGDLV"],
+            npmsgdlv=r["NPMSGDLV"],
+            usedlq=r["USEDLQ"] == "YES",
+            resolved=r,
+        )
+        if len(self._policies) > 100_000:
+            self._policies.clear()
+        self._policies[topic] = policy
+        return policy
+
+    # -- subscriptions ---------------------------------------------------------------------
+
+    def check_subscribe(self, topic: str, durable: bool) -> None:
+        r = self.topics.resolve(fixed_prefix(topic) if is_wildcard(topic) else topic)
+        if r["SUB"] != "ENABLED":
+            raise MQError("MQRC_SUB_INHIBITED", f"subscriptions to '{topic}' are SUB(DISABLED)")
+        if durable and r["DURSUB"] != "YES":
+            raise MQError(
+                "MQRC_DURABILITY_NOT_ALLOWED",
+                f"durable subscriptions to '{topic}' need DURSUB(YES)",
+            )
+
+    def add(self, sub: Subscription, now: float, *, new_publications_only: bool = False) -> int:
+        """Register ``sub``; deliver matching retained publications; return how many."""
+        self.subs[sub.name] = sub
+        self.by_id[sub.sub_id] = sub.name
+        self.stats.setdefault(sub.name, SubscriptionStats(resumed=now))
+        self._matcher.add(sub.topic_str, sub.name)
+        if sub.durable:
+            self._journal.object_saved("sub", sub.name, sub.to_dict())
+        if new_publications_only:
+            return 0
+        return self.deliver_retained(sub, now)
+
+    def replace(self, sub: Subscription) -> None:
+        old = self.subs[sub.name]
+        self._matcher.discard(old.topic_str, old.name)
+        self.subs[sub.name] = sub
+        self._matcher.add(sub.topic_str, sub.name)
+        if sub.durable:
+            self._journal.object_saved("sub", sub.name, sub.to_dict())
+
+    def restore(self, sub: Subscription, now: float) -> None:
+        self.subs[sub.name] = sub
+        self.by_id[sub.sub_id] = sub.name
+        self.stats[sub.name] = SubscriptionStats(resumed=now)
+        self._matcher.add(sub.topic_str, sub.name)
+
+    def remove(self, name: str) -> Subscription:
+        sub = self.subs.pop(name)
+        self.by_id.pop(sub.sub_id, None)
+        self.stats.pop(name, None)
+        self._matcher.discard(sub.topic_str, name)
+        if sub.durable:
+            self._journal.object_deleted("sub", name)
+        return sub
+
+    def deliver_retained(self, sub: Subscription, now: float) -> int:
+        n = 0
+        for topic, msg in list(self.retained.items()):
+            if topic_matches(sub.topic_str, topic) and not self._blocked(sub, topic):
+                copy = self._copy_for(sub, msg, topic)
+                copy.retained = True
+                queue = self._queues.get(sub.dest)
+                if queue is not None:
+                    try:
+                        queue.put(copy, now)
+                    except MQError:
+                        continue
+                    n += 1
+        return n
+
+    def matching(self, topic: str) -> list[Subscription]:
+        return [self.subs[name] for name in self._matcher.match(topic)]
+
+    # -- publish ---------------------------------------------------------------------------
+
+    def validate_topic(self, topic: str) -> None:
+        from cluster.topics import validate_publish_topic
+
+        try:
+            validate_publish_topic(topic)
+        except TopicStringError as exc:
+            raise MQError("MQRC_TOPIC_STRING_ERROR", str(exc)) from exc
+
+    def prepare(self, topic: str, msg: Message) -> TopicPolicy:
+        """Validate a publication and resolve its persistence and priority in place."""
+        self.validate_topic(topic)
+        policy = self.policy(topic)
+        if not policy.pub_enabled:
+            raise MQError("MQRC_PUT_INHIBITED", f"publications to '{topic}' are PUB(DISABLED)")
+        if msg.persistent is None:
+            msg.persistent = policy.defpsist
+        if msg.priority < 0:
+            msg.priority = policy.defprty
+        return policy
+
+    def publish(self, topic: str, msg: Message, now: float, *, retain: bool = False) -> int:
+        """Deliver ``msg`` (already prepared) to every matching local subscription; returns the
+        number of copies delivered."""
+        policy = self.policy(topic)
+        subs = self._matcher.match(topic)
+        plan: list[tuple[LocalQueue, Message, Subscription]] = []
+        failures: list[tuple[Subscription, Message, MQError]] = []
+        for name in subs:
+            sub = self.subs[name]
+            if policy.blocks_wildcards and self._blocked(sub, topic, policy):
+                continue
+            copy = self._copy_for(sub, msg, topic)
+            queue = self._queues.get(sub.dest)
+            try:
+                if queue is None:
+                    raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"queue {sub.dest} does not exist")
+                queue.check_put(copy, 1 + sum(1 for q, _, _ in plan if q is queue))
+            except MQError as exc:
+                failures.append((sub, copy, exc))
+                continue
+            plan.append((queue, copy, sub))
+        if failures:
+            plan.extend(self._handle_failures(failures, msg, policy))
+        for queue, copy, sub in plan:
+            queue.put(copy, now, check=False)
+            stats = self.stats.get(sub.name)
+            if stats is not None:
+                stats.num_msgs += 1
+                stats.last_msg = now
+        if retain:
+            self._retain(topic, msg)
+        self.pub_counts[topic] = self.pub_counts.get(topic, 0) + 1
+        self.last_pub[topic] = now
+        return len(plan)
+
+    def _handle_failures(
+        self,
+        failures: list[tuple[Subscription, Message, MQError]],
+        msg: Message,
+        policy: TopicPolicy,
+    ) -> list[tuple[LocalQueue, Message, Subscription]]:
+        rule = policy.pmsgdlv if msg.persistent else policy.npmsgdlv
+        rescued: list[tuple[LocalQueue, Message, Subscription]] = []
+        for sub, copy, exc in failures:
+            dlq = self.dead_letter_queue() if policy.usedlq else None
+            if dlq is not None:
+                try:
+                    dlq.check_put(copy, 1 + sum(1 for q, _, _ in rescued if q is dlq))
+                    rescued.append((dlq, copy, sub))
+                    continue
+                except MQError:
+                    pass
+            if rule == "ALL" or (rule == "ALLDUR" and sub.durable):
+                raise MQError(
+                    "MQRC_PUBLICATION_FAILURE",
+                    f"publication not delivered to subscription {sub.name}: {exc.text}",
+                ) from exc
+        return rescued
+
+    def _blocked(self, sub: Subscription, topic: str, policy: TopicPolicy | None = None) -> bool:
+        if not is_wildcard(sub.topic_str):
+            return False
+        return (policy or self.policy(topic)).resolved.wildcard_blocked(sub.topic_str)
+
+    def _copy_for(self, sub: Subscription, msg: Message, topic: str) -> Message:
+        priority = msg.priority
+        if sub.pubprty.isdigit():
+            priority = int(sub.pubprty)
+        return msg.copy(
+            topic=topic,
+            sub_user_data=sub.userdata,
+            correl_id=sub.correl_id,
+            priority=priority,
+            sequence=self._next_sequence(),
+        )
+
+    def _retain(self, topic: str, msg: Message) -> None:
+        old = self.retained.get(topic)
+        kept = msg.copy(topic=topic)
+        self.retained[topic] = kept
+        if kept.persistent:
+            self._journal.retained_saved(topic, kept)
+        elif old is not None and old.persistent:
+            self._journal.retained_deleted(topic)
+
+    def clear_retained(self, topic: str) -> bool:
+        old = self.retained.pop(topic, None)
+        if old is not None and old.persistent:
+            self._journal.retained_deleted(topic)
+        return old is not None

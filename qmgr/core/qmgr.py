@@ -1,0 +1,390 @@
+"""The queue manager: queues, topic objects, subscriptions, publish, units of work.
+
+All methods run on one thread (the node's event loop) and return at once; waiting is the
+node's business (it is told through ``on_message`` when a queue gets a message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cluster.topics import (
+    BASE_TOPIC_NAME,
+    TopicObject,
+    TopicObjectError,
+    TopicObjects,
+    TopicStringError,
+    validate_subscription_topic,
+)
+from qmgr.core.clock import Clock
+from qmgr.core.errors import MQError
+from qmgr.core.journal import Journal, NullJournal
+from qmgr.core.message import MAX_PRIORITY, Message
+from qmgr.core.pubsub import PubSub
+from qmgr.core.queue import MANAGED_MAXDEPTH, LocalQueue, QueueDef
+from qmgr.core.subscription import Subscription
+
+DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
+
+
+@dataclass
+class QmgrAttrs:
+    """Queue manager attributes (DISPLAY QMGR / ALTER QMGR)."""
+
+    descr: str = ""
+    deadq: str = ""
+    maxmsgl: int = 4_194_304
+    psmode: str = "ENABLED"
+    psclus: str = "ENABLED"
+    treelife: int = 1800
+    clwluseq: str = "LOCAL"
+    clwlmruc: int = 999_999_999
+    defclxq: str = "SCTQ"
+    repos: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class UnitOfWork:
+    got: list[tuple[str, Message]] = field(default_factory=list)
+
+
+class QueueManager:
+    def __init__(
+        self,
+        name: str,
+        clock: Clock,
+        journal: Journal | None = None,
+        *,
+        uid: str = "0" * 8,
+        epoch: int = 0,
+        first_sequence: int = 1,
+    ) -> None:
+        self.name = name
+        self.clock = clock
+        self.journal: Journal = journal or NullJournal()
+        self.uid = uid[:8].rjust(8, "0")
+        self.epoch = epoch
+        self.qmid = f"{name}_{self.uid}"
+        self.attrs = QmgrAttrs()
+        self.queues: dict[str, LocalQueue] = {}
+        self.topics = TopicObjects()
+        self._seq = first_sequence - 1
+        self._ids = 0
+        self.pubsub = PubSub(self.topics, self.queues, self.journal, self.next_sequence)
+        self.pubsub.dead_letter_queue = lambda: self.queues.get(self.attrs.deadq)
+        self.uows: dict[str, UnitOfWork] = {}
+        self.on_message: Callable[[str], None] | None = None
+        self.started = clock.now()
+
+    # -- identifiers ------------------------------------------------------------------------
+
+    def next_sequence(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def new_id(self) -> str:
+        """A 48-hex-character identifier unique to this queue manager across restarts."""
+        self._ids += 1
+        return f"{self.uid}{self.epoch:08x}{self._ids:032x}"
+
+    # -- queues -----------------------------------------------------------------------------
+
+    def queue(self, name: str) -> LocalQueue:
+        q = self.queues.get(name)
+        if q is None:
+            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"queue {name} does not exist")
+        return q
+
+    def define_queue(self, definition: QueueDef, *, replace: bool = False) -> LocalQueue:
+        existing = self.queues.get(definition.name)
+        now = self.clock.now()
+        if existing is not None:
+            if not replace:
+                raise MQError("MQRC_OBJECT_ALREADY_EXISTS", f"queue {definition.name} exists")
+            existing.definition = definition.altered_with(
+                created=existing.definition.created, altered=now
+            )
+            self.journal.object_saved("queue", definition.name, existing.definition.to_dict())
+            return existing
+        q = LocalQueue(definition.altered_with(created=now, altered=now), self.journal)
+        q.on_put = self.on_message
+        self.queues[definition.name] = q
+        if not definition.temporary:
+            self.journal.object_saved("queue", definition.name, q.definition.to_dict())
+        return q
+
+    def alter_queue(self, name: str, **changes: Any) -> LocalQueue:
+        q = self.queue(name)
+        q.definition = q.definition.altered_with(altered=self.clock.now(), **changes)
+        self.journal.object_saved("queue", name, q.definition.to_dict())
+        return q
+
+    def delete_queue(self, name: str, *, purge: bool = False) -> None:
+        q = self.queue(name)
+        in_use = [s.name for s in self.pubsub.subs.values() if s.dest == name]
+        if in_use:
+            raise MQError("MQRC_OBJECT_IN_USE", f"queue {name} is used by subscription {in_use[0]}")
+        if q.uncommitted:
+            raise MQError("MQRC_OBJECT_IN_USE", f"queue {name} has uncommitted messages")
+        if q.depth and not purge:
+            raise MQError("MQRC_Q_NOT_EMPTY", f"queue {name} is not empty (use PURGE)")
+        q.clear()
+        del self.queues[name]
+        self.journal.object_deleted("queue", name)
+
+    def restore_queue(self, definition: QueueDef) -> LocalQueue:
+        q = LocalQueue(definition, self.journal)
+        q.on_put = self.on_message
+        self.queues[definition.name] = q
+        return q
+
+    def set_message_listener(self, listener: Callable[[str], None]) -> None:
+        self.on_message = listener
+        for q in self.queues.values():
+            q.on_put = listener
+
+    # -- messages ---------------------------------------------------------------------------
+
+    def accept(self, msg: Message, defpsist: bool, defprty: int) -> Message:
+        """Stamp a message arriving from an application: id, time, defaults, expiry."""
+        now = self.clock.now()
+        if not msg.message_id:
+            msg.message_id = self.new_id()
+        if msg.persistent is None:
+            msg.persistent = defpsist
+        if msg.priority < 0:
+            msg.priority = defprty
+        if msg.priority > MAX_PRIORITY:
+            raise MQError("MQRC_OPTIONS_ERROR", f"priority {msg.priority} is not 0-9")
+        if msg.size > self.attrs.maxmsgl:
+            raise MQError(
+                "MQRC_MSG_TOO_BIG_FOR_Q",
+                f"message of {msg.size} bytes exceeds the queue manager's MAXMSGL",
+            )
+        msg.put_time = now
+        msg.expiry = now + msg.ttl if msg.ttl > 0 else None
+        msg.sequence = self.next_sequence()
+        return msg
+
+    def put(self, queue: str, msgs: list[Message]) -> list[Message]:
+        """Put a batch on one queue: all or none."""
+        q = self.queue(queue)
+        d = q.definition
+        for msg in msgs:
+            self.accept(msg, d.defpsist, d.defprty)
+        for i, msg in enumerate(msgs):
+            q.check_put(msg, i + 1)
+        now = self.clock.now()
+        for msg in msgs:
+            q.put(msg, now, check=False)
+        return msgs
+
+    def get(
+        self,
+        queue: str,
+        *,
+        unit_of_work: str = "",
+        message_id: str = "",
+        correl_id: bytes = b"",
+        limit: int = 1,
+    ) -> list[Message]:
+        q = self.queue(queue)
+        now = self.clock.now()
+        if not unit_of_work and not message_id and not correl_id:
+            return q.get_batch(now, limit)
+        out: list[Message] = []
+        while len(out) < limit:
+            msg = q.get(
+                now, message_id=message_id, correl_id=correl_id, journal_removal=not unit_of_work
+            )
+            if msg is None:
+                break
+            out.append(msg)
+            if unit_of_work:
+                q.uncommitted += 1
+                self.uows.setdefault(unit_of_work, UnitOfWork()).got.append((queue, msg))
+            if message_id:
+                break
+        return out
+
+    def browse(self, queue: str, *, after: int = 0, limit: int = 1) -> list[Message]:
+        return self.queue(queue).browse(self.clock.now(), after, limit)
+
+    def commit(self, unit_of_work: str) -> int:
+        uow = self.uows.pop(unit_of_work, None)
+        if uow is None:
+            return 0
+        for qname, msg in uow.got:
+            q = self.queues.get(qname)
+            if q is not None:
+                q.uncommitted -= 1
+            if msg.persistent:
+                self.journal.message_removed(qname, msg)
+        return len(uow.got)
+
+    def backout(self, unit_of_work: str) -> int:
+        """Return got messages to their queues (in their original order) with the backout
+        count raised; a message whose count reaches BOTHRESH moves to BOQNAME if that queue
+        exists and accepts it."""
+        uow = self.uows.pop(unit_of_work, None)
+        if uow is None:
+            return 0
+        now = self.clock.now()
+        for qname, msg in reversed(uow.got):
+            q = self.queues.get(qname)
+            if q is None:
+                continue
+            q.uncommitted -= 1
+            msg.backout_count += 1
+            d = q.definition
+            target = self.queues.get(d.boqname) if d.boqname else None
+            if target is not None and d.bothresh > 0 and msg.backout_count >= d.bothresh:
+                try:
+                    target.check_put(msg)
+                except MQError:
+                    pass
+                else:
+                    if msg.persistent:
+                        self.journal.message_removed(qname, msg)
+                    target.put(msg, now, check=False)
+                    continue
+            q.return_front(msg)
+            if msg.persistent:
+                self.journal.message_updated(qname, msg)
+        return len(uow.got)
+
+    # -- topics -----------------------------------------------------------------------------
+
+    def define_topic(self, obj: TopicObject, *, replace: bool = False) -> None:
+        existing = self.topics.get(obj.name)
+        if existing is not None and not replace:
+            raise MQError("MQRC_OBJECT_ALREADY_EXISTS", f"topic object {obj.name} exists")
+        if existing is not None and existing.topic_str != obj.topic_str:
+            raise MQError("MQRC_TOPIC_STRING_ERROR", f"TOPICSTR of {obj.name} cannot be changed")
+        try:
+            self.topics.put(obj)
+        except (TopicObjectError, TopicStringError) as exc:
+            raise MQError("MQRC_TOPIC_STRING_ERROR", str(exc)) from exc
+        self.pubsub.topics_changed()
+        self.journal.object_saved("topic", obj.name, topic_to_dict(obj))
+
+    def delete_topic(self, name: str) -> None:
+        if self.topics.get(name) is None:
+            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"topic object {name} does not exist")
+        self.topics.remove(name)
+        self.pubsub.topics_changed()
+        self.journal.object_deleted("topic", name)
+
+    def restore_topic(self, obj: TopicObject) -> None:
+        self.topics.put(obj)
+        self.pubsub.topics_changed()
+
+    # -- subscriptions ----------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        topic: str,
+        *,
+        name: str = "",
+        durable: bool = False,
+        dest: str = "",
+        subtype: str = "API",
+        new_publications_only: bool = False,
+        **attrs: Any,
+    ) -> tuple[Subscription, bool]:
+        """Create a subscription, or resume the durable one called ``name``. Returns the
+        subscription and whether it was resumed."""
+        try:
+            validate_subscription_topic(topic)
+        except TopicStringError as exc:
+            raise MQError("MQRC_TOPIC_STRING_ERROR", str(exc)) from exc
+        if name and name in self.pubsub.subs:
+            existing = self.pubsub.subs[name]
+            if existing.topic_str != topic:
+                raise MQError(
+                    "MQRC_SUB_ALREADY_EXISTS",
+                    f"subscription {name} exists on topic '{existing.topic_str}'",
+                )
+            self.pubsub.stats[name].resumed = self.clock.now()
+            return existing, True
+        self.pubsub.check_subscribe(topic, durable)
+        sub_id = self.new_id()
+        now = self.clock.now()
+        managed = not dest
+        if managed:
+            kind = "DURABLE" if durable else "NDURABLE"
+            dest = f"SYSTEM.MANAGED.{kind}.{sub_id[8:]}"
+            self.define_queue(
+                QueueDef(
+                    dest,
+                    maxdepth=MANAGED_MAXDEPTH,
+                    managed=True,
+                    defpsist=durable,
+                    temporary=not durable,
+                )
+            )
+        else:
+            self.queue(dest)
+        sub = Subscription(
+            name=name or f"{self.name}.{sub_id}",
+            sub_id=sub_id,
+            topic_str=topic,
+            dest=dest,
+            durable=durable,
+            managed=managed,
+            subtype=subtype,
+            created=now,
+            altered=now,
+            **attrs,
+        )
+        self.pubsub.add(sub, now, new_publications_only=new_publications_only)
+        return sub, False
+
+    def unsubscribe(self, name: str) -> Subscription:
+        sub = self.pubsub.subs.get(name)
+        if sub is None:
+            raise MQError("MQRC_NO_SUBSCRIPTION", f"subscription {name} does not exist")
+        self.pubsub.remove(name)
+        if sub.managed and sub.dest in self.queues:
+            q = self.queues[sub.dest]
+            q.clear()
+            del self.queues[sub.dest]
+            if not q.definition.temporary:
+                self.journal.object_deleted("queue", sub.dest)
+        return sub
+
+    def subscription_by_id(self, sub_id: str) -> Subscription | None:
+        name = self.pubsub.by_id.get(sub_id.upper()) or self.pubsub.by_id.get(sub_id.lower())
+        return self.pubsub.subs.get(name) if name else None
+
+    # -- publish ----------------------------------------------------------------------------
+
+    def publish(self, topic: str, msg: Message, *, retain: bool = False) -> int:
+        """Publish one message; returns the number of copies delivered locally."""
+        policy = self.pubsub.prepare(topic, msg)
+        self.accept(msg, policy.defpsist, policy.defprty)
+        return self.pubsub.publish(topic, msg, self.clock.now(), retain=retain)
+
+    def clear_retained(self, topic: str) -> bool:
+        return self.pubsub.clear_retained(topic)
+
+
+def topic_to_dict(obj: TopicObject) -> dict[str, Any]:
+    return {
+        "name": obj.name,
+        "topic_str": obj.topic_str,
+        "attrs": dict(obj.attrs),
+        "descr": obj.descr,
+    }
+
+
+def topic_from_dict(data: dict[str, Any]) -> TopicObject:
+    return TopicObject(
+        name=data["name"], topic_str=data["topic_str"], attrs=data["attrs"], descr=data["descr"]
+    )
+
+
+__all__ = ["BASE_TOPIC_NAME", "DEAD_LETTER_QUEUE", "QueueManager", "QmgrAttrs"]

@@ -1,0 +1,89 @@
+"""A running queue manager: the domain, its store, group commit and consumer wake-ups."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from qmgr.core.journal import NullJournal
+from qmgr.core.qmgr import DEAD_LETTER_QUEUE, QueueManager
+from qmgr.core.queue import QueueDef
+from qmgr.core.subscription import Subscription
+from qmgr.node.committer import Committer
+from qmgr.node.config import NodeConfig
+from qmgr.node.signals import QueueSignals
+from qmgr.store.sqlite import SqliteStore
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+
+class NodeRuntime:
+    def __init__(self, config: NodeConfig) -> None:
+        self.config = config
+        self.signals = QueueSignals()
+        self.store: SqliteStore | None = None
+        self.committer: Committer | None = None
+        clock = SystemClock()
+        if config.data_dir is not None:
+            self.store = SqliteStore(config.data_dir)
+            loaded = self.store.load()
+            self.qm = QueueManager(
+                config.name,
+                clock,
+                self.store,
+                uid=loaded.uid,
+                epoch=loaded.epoch,
+                first_sequence=loaded.max_sequence + 1,
+            )
+            self._restore(loaded.objects, loaded.messages, loaded.retained)
+        else:
+            self.qm = QueueManager(config.name, clock, NullJournal())
+        if DEAD_LETTER_QUEUE not in self.qm.queues:
+            self.qm.define_queue(QueueDef(DEAD_LETTER_QUEUE, maxdepth=999_999_999))
+        self.qm.set_message_listener(self.signals.notify)
+
+    def _restore(
+        self,
+        objects: dict[str, dict[str, dict[str, Any]]],
+        messages: list[Any],
+        retained: list[Any],
+    ) -> None:
+        from qmgr.core.qmgr import topic_from_dict
+
+        qm = self.qm
+        now = qm.clock.now()
+        for data in objects.get("queue", {}).values():
+            qm.restore_queue(QueueDef.from_dict(data))
+        for data in objects.get("topic", {}).values():
+            qm.restore_topic(topic_from_dict(data))
+        for data in objects.get("sub", {}).values():
+            qm.pubsub.restore(Subscription.from_dict(data), now)
+        attrs = objects.get("qmgr", {}).get("attrs")
+        if attrs:
+            for key, value in attrs.items():
+                setattr(qm.attrs, key, value)
+        for queue, msg in messages:
+            q = qm.queues.get(queue)
+            if q is not None:
+                q.restore(msg)
+        for msg in retained:
+            qm.pubsub.retained[msg.topic] = msg
+
+    def start(self) -> None:
+        if self.store is not None:
+            self.committer = Committer(self.store)
+            self.committer.start()
+
+    async def durable(self) -> None:
+        """Wait until every change so far is committed (no-op without a data directory)."""
+        if self.committer is not None:
+            await self.committer.durable()
+
+    async def stop(self) -> None:
+        if self.committer is not None:
+            await self.committer.stop()
+        if self.store is not None:
+            self.store.close()

@@ -1,0 +1,62 @@
+"""The node process: one gRPC port serving Messaging, Admin and health; READY line; SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from qmgr.node.config import NodeConfig
+from qmgr.node.runtime import NodeRuntime
+
+log = logging.getLogger("qmgr.node")
+
+GRPC_OPTIONS = [
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    ("grpc.so_reuseport", 0),
+]
+
+
+async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = None) -> None:
+    from qmgr.rpc.admin import AdminServicer
+    from qmgr.rpc.messaging import MessagingServicer
+    from qmgr.wire import admin_pb2_grpc, messaging_pb2_grpc
+
+    runtime = NodeRuntime(config)
+    runtime.start()
+    server = grpc.aio.server(options=GRPC_OPTIONS)
+    messaging_pb2_grpc.add_MessagingServicer_to_server(MessagingServicer(runtime), server)
+    admin_pb2_grpc.add_AdminServicer_to_server(AdminServicer(runtime), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    port = server.add_insecure_port(f"{config.host}:{config.port}")
+    if port == 0:
+        raise SystemExit(f"qmgr: cannot listen on {config.address}")
+    await server.start()
+    await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    await health_servicer.set("qmgr.wire.Messaging", health_pb2.HealthCheckResponse.SERVING)
+    host = config.host if ":" not in config.host else f"[{config.host}]"
+    if on_ready is not None:
+        on_ready(f"{host}:{port}")
+    print(f"READY name={config.name} addr={host}:{port}", flush=True)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("stopping %s", config.name)
+    await health_servicer.enter_graceful_shutdown()
+    await server.stop(grace=2.0)
+    await runtime.stop()
+    print(f"STOPPED name={config.name}", file=sys.stderr, flush=True)
+
+
+def run(config: NodeConfig, on_ready: Callable[[str], None] | None = None) -> None:
+    asyncio.run(serve(config, on_ready))

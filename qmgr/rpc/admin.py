@@ -1,0 +1,29 @@
+"""The Admin service: one MQSC command in, runmqsc-style records out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from qmgr.core.admin import execute
+from qmgr.node.runtime import NodeRuntime
+from qmgr.wire import admin_pb2 as pb
+from qmgr.wire import admin_pb2_grpc as rpc
+
+
+class AdminServicer(rpc.AdminServicer):
+    def __init__(self, runtime: NodeRuntime) -> None:
+        self.rt = runtime
+
+    async def Mqsc(
+        self, request: pb.MqscRequest, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> pb.MqscResponse:
+        ok, records = execute(self.rt.qm, request.command)
+        await self.rt.durable()
+        response = pb.MqscResponse(ok=ok)
+        for r in records:
+            out = response.records.add(code=r.code, text=r.text)
+            for k, v in r.attrs:
+                out.attributes.add(key=k, value=v)
+        return response

@@ -1,0 +1,171 @@
+"""The SQLite store: a journal that collects durable changes and commits them in groups.
+
+The node's event loop appends changes (cheap: one tuple each); a single writer thread commits
+whatever has accumulated in one transaction. Readers of the data (start-up only) open the same
+file. WAL mode with synchronous=FULL: a committed group survives the process being killed.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qmgr.core.message import Message
+from qmgr.store.codec import decode_message, encode_header
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS objects (
+    kind TEXT NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (kind, name));
+CREATE TABLE IF NOT EXISTS messages (
+    seq INTEGER PRIMARY KEY, queue TEXT NOT NULL, message_id TEXT NOT NULL,
+    body BLOB NOT NULL, header TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS retained (
+    topic TEXT PRIMARY KEY, seq INTEGER NOT NULL, message_id TEXT NOT NULL,
+    body BLOB NOT NULL, header TEXT NOT NULL);
+"""
+
+Op = tuple[str, tuple[Any, ...]]
+
+_SQL = {
+    "add": "INSERT OR REPLACE INTO messages (seq, queue, message_id, body, header) VALUES (?,?,?,?,?)",
+    "del": "DELETE FROM messages WHERE seq = ?",
+    "upd": "UPDATE messages SET header = ? WHERE seq = ?",
+    "save": "INSERT OR REPLACE INTO objects (kind, name, data) VALUES (?,?,?)",
+    "drop": "DELETE FROM objects WHERE kind = ? AND name = ?",
+    "ret": "INSERT OR REPLACE INTO retained (topic, seq, message_id, body, header) VALUES (?,?,?,?,?)",
+    "unret": "DELETE FROM retained WHERE topic = ?",
+    "kv": "INSERT OR REPLACE INTO kv (key, value) VALUES (?,?)",
+}
+
+
+@dataclass
+class Loaded:
+    """Everything a node needs to come back after a restart."""
+
+    uid: str
+    epoch: int
+    objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    messages: list[tuple[str, Message]] = field(default_factory=list)
+    retained: list[Message] = field(default_factory=list)
+    max_sequence: int = 0
+    kv: dict[str, str] = field(default_factory=dict)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    return conn
+
+
+class SqliteStore:
+    """Implements :class:`qmgr.core.journal.Journal`; ``take`` and ``commit`` move the
+    collected changes to disk."""
+
+    def __init__(self, data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.path = data_dir / "qmgr.sqlite"
+        self._conn = _connect(self.path)
+        self._conn.executescript(SCHEMA)
+        self._pending: list[Op] = []
+        self.appended = 0  # changes collected so far
+        self.committed = 0  # changes known to be on disk
+
+    # -- start-up ---------------------------------------------------------------------------
+
+    def load(self) -> Loaded:
+        c = self._conn
+        kv = dict(c.execute("SELECT key, value FROM kv").fetchall())
+        uid = kv.get("uid") or uuid.uuid4().hex[:8]
+        epoch = int(kv.get("epoch", "0")) + 1
+        c.execute("BEGIN")
+        c.execute(_SQL["kv"], ("uid", uid))
+        c.execute(_SQL["kv"], ("epoch", str(epoch)))
+        c.execute("COMMIT")
+        loaded = Loaded(uid=uid, epoch=epoch, kv=kv)
+        for kind, name, data in c.execute("SELECT kind, name, data FROM objects"):
+            loaded.objects.setdefault(kind, {})[name] = json.loads(data)
+        for seq, queue, mid, body, header in c.execute(
+            "SELECT seq, queue, message_id, body, header FROM messages ORDER BY seq"
+        ):
+            loaded.messages.append((queue, decode_message(seq, mid, body, header)))
+        for seq, mid, body, header in c.execute(
+            "SELECT seq, message_id, body, header FROM retained"
+        ):
+            loaded.retained.append(decode_message(seq, mid, body, header))
+        row = c.execute(
+            "SELECT MAX(m) FROM (SELECT MAX(seq) AS m FROM messages UNION ALL "
+            "SELECT MAX(seq) FROM retained)"
+        ).fetchone()
+        loaded.max_sequence = int(row[0] or 0)
+        return loaded
+
+    # -- Journal ----------------------------------------------------------------------------
+
+    def _append(self, kind: str, args: tuple[Any, ...]) -> None:
+        self._pending.append((kind, args))
+        self.appended += 1
+
+    def message_added(self, queue: str, msg: Message) -> None:
+        self._append("add", (msg.sequence, queue, msg.message_id, msg.body, encode_header(msg)))
+
+    def message_removed(self, queue: str, msg: Message) -> None:
+        self._append("del", (msg.sequence,))
+
+    def message_updated(self, queue: str, msg: Message) -> None:
+        self._append("upd", (encode_header(msg), msg.sequence))
+
+    def object_saved(self, kind: str, name: str, data: dict[str, Any]) -> None:
+        self._append("save", (kind, name, json.dumps(data)))
+
+    def object_deleted(self, kind: str, name: str) -> None:
+        self._append("drop", (kind, name))
+
+    def retained_saved(self, topic: str, msg: Message) -> None:
+        self._append("ret", (topic, msg.sequence, msg.message_id, msg.body, encode_header(msg)))
+
+    def retained_deleted(self, topic: str) -> None:
+        self._append("unret", (topic,))
+
+    def set_value(self, key: str, value: str) -> None:
+        self._append("kv", (key, value))
+
+    # -- group commit -----------------------------------------------------------------------
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def take(self) -> tuple[list[Op], int]:
+        """Hand over the collected changes (event-loop side) with the count they reach."""
+        ops, self._pending = self._pending, []
+        return ops, self.appended
+
+    def commit(self, ops: list[Op]) -> None:
+        """Write ``ops`` in one transaction (writer-thread side). Runs of one kind are batched
+        with executemany."""
+        if not ops:
+            return
+        c = self._conn
+        c.execute("BEGIN")
+        try:
+            i = 0
+            while i < len(ops):
+                kind = ops[i][0]
+                j = i
+                while j < len(ops) and ops[j][0] == kind:
+                    j += 1
+                c.executemany(_SQL[kind], [args for _, args in ops[i:j]])
+                i = j
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        self._conn.close()
