@@ -30,7 +30,15 @@ BATCH = 100
 PAYLOAD = b"x" * 100
 
 
-def _subscriber(address: str, topic: str, name: str, durable: bool, expected: int, ready: mp.Event, done: mp.Queue) -> None:  # type: ignore[type-arg]
+def _subscriber(
+    address: str,
+    topic: str,
+    name: str,
+    durable: bool,
+    expected: int,
+    ready: mp.Event,
+    done: mp.Queue,
+) -> None:  # type: ignore[type-arg]
     client = QueueManagerClient(address)
     sub = client.subscribe(topic, name=name, durable=durable, max_batch=1000)
     ready.set()
@@ -51,10 +59,13 @@ def _subscriber(address: str, topic: str, name: str, durable: bool, expected: in
 
 
 def raw_baseline(n: int) -> float:
-    from qmgr.wire import messaging_pb2, messaging_pb2_grpc
     import grpc
 
-    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "echo_server.py")], stdout=subprocess.PIPE, text=True)
+    from qmgr.wire import messaging_pb2, messaging_pb2_grpc
+
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "echo_server.py")], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     address = line.split("addr=")[1].strip()
@@ -85,17 +96,19 @@ def pubsub_rate(address: str, n: int, subscribers: int, persistent: bool) -> tup
     procs = []
     for i in range(subscribers):
         ready = ctx.Event()
-        p = ctx.Process(target=_subscriber, args=(address, "bench/#", f"B{i}{int(persistent)}", persistent, n, ready, done))
+        p = ctx.Process(
+            target=_subscriber,
+            args=(address, "bench/#", f"B{i}{int(persistent)}", persistent, n, ready, done),
+        )
         p.start()
         ready.wait(60)
         procs.append(p)
     client = QueueManagerClient(address)
     pub = client.stream_publisher(batch_size=BATCH, window=16)
     start = time.perf_counter()
-    for i in range(n):
+    for _ in range(n):
         pub.publish("bench/topic", OutgoingMessage(PAYLOAD, persistent=persistent))
     pub.close()
-    published = time.perf_counter() - start
     results = [done.get(timeout=300) for _ in procs]
     for p in procs:
         p.join(30)
@@ -121,7 +134,9 @@ def peak_memory(address: str, pid: int, count: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--skip-memory", action="store_true")
     args = parser.parse_args()
@@ -141,11 +156,15 @@ def main() -> None:
                     pubs, deliveries = pubsub_rate(node.address, count, subs, persistent)
                     label = f"{'persistent' if persistent else 'non-persistent'}, {subs} sub{'s' if subs > 1 else ''}"
                     rows.append((label, pubs, deliveries))
-                    print(f"  {label:<28} {pubs:>10,.0f} pub/s  {deliveries:>10,.0f} deliveries/s"
-                          f"  ({deliveries / raw:.0%} of raw)")
+                    print(
+                        f"  {label:<28} {pubs:>10,.0f} pub/s  {deliveries:>10,.0f} deliveries/s"
+                        f"  ({deliveries / raw:.0%} of raw)"
+                    )
             if not args.skip_memory:
                 depth, mib = peak_memory(node.address, node.proc.pid, 1_000_000)
-                print(f"  node peak memory with {depth:,} queued 100-byte messages: {mib:,.0f} MiB (target < 1024)")
+                print(
+                    f"  node peak memory with {depth:,} queued 100-byte messages: {mib:,.0f} MiB (target < 1024)"
+                )
         finally:
             node.proc.terminate()
             node.proc.wait(30)

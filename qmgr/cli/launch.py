@@ -43,10 +43,10 @@ def start_node(
         args += ["--data-dir", str(data_dir)]
     args += extra_args or []
     log.parent.mkdir(parents=True, exist_ok=True)
-    log_file = open(log, "a")
-    proc = subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=log_file, text=True, env=env or dict(os.environ)
-    )
+    with open(log, "a") as log_file:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=log_file, text=True, env=env or dict(os.environ)
+        )
     ready: list[str] = []
     done = threading.Event()
 

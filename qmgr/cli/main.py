@@ -280,7 +280,14 @@ def get(node: str, queue: str, count: int, wait: float, browse: bool, as_json: b
         sys.exit(2)
 
 
+def _register_extra_commands() -> None:
+    from qmgr.cli.demo import demo
+
+    cli.add_command(demo)
+
+
 def main() -> None:
+    _register_extra_commands()
     cli(prog_name="qmgr")
 
 

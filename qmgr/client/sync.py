@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import queue as _queue
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,8 +45,11 @@ class Subscription:
     def _read(self) -> None:
         try:
             for delivery in self._call:
+                now = time.time()
                 for m in delivery.messages:
-                    self._buffer.put(convert.from_wire(m))
+                    msg = convert.from_wire(m)
+                    msg.received_at = now
+                    self._buffer.put(msg)
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 self._buffer.put(from_rpc_error(exc))

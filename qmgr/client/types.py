@@ -35,6 +35,7 @@ class ReceivedMessage:
     sequence: int
     expiry_ms: int = 0
     reply_to_queue: str = ""
+    received_at: float = 0.0  # when the client took it off the wire (seconds since the epoch)
 
     @property
     def text(self) -> str:

@@ -24,15 +24,12 @@ GRPC_OPTIONS = [
 
 
 async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = None) -> None:
-    from qmgr.rpc.admin import AdminServicer
-    from qmgr.rpc.messaging import MessagingServicer
-    from qmgr.wire import admin_pb2_grpc, messaging_pb2_grpc
+    from qmgr.rpc.services import MESSAGING_SERVICE, add_services
 
     runtime = NodeRuntime(config)
     runtime.start()
     server = grpc.aio.server(options=GRPC_OPTIONS)
-    messaging_pb2_grpc.add_MessagingServicer_to_server(MessagingServicer(runtime), server)
-    admin_pb2_grpc.add_AdminServicer_to_server(AdminServicer(runtime), server)
+    add_services(server, runtime)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     port = server.add_insecure_port(f"{config.host}:{config.port}")
@@ -40,7 +37,7 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
         raise SystemExit(f"qmgr: cannot listen on {config.address}")
     await server.start()
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
-    await health_servicer.set("qmgr.wire.Messaging", health_pb2.HealthCheckResponse.SERVING)
+    await health_servicer.set(MESSAGING_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     host = config.host if ":" not in config.host else f"[{config.host}]"
     if on_ready is not None:
         on_ready(f"{host}:{port}")
