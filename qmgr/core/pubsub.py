@@ -274,12 +274,22 @@ class PubSub:
         priority = msg.priority
         if sub.pubprty.isdigit():
             priority = int(sub.pubprty)
-        return msg.copy(
-            topic=topic,
-            sub_user_data=sub.userdata,
-            correl_id=sub.correl_id,
-            priority=priority,
-            sequence=self._next_sequence(),
+        return Message(
+            msg.message_id,
+            msg.body,
+            msg.properties,
+            msg.persistent,
+            priority,
+            msg.ttl,
+            msg.expiry,
+            sub.correl_id,
+            msg.put_time,
+            0,
+            msg.reply_to_queue,
+            topic,
+            sub.userdata,
+            False,
+            self._next_sequence(),
         )
 
     def _retain(self, topic: str, msg: Message) -> None:

@@ -31,7 +31,11 @@ class Subscription:
     @property
     def correl_id(self) -> bytes:
         """CorrelId of delivered copies: DESTCORL if given, else the subscription id."""
-        return bytes.fromhex(self.destcorl or self.sub_id)
+        cached: bytes | None = self.__dict__.get("_correl")
+        if cached is None:
+            cached = bytes.fromhex(self.destcorl or self.sub_id)
+            object.__setattr__(self, "_correl", cached)
+        return cached
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -27,7 +27,9 @@ class NodeProcess:
         self.log = base / f"{name}.log"
 
     def start(self, timeout: float = 30.0) -> str:
-        launched = start_node(self.name, data_dir=self.data_dir, log=self.log, env=self.env, timeout=timeout)
+        launched = start_node(
+            self.name, data_dir=self.data_dir, log=self.log, env=self.env, timeout=timeout
+        )
         self.proc = launched.proc
         self.address = launched.address
         return self.address

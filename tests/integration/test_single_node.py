@@ -33,8 +33,14 @@ def test_wildcard_subscriptions(node: NodeProcess) -> None:
     with node.client() as qm:
         hash_sub = qm.subscribe("USA/#")
         plus_sub = qm.subscribe("IBM/+/Results")
-        for topic in ("USA", "USA/Alaska", "USA/Alaska/Juneau", "IBM/Software/Results",
-                      "IBM/a/b/Results", "IBM/Results"):
+        for topic in (
+            "USA",
+            "USA/Alaska",
+            "USA/Alaska/Juneau",
+            "IBM/Software/Results",
+            "IBM/a/b/Results",
+            "IBM/Results",
+        ):
             qm.publish(topic, topic)
         got_hash = [hash_sub.receive(timeout=5) for _ in range(3)]
         assert [m.text for m in got_hash if m] == ["USA", "USA/Alaska", "USA/Alaska/Juneau"]
@@ -163,7 +169,13 @@ DISPLAY QLOCAL(CLI.Q) MAXDEPTH
     res = node.cli("runmqsc", "QM1", input=script)  # found by name through the registry
     assert res.returncode == 0, res.stdout + res.stderr
     assert "AMQ8006I" in res.stdout and "MAXDEPTH(42)" in res.stdout
-    res = node.cli("runmqsc", node.address, "--output", "json", input="DISPLAY TOPIC(CLI.T)\nDISPLAY QLOCAL(NONE)\n")
+    res = node.cli(
+        "runmqsc",
+        node.address,
+        "--output",
+        "json",
+        input="DISPLAY TOPIC(CLI.T)\nDISPLAY QLOCAL(NONE)\n",
+    )
     assert res.returncode == 10
     out = json.loads(res.stdout)
     assert out[0]["ok"] and out[0]["records"][0]["attrs"]["TOPICSTR"] == "cli/topic"

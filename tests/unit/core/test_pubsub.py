@@ -105,7 +105,9 @@ def test_non_durable_unsubscribe_removes_managed_queue(qm: QueueManager) -> None
     assert qm.publish("a", msg()) == 0
 
 
-def test_durable_subscription_resumes_and_conflicts(qm: QueueManager, journal: RecordingJournal) -> None:
+def test_durable_subscription_resumes_and_conflicts(
+    qm: QueueManager, journal: RecordingJournal
+) -> None:
     s, resumed = qm.subscribe("a", name="D", durable=True)
     assert not resumed and ("sub", "D") in journal.objects
     assert s.dest.startswith("SYSTEM.MANAGED.DURABLE.")

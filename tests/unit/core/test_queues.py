@@ -13,7 +13,10 @@ from tests.unit.core.conftest import RecordingJournal, msg
 
 def test_priority_order_then_fifo(qm: QueueManager) -> None:
     qm.define_queue(QueueDef("Q"))
-    qm.put("Q", [msg("a", priority=0), msg("b", priority=5), msg("c", priority=0), msg("d", priority=5)])
+    qm.put(
+        "Q",
+        [msg("a", priority=0), msg("b", priority=5), msg("c", priority=0), msg("d", priority=5)],
+    )
     got = [m.body for m in qm.get("Q", limit=10)]
     assert got == [b"b", b"d", b"a", b"c"]
 
@@ -92,7 +95,9 @@ def test_syncpoint_commit_removes(qm: QueueManager, journal: RecordingJournal) -
     assert qm.queue("Q").depth == 0 and qm.queue("Q").uncommitted == 0
 
 
-def test_syncpoint_backout_returns_in_order_with_count(qm: QueueManager, journal: RecordingJournal) -> None:
+def test_syncpoint_backout_returns_in_order_with_count(
+    qm: QueueManager, journal: RecordingJournal
+) -> None:
     qm.define_queue(QueueDef("Q"))
     qm.put("Q", [msg("a", persistent=True), msg("b", persistent=True), msg("c")])
     qm.get("Q", unit_of_work="u1", limit=2)
@@ -102,7 +107,9 @@ def test_syncpoint_backout_returns_in_order_with_count(qm: QueueManager, journal
     assert [m.backout_count for m in got] == [1, 1, 0]
 
 
-def test_backout_threshold_moves_to_backout_queue(qm: QueueManager, journal: RecordingJournal) -> None:
+def test_backout_threshold_moves_to_backout_queue(
+    qm: QueueManager, journal: RecordingJournal
+) -> None:
     qm.define_queue(QueueDef("BOQ"))
     qm.define_queue(QueueDef("Q", bothresh=2, boqname="BOQ"))
     qm.put("Q", [msg("poison", persistent=True)])
