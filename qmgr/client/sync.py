@@ -7,6 +7,7 @@ import queue as _queue
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,7 +32,8 @@ class Subscription:
 
     def __init__(self, call: Any) -> None:
         self._call = call
-        self._buffer: _queue.Queue[ReceivedMessage | BaseException | None] = _queue.Queue()
+        self._buffer: _queue.Queue[list[ReceivedMessage] | BaseException | None] = _queue.Queue()
+        self._ready: deque[ReceivedMessage] = deque()
         try:
             first = next(call)
         except grpc.RpcError as exc:
@@ -46,26 +48,38 @@ class Subscription:
         try:
             for delivery in self._call:
                 now = time.time()
-                for m in delivery.messages:
-                    msg = convert.from_wire(m)
+                batch = [convert.from_wire(m) for m in delivery.messages]
+                for msg in batch:
                     msg.received_at = now
-                    self._buffer.put(msg)
+                self._buffer.put(batch)
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 self._buffer.put(from_rpc_error(exc))
         self._buffer.put(None)
 
+    def receive_batch(self, timeout: float | None = None) -> list[ReceivedMessage]:
+        """Every publication already received (at least one, waiting up to ``timeout``);
+        an empty list on time-out or when closed."""
+        if not self._ready:
+            try:
+                item = self._buffer.get(timeout=timeout)
+            except _queue.Empty:
+                return []
+            if isinstance(item, BaseException):
+                raise item
+            if item is None:
+                self._buffer.put(None)
+                return []
+            self._ready.extend(item)
+        out = list(self._ready)
+        self._ready.clear()
+        return out
+
     def receive(self, timeout: float | None = None) -> ReceivedMessage | None:
         """The next publication, or None after ``timeout`` seconds (or when closed)."""
-        try:
-            item = self._buffer.get(timeout=timeout)
-        except _queue.Empty:
-            return None
-        if isinstance(item, BaseException):
-            raise item
-        if item is None:
-            self._buffer.put(None)
-        return item
+        if not self._ready:
+            self._ready.extend(self.receive_batch(timeout))
+        return self._ready.popleft() if self._ready else None
 
     def __iter__(self) -> Iterator[ReceivedMessage]:
         while True:
