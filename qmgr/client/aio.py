@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,8 +25,13 @@ class AsyncSubscription:
 
     async def batches(self) -> AsyncIterator[list[ReceivedMessage]]:
         try:
-            async for delivery in self._call:
+            while True:
+                delivery = await self._call.read()
+                if delivery is grpc.aio.EOF:
+                    return
                 yield [convert.from_wire(m) for m in delivery.messages]
+        except asyncio.CancelledError:
+            return
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 raise from_rpc_error(exc) from None

@@ -192,3 +192,54 @@ def test_pub_sub_put_get_cli(node: NodeProcess) -> None:
     assert res.returncode == 0 and "0 local deliveries" in res.stdout
     res = node.cli("pub", "QM1", "a/#", "hi")
     assert res.returncode != 0 and "2425" in res.stderr
+
+
+def test_async_client(node: NodeProcess) -> None:
+    import asyncio
+
+    from qmgr.client import AsyncQueueManagerClient, Int32
+
+    async def scenario() -> None:
+        async with AsyncQueueManagerClient(node.address) as qm:
+            await qm.mqsc("DEFINE QLOCAL(ASYNC.Q)")
+            await qm.put(
+                "ASYNC.Q",
+                "one",
+                properties={
+                    "n": Int32(7),
+                    "big": 2**40,
+                    "f": 1.5,
+                    "b": True,
+                    "raw": b"\x00",
+                    "none": None,
+                },
+            )
+            got = await qm.get("ASYNC.Q", wait_ms=1000)
+            assert got is not None and got.text == "one"
+            assert got.properties == {
+                "n": 7,
+                "big": 2**40,
+                "f": 1.5,
+                "b": True,
+                "raw": b"\x00",
+                "none": None,
+            }
+            assert isinstance(got.properties["n"], Int32) and not isinstance(
+                got.properties["big"], Int32
+            )
+            sub = await qm.subscribe("async/#")
+            await qm.publish("async/x", "pub")
+            async for msg in sub:
+                assert msg.text == "pub" and msg.topic == "async/x"
+                break
+            sub.close()
+            waiter = asyncio.create_task(qm.get("ASYNC.Q", wait_ms=5000))
+            await asyncio.sleep(0.2)
+            await qm.put("ASYNC.Q", "late")
+            late = await waiter
+            assert late is not None and late.text == "late"  # a waiting get is woken by a put
+            with pytest.raises(MQClientError) as err:
+                await qm.get("NO.SUCH.Q")
+            assert err.value.reason_name == "MQRC_UNKNOWN_OBJECT_NAME"
+
+    asyncio.run(scenario())
