@@ -13,6 +13,7 @@ Prints, in one run:
 from __future__ import annotations
 
 import argparse
+import os
 import multiprocessing as mp
 import subprocess
 import sys
@@ -90,6 +91,12 @@ def raw_baseline(n: int) -> float:
         proc.kill()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pubsub_rate(address: str, n: int, subscribers: int, persistent: bool) -> tuple[float, float]:
     ctx = mp.get_context("spawn")
     done: mp.Queue = ctx.Queue()  # type: ignore[type-arg]
@@ -153,12 +160,14 @@ def main() -> None:
                     count = n if not persistent else max(n // 2, 1000)
                     if subs == 10:
                         count = max(count // 5, 1000)
+                    cpu0 = cpu_seconds(node.proc.pid)
                     pubs, deliveries = pubsub_rate(node.address, count, subs, persistent)
+                    cpu_us = (cpu_seconds(node.proc.pid) - cpu0) / count * 1e6
                     label = f"{'persistent' if persistent else 'non-persistent'}, {subs} sub{'s' if subs > 1 else ''}"
                     rows.append((label, pubs, deliveries))
                     print(
                         f"  {label:<28} {pubs:>10,.0f} pub/s  {deliveries:>10,.0f} deliveries/s"
-                        f"  ({deliveries / raw:.0%} of raw)"
+                        f"  ({deliveries / raw:.0%} of raw; node CPU {cpu_us:.0f} us/publication)"
                     )
             if not args.skip_memory:
                 depth, mib = peak_memory(node.address, node.proc.pid, 1_000_000)

@@ -90,6 +90,7 @@ class PubSub:
         self._matcher: TopicMatcher[str] = TopicMatcher()
         self.retained: dict[str, Message] = {}
         self._policies: dict[str, TopicPolicy] = {}
+        self._matches: dict[str, list[Subscription]] = {}
         self.pub_counts: dict[str, int] = {}
         self.last_pub: dict[str, float] = {}
         self.dead_letter_queue: Callable[[], LocalQueue | None] = lambda: None
@@ -99,11 +100,14 @@ class PubSub:
     def topics_changed(self) -> None:
         """Forget cached resolutions after a topic object was defined, altered or deleted."""
         self._policies.clear()
+        self._matches.clear()
 
     def policy(self, topic: str) -> TopicPolicy:
+        """The resolved policy of a (valid) publication topic, cached until topics change."""
         cached = self._policies.get(topic)
         if cached is not None:
             return cached
+        self.validate_topic(topic)
         r = self.topics.resolve(topic)
         policy = TopicPolicy(
             pub_enabled=r["PUB"] == "ENABLED",
@@ -133,6 +137,7 @@ class PubSub:
 
     def add(self, sub: Subscription, now: float, *, new_publications_only: bool = False) -> int:
         """Register ``sub``; deliver matching retained publications; return how many."""
+        self._matches.clear()
         self.subs[sub.name] = sub
         self.by_id[sub.sub_id] = sub.name
         self.stats.setdefault(sub.name, SubscriptionStats(resumed=now))
@@ -144,6 +149,7 @@ class PubSub:
         return self.deliver_retained(sub, now)
 
     def replace(self, sub: Subscription) -> None:
+        self._matches.clear()
         old = self.subs[sub.name]
         self._matcher.discard(old.topic_str, old.name)
         self.subs[sub.name] = sub
@@ -152,12 +158,14 @@ class PubSub:
             self._journal.object_saved("sub", sub.name, sub.to_dict())
 
     def restore(self, sub: Subscription, now: float) -> None:
+        self._matches.clear()
         self.subs[sub.name] = sub
         self.by_id[sub.sub_id] = sub.name
         self.stats[sub.name] = SubscriptionStats(resumed=now)
         self._matcher.add(sub.topic_str, sub.name)
 
     def remove(self, name: str) -> Subscription:
+        self._matches.clear()
         sub = self.subs.pop(name)
         self.by_id.pop(sub.sub_id, None)
         self.stats.pop(name, None)
@@ -196,7 +204,6 @@ class PubSub:
 
     def prepare(self, topic: str, msg: Message) -> TopicPolicy:
         """Validate a publication and resolve its persistence and priority in place."""
-        self.validate_topic(topic)
         policy = self.policy(topic)
         if not policy.pub_enabled:
             raise MQError("MQRC_PUT_INHIBITED", f"publications to '{topic}' are PUB(DISABLED)")
@@ -210,11 +217,16 @@ class PubSub:
         """Deliver ``msg`` (already prepared) to every matching local subscription; returns the
         number of copies delivered."""
         policy = self.policy(topic)
-        subs = self._matcher.match(topic)
+        subs = self._matches.get(topic)
+        if subs is None:
+            subs = self.matching(topic)
+            if len(self._matches) > 100_000:
+                self._matches.clear()
+            self._matches[topic] = subs
         plan: list[tuple[LocalQueue, Message, Subscription]] = []
         failures: list[tuple[Subscription, Message, MQError]] = []
-        for name in subs:
-            sub = self.subs[name]
+        planned: dict[str, int] = {}
+        for sub in subs:
             if policy.blocks_wildcards and self._blocked(sub, topic, policy):
                 continue
             copy = self._copy_for(sub, msg, topic)
@@ -222,11 +234,12 @@ class PubSub:
             try:
                 if queue is None:
                     raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"queue {sub.dest} does not exist")
-                queue.check_put(copy, 1 + sum(1 for q, _, _ in plan if q is queue))
+                queue.check_put(copy, 1 + planned.get(sub.dest, 0))
             except MQError as exc:
                 failures.append((sub, copy, exc))
                 continue
             plan.append((queue, copy, sub))
+            planned[sub.dest] = planned.get(sub.dest, 0) + 1
         if failures:
             plan.extend(self._handle_failures(failures, msg, policy))
         for queue, copy, sub in plan:
