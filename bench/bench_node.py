@@ -13,8 +13,8 @@ Prints, in one run:
 from __future__ import annotations
 
 import argparse
-import os
 import multiprocessing as mp
+import os
 import subprocess
 import sys
 import tempfile
