@@ -1,0 +1,194 @@
+"""Tokens of the Service Bus SQL filter and action language."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from qmgr.filters.errors import FilterSyntaxError
+
+# Token kinds.
+IDENT: Final = "identifier"  # regular identifier
+DELIMITED: Final = "delimited identifier"  # [bracketed] or "quoted"
+KEYWORD: Final = "keyword"
+INTEGER: Final = "integer"
+DECIMAL: Final = "number"
+STRING: Final = "string"
+PARAMETER: Final = "parameter"
+OP: Final = "operator"
+EOF: Final = "end of input"
+
+KEYWORDS: Final = frozenset(
+    {
+        "AND",
+        "OR",
+        "NOT",
+        "LIKE",
+        "ESCAPE",
+        "IN",
+        "IS",
+        "NULL",
+        "TRUE",
+        "FALSE",
+        "EXISTS",
+        "SET",
+        "REMOVE",
+    }
+)
+
+_OPERATORS: Final = (
+    "<>",
+    "!=",
+    "<=",
+    ">=",
+    "=",
+    "<",
+    ">",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "(",
+    ")",
+    ",",
+    ".",
+    ";",
+)
+_NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: str
+    value: object  # str for names/operators/keywords (keywords upper-case), int/float/str literals
+    pos: int
+    end: int
+
+    def is_op(self, *ops: str) -> bool:
+        return self.kind == OP and self.value in ops
+
+    def is_keyword(self, *words: str) -> bool:
+        return self.kind == KEYWORD and self.value in words
+
+    def describe(self) -> str:
+        if self.kind == EOF:
+            return "end of input"
+        if self.kind in (OP, KEYWORD):
+            return f"'{self.value}'"
+        return f"{self.kind} {self.value!r}"
+
+
+def is_ident_start(ch: str) -> bool:
+    return ch.isalpha()
+
+
+def is_ident_part(ch: str) -> bool:
+    return ch.isalpha() or ch.isdecimal() or ch == "_"
+
+
+def is_regular_identifier(name: str) -> bool:
+    """True when `name` can be written without brackets (and is not a keyword)."""
+    return (
+        bool(name)
+        and is_ident_start(name[0])
+        and all(is_ident_part(ch) for ch in name[1:])
+        and not is_keyword(name)
+    )
+
+
+def is_keyword(name: str) -> bool:
+    return name.isascii() and name.upper() in KEYWORDS
+
+
+def tokenize(text: str) -> list[Token]:
+    """Split `text` into tokens; raises FilterSyntaxError at the first invalid character."""
+    tokens: list[Token] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+            continue
+        start = i
+        if ch == "'":
+            value, i = _quoted(text, i, "'", "string constant")
+            tokens.append(Token(STRING, value, start, i))
+        elif ch == "[":
+            value, i = _quoted(text, i, "]", "delimited identifier")
+            if not value:
+                raise FilterSyntaxError("empty delimited identifier", text, start)
+            tokens.append(Token(DELIMITED, value, start, i))
+        elif ch == '"':
+            value, i = _quoted(text, i, '"', "quoted identifier")
+            if not value:
+                raise FilterSyntaxError("empty quoted identifier", text, start)
+            tokens.append(Token(DELIMITED, value, start, i))
+        elif (
+            ch.isdigit()
+            and ch.isascii()
+            or (ch == "." and i + 1 < n and text[i + 1] in "0123456789")
+        ):
+            tokens.append(_number(text, i))
+            i = tokens[-1].end
+        elif is_ident_start(ch):
+            while i < n and is_ident_part(text[i]):
+                i += 1
+            name = text[start:i]
+            if is_keyword(name):
+                tokens.append(Token(KEYWORD, name.upper(), start, i))
+            else:
+                tokens.append(Token(IDENT, name, start, i))
+        elif ch == "@":
+            i += 1
+            while i < n and is_ident_part(text[i]):
+                i += 1
+            if i == start + 1:
+                raise FilterSyntaxError("a parameter name must follow '@'", text, start)
+            tokens.append(Token(PARAMETER, text[start + 1 : i], start, i))
+        else:
+            for op in _OPERATORS:
+                if text.startswith(op, i):
+                    tokens.append(Token(OP, op, start, i + len(op)))
+                    i += len(op)
+                    break
+            else:
+                raise FilterSyntaxError(f"unexpected character {ch!r}", text, start)
+    tokens.append(Token(EOF, None, n, n))
+    return tokens
+
+
+def _quoted(text: str, start: int, close: str, what: str) -> tuple[str, int]:
+    """Read a quoted run starting at `start`; a doubled closing character stands for itself."""
+    parts: list[str] = []
+    i = start + 1
+    n = len(text)
+    while True:
+        j = text.find(close, i)
+        if j < 0:
+            raise FilterSyntaxError(f"unterminated {what}", text, start)
+        parts.append(text[i:j])
+        if j + 1 < n and text[j + 1] == close:
+            parts.append(close)
+            i = j + 2
+            continue
+        return "".join(parts), j + 1
+
+
+def _number(text: str, start: int) -> Token:
+    match = _NUMBER.match(text, start)
+    assert match is not None
+    end = match.end()
+    if end < len(text) and (is_ident_part(text[end]) or text[end] == "."):
+        raise FilterSyntaxError("invalid number", text, start)
+    literal = match.group()
+    if "." in literal or "e" in literal or "E" in literal:
+        number = float(literal)
+        if number in (float("inf"), float("-inf")):
+            raise FilterSyntaxError("number is outside the range of a Double", text, start)
+        return Token(DECIMAL, number, start, end)
+    if len(literal) > 25:  # far beyond Int64; also keeps int() away from huge digit strings
+        raise FilterSyntaxError("integer constant is outside the range of an Int64", text, start)
+    return Token(INTEGER, int(literal), start, end)
