@@ -131,7 +131,7 @@ class _Codegen:
             self.emit(f"{target} = {'_neg' if node.op == '-' else '_pos'}({operand})")
         elif isinstance(node, a.PropertyCall):
             name = self.value(node.arg)
-            self.emit(f"{target} = _pcall(u, {name})")
+            self.emit(f"{target} = _pcall(user, {name})")
         elif isinstance(node, a.NewId):
             self.emit(f"{target} = _newid()")
         else:
@@ -143,11 +143,11 @@ class _Codegen:
         if node.scope == "sys":
             prop = sysprops.resolve(node.name)
             assert prop is not None
-            self.emit(f"{target} = s.get({prop.name!r}, _M)")
-            self.emit(f"if {target} is _M: {target} = _sci(s, {prop.folded!r})")
+            self.emit(f"{target} = system.get({prop.name!r}, _M)")
+            self.emit(f"if {target} is _M: {target} = _sci(system, {prop.folded!r})")
         else:
-            self.emit(f"{target} = u.get({node.name!r}, _M)")
-            self.emit(f"if {target} is _M: {target} = _uci(u, {sysprops.fold(node.name)!r})")
+            self.emit(f"{target} = user.get({node.name!r}, _M)")
+            self.emit(f"if {target} is _M: {target} = _uci(user, {sysprops.fold(node.name)!r})")
         return target
 
     # -- conditions ----------------------------------------------------------------------------
@@ -361,7 +361,7 @@ class _Codegen:
         names = sorted(self.closure)
         out = [f"def _factory({', '.join(names)}):"]
         for fname, body in functions.items():
-            out.append(f"    def {fname}(s, u):")
+            out.append(f"    def {fname}(system, user):")
             out.extend("        " + line for line in body)
         out.append(f"    return {{{', '.join(f'{n!r}: {n}' for n in functions)}}}")
         source = "\n".join(out) + "\n"

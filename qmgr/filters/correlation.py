@@ -126,12 +126,12 @@ class CorrelationFilter(Filter):
         for name, value in self.fields.items():
             prop = sysprops.resolve(name)
             assert prop is not None
-            body.append(f"t = s.get({prop.name!r}, _M)")
-            body.append(f"if t is _M: t = _sci(s, {prop.folded!r})")
+            body.append(f"t = system.get({prop.name!r}, _M)")
+            body.append(f"if t is _M: t = _sci(system, {prop.folded!r})")
             body.append(f"if t != {value!r}: return False")
         for index, (name, value) in enumerate(self.properties.items()):
-            body.append(f"t = u.get({name!r}, _M)")
-            body.append(f"if t is _M: t = _uci(u, {sysprops.fold(name)!r})")
+            body.append(f"t = user.get({name!r}, _M)")
+            body.append(f"if t is _M: t = _uci(user, {sysprops.fold(name)!r})")
             if type(value) is str:
                 body.append(f"if t != {value!r}: return False")
             else:
@@ -140,7 +140,7 @@ class CorrelationFilter(Filter):
         body.append("return True")
         names = sorted(closure)
         source = "\n".join(
-            [f"def _factory({', '.join(names)}):", "    def matches(s, u):"]
+            [f"def _factory({', '.join(names)}):", "    def matches(system, user):"]
             + ["        " + line for line in body]
             + ["    return matches", ""]
         )

@@ -176,3 +176,15 @@ def test_text_must_be_a_string() -> None:
 def test_non_string_keys_are_ignored_by_name_lookup() -> None:
     f = compile_filter("A = 1 AND sys.label = 'x'")
     assert f.evaluate({1: "y", "label": "x"}, {2: 3, "a": 1}) is True  # type: ignore[dict-item]
+
+
+def test_filters_and_actions_take_keyword_arguments() -> None:
+    kinds: list[Filter] = [
+        compile_filter("a = 1"),
+        CorrelationFilter(properties={"a": 1}),
+        TrueFilter(),
+    ]
+    for f in kinds:
+        assert f.evaluate(system={}, user={"a": 1}) is True
+        assert f.matches(system={}, user={"a": 1}) is True
+    assert compile_action("SET b = 2").apply(system={}, user={}) == ({}, {"b": 2})
