@@ -45,10 +45,14 @@ def decode_properties(items: list[list[Any]]) -> Properties:
     return props
 
 
-def encode_header(msg: Message) -> str:
+def encode_header(msg: Message, encoded_properties: list[list[Any]] | None = None) -> str:
+    """The message's metadata as JSON; ``encoded_properties`` saves re-encoding properties
+    shared by the copies of one publication."""
     return json.dumps(
         {
-            "p": encode_properties(msg.properties),
+            "p": encode_properties(msg.properties)
+            if encoded_properties is None
+            else encoded_properties,
             "pr": msg.priority,
             "ex": msg.expiry,
             "c": msg.correl_id.hex(),

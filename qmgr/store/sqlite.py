@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from qmgr.core.message import Message
-from qmgr.store.codec import decode_message, encode_header
+from qmgr.store.codec import decode_message, encode_header, encode_properties
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -75,6 +75,8 @@ class SqliteStore:
         self._pending: list[Op] = []
         self.appended = 0  # changes collected so far
         self.committed = 0  # changes known to be on disk
+        self._last_props: object = None
+        self._last_encoded: list[list[Any]] = []
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -112,7 +114,11 @@ class SqliteStore:
         self.appended += 1
 
     def message_added(self, queue: str, msg: Message) -> None:
-        self._append("add", (msg.sequence, queue, msg.message_id, msg.body, encode_header(msg)))
+        if msg.properties is not self._last_props:  # copies of one publication share them
+            self._last_props = msg.properties
+            self._last_encoded = encode_properties(msg.properties)
+        header = encode_header(msg, self._last_encoded)
+        self._append("add", (msg.sequence, queue, msg.message_id, msg.body, header))
 
     def message_removed(self, queue: str, msg: Message) -> None:
         self._append("del", (msg.sequence,))
