@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from qmgr.core.admin.records import render_record
 from qmgr.core.values import Int32, PropertyValue
 
 __all__ = ["Int32", "OutgoingMessage", "ReceivedMessage", "MqscRecord", "PublishResult"]
@@ -52,11 +53,7 @@ class MqscRecord:
         return self.attrs[key]
 
     def render(self) -> str:
-        pairs = [f"{k}({v})" for k, v in self.attrs.items()]
-        lines = [f"{self.code}: {self.text}"]
-        for i in range(0, len(pairs), 2):
-            lines.append("   " + "".join(p.ljust(40) for p in pairs[i : i + 2]).rstrip())
-        return "\n".join(lines)
+        return render_record(self.code, self.text, self.attrs.items())
 
 
 @dataclass

@@ -33,6 +33,7 @@ from cluster.topics import (
     is_wildcard,
     levels,
     topic_matches,
+    validate_publish_topic,
 )
 from qmgr.core.errors import MQError
 from qmgr.core.journal import Journal
@@ -195,8 +196,6 @@ class PubSub:
     # -- publish ---------------------------------------------------------------------------
 
     def validate_topic(self, topic: str) -> None:
-        from cluster.topics import validate_publish_topic
-
         try:
             validate_publish_topic(topic)
         except TopicStringError as exc:

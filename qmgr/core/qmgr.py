@@ -221,8 +221,7 @@ class QueueManager:
             q = self.queues.get(qname)
             if q is not None:
                 q.uncommitted -= 1
-            if msg.persistent:
-                self.journal.message_removed(qname, msg)
+                q.discard_stored(msg)
         return len(uow.got)
 
     def backout(self, unit_of_work: str) -> int:
@@ -247,8 +246,7 @@ class QueueManager:
                 except MQError:
                     pass
                 else:
-                    if msg.persistent:
-                        self.journal.message_removed(qname, msg)
+                    q.discard_stored(msg)
                     target.put(msg, now, check=False)
                     continue
             q.return_front(msg)

@@ -131,7 +131,7 @@ class LocalQueue:
                 msg = level.popleft()
                 self.depth -= 1
                 if msg.expired(now):
-                    self._discard(msg)
+                    self.discard_stored(msg)
                     continue
                 self._taken(msg, now, journal_removal)
                 return msg
@@ -146,7 +146,7 @@ class LocalQueue:
                 msg = level.popleft()
                 self.depth -= 1
                 if msg.expired(now):
-                    self._discard(msg)
+                    self.discard_stored(msg)
                     continue
                 self._taken(msg, now, True)
                 out.append(msg)
@@ -173,10 +173,11 @@ class LocalQueue:
     def _taken(self, msg: Message, now: float, journal_removal: bool) -> None:
         self.dequeued += 1
         self.last_get = now
-        if journal_removal and msg.persistent and not self.definition.temporary:
-            self._journal.message_removed(self.name, msg)
+        if journal_removal:
+            self.discard_stored(msg)
 
-    def _discard(self, msg: Message) -> None:
+    def discard_stored(self, msg: Message) -> None:
+        """Forget the stored copy of a message that has left this queue."""
         if msg.persistent and not self.definition.temporary:
             self._journal.message_removed(self.name, msg)
 
@@ -200,7 +201,7 @@ class LocalQueue:
         n = 0
         for level in self._levels:
             while level:
-                self._discard(level.popleft())
+                self.discard_stored(level.popleft())
                 n += 1
         self.depth = 0
         return n

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time as _time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from qmgr.core.errors import MQError
@@ -35,13 +36,16 @@ class Record:
         return None
 
     def render(self) -> str:
-        lines = [f"{self.code}: {self.text}"]
-        pairs = [f"{k}({v})" for k, v in self.attrs]
-        # two KEY(value) pairs per line, like runmqsc
-        for i in range(0, len(pairs), 2):
-            chunk = pairs[i : i + 2]
-            lines.append("   " + "".join(p.ljust(40) for p in chunk).rstrip())
-        return "\n".join(lines)
+        return render_record(self.code, self.text, self.attrs)
+
+
+def render_record(code: str, text: str, attrs: Iterable[tuple[str, str]]) -> str:
+    """runmqsc's layout: the message line, then two KEY(value) pairs per line."""
+    lines = [f"{code}: {text}"]
+    pairs = [f"{k}({v})" for k, v in attrs]
+    for i in range(0, len(pairs), 2):
+        lines.append("   " + "".join(p.ljust(40) for p in pairs[i : i + 2]).rstrip())
+    return "\n".join(lines)
 
 
 def error_record(exc: MQError, name: str = "") -> Record:
