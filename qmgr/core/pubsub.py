@@ -95,6 +95,12 @@ class PubSub:
         self.pub_counts: dict[str, int] = {}
         self.last_pub: dict[str, float] = {}
         self.dead_letter_queue: Callable[[], LocalQueue | None] = lambda: None
+        # Told of every subscription added ("add") or removed ("remove"), e.g. for proxies.
+        self.listener: Callable[[str, Subscription], None] | None = None
+
+    def _tell(self, change: str, sub: Subscription) -> None:
+        if self.listener is not None:
+            self.listener(change, sub)
 
     # -- topic policy ---------------------------------------------------------------------
 
@@ -145,6 +151,7 @@ class PubSub:
         self._matcher.add(sub.topic_str, sub.name)
         if sub.durable:
             self._journal.object_saved("sub", sub.name, sub.to_dict())
+        self._tell("add", sub)
         if new_publications_only:
             return 0
         return self.deliver_retained(sub, now)
@@ -157,6 +164,8 @@ class PubSub:
         self._matcher.add(sub.topic_str, sub.name)
         if sub.durable:
             self._journal.object_saved("sub", sub.name, sub.to_dict())
+        self._tell("remove", old)
+        self._tell("add", sub)
 
     def restore(self, sub: Subscription, now: float) -> None:
         self._matches.clear()
@@ -164,6 +173,7 @@ class PubSub:
         self.by_id[sub.sub_id] = sub.name
         self.stats[sub.name] = SubscriptionStats(resumed=now)
         self._matcher.add(sub.topic_str, sub.name)
+        self._tell("add", sub)
 
     def remove(self, name: str) -> Subscription:
         self._matches.clear()
@@ -173,6 +183,7 @@ class PubSub:
         self._matcher.discard(sub.topic_str, name)
         if sub.durable:
             self._journal.object_deleted("sub", name)
+        self._tell("remove", sub)
         return sub
 
     def deliver_retained(self, sub: Subscription, now: float) -> int:

@@ -366,6 +366,12 @@ class QueueManager:
         self.accept(msg, policy.defpsist, policy.defprty)
         return self.pubsub.publish(topic, msg, self.clock.now(), retain=retain)
 
+    def deliver_publication(self, topic: str, msg: Message, *, retain: bool = False) -> int:
+        """Deliver a publication that another queue manager accepted (its id, time, persistence
+        and priority are already set) to the local subscriptions; returns the copies made."""
+        msg.sequence = self.next_sequence()
+        return self.pubsub.publish(topic, msg, self.clock.now(), retain=retain)
+
     def clear_retained(self, topic: str) -> bool:
         return self.pubsub.clear_retained(topic)
 

@@ -1,4 +1,4 @@
-"""A node's configuration, parsed once at the edge into a frozen dataclass."""
+"""A node's configuration, parsed once at the edge into frozen dataclasses."""
 
 from __future__ import annotations
 
@@ -7,10 +7,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._%/]{1,48}$")
+CLUSTER_RE = re.compile(r"^[A-Za-z0-9._%/]{1,48}$")
 
 
 class ConfigError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """Cluster membership of a node (``--cluster`` and friends)."""
+
+    cluster: str
+    full_repository: bool = False
+    raft_address: str = ""  # FR only: where PySyncObj binds
+    raft_peers: tuple[str, ...] = ()  # FR only: every FR's Raft address
+    join: tuple[str, ...] = ()  # gRPC addresses of full repositories
+    password: str | None = None
+    join_timeout: float = 20.0  # a partial repository waits this long for its first snapshot
 
 
 @dataclass(frozen=True)
@@ -20,20 +34,71 @@ class NodeConfig:
     port: int
     data_dir: Path | None
     commit_interval: float = 0.002  # seconds a group commit waits to collect more changes
+    cluster: ClusterSettings | None = None
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
 
-def parse_listen(listen: str) -> tuple[str, int]:
+def parse_listen(listen: str, option: str = "--listen") -> tuple[str, int]:
     host, sep, port = listen.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ConfigError(f"--listen must be HOST:PORT with a port 0-65535, got '{listen}'")
+        raise ConfigError(f"{option} must be HOST:PORT with a port 0-65535, got '{listen}'")
     return host.strip("[]"), int(port)
 
 
-def make_config(name: str, listen: str, data_dir: str | None) -> NodeConfig:
+def _addresses(text: str, option: str) -> tuple[str, ...]:
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        _, port = parse_listen(part, option)
+        if port == 0:
+            raise ConfigError(f"{option} needs real ports, got '{part}'")
+        out.append(part)
+    return tuple(dict.fromkeys(out))
+
+
+def make_cluster_settings(
+    cluster: str | None,
+    *,
+    full_repository: bool = False,
+    raft: str | None = None,
+    raft_peers: str | None = None,
+    join: str | None = None,
+    password: str | None = None,
+) -> ClusterSettings | None:
+    """Validate the cluster options; None when the node is not in a cluster."""
+    if not cluster:
+        if full_repository or raft or raft_peers or join:
+            raise ConfigError("--full-repository, --raft, --raft-peers and --join need --cluster")
+        return None
+    if not CLUSTER_RE.match(cluster):
+        raise ConfigError(
+            f"cluster name '{cluster}' must be 1-48 characters of A-Z a-z 0-9 . _ % /"
+        )
+    joins = _addresses(join or "", "--join")
+    if full_repository:
+        if not raft:
+            raise ConfigError("--full-repository needs --raft HOST:PORT for the Raft transport")
+        _, port = parse_listen(raft, "--raft")
+        if port == 0:
+            raise ConfigError("--raft needs a real port (the other full repositories dial it)")
+        peers = _addresses(raft_peers or "", "--raft-peers")
+        return ClusterSettings(
+            cluster, True, raft, tuple(dict.fromkeys((raft, *peers))), joins, password or None
+        )
+    if raft or raft_peers:
+        raise ConfigError("--raft and --raft-peers are for full repositories only")
+    if not joins:
+        raise ConfigError("a partial repository needs --join with the address of a full repository")
+    return ClusterSettings(cluster, False, "", (), joins, password or None)
+
+
+def make_config(
+    name: str, listen: str, data_dir: str | None, cluster: ClusterSettings | None = None
+) -> NodeConfig:
     if not NAME_RE.match(name):
         raise ConfigError(
             f"queue manager name '{name}' must be 1-48 characters of A-Z a-z 0-9 . _ % /"
@@ -42,4 +107,4 @@ def make_config(name: str, listen: str, data_dir: str | None) -> NodeConfig:
     path = Path(data_dir) if data_dir else None
     if path is not None and path.exists() and not path.is_dir():
         raise ConfigError(f"--data-dir {data_dir} is not a directory")
-    return NodeConfig(name=name, host=host, port=port, data_dir=path)
+    return NodeConfig(name=name, host=host, port=port, data_dir=path, cluster=cluster)

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from qmgr.core.admin import execute
+from qmgr.core.admin.records import Record
 from qmgr.core.journal import NullJournal
+from qmgr.core.message import Message
 from qmgr.core.qmgr import DEAD_LETTER_QUEUE, QueueManager
 from qmgr.core.queue import QueueDef
 from qmgr.core.subscription import Subscription
+from qmgr.node.cluster.items import XMITQ_PREFIX
 from qmgr.node.committer import Committer
 from qmgr.node.config import NodeConfig
 from qmgr.node.signals import QueueSignals
 from qmgr.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from qmgr.node.cluster.agent import ClusterAgent
 
 
 class SystemClock:
@@ -26,6 +33,10 @@ class NodeRuntime:
         self.signals = QueueSignals()
         self.store: SqliteStore | None = None
         self.committer: Committer | None = None
+        self.agent: ClusterAgent | None = None
+        self.loaded_objects: dict[str, dict[str, dict[str, Any]]] = {}
+        self.loaded_kv: dict[str, str] = {}
+        self.restored_xmit: list[tuple[str, Message]] = []
         clock = SystemClock()
         if config.data_dir is not None:
             self.store = SqliteStore(config.data_dir)
@@ -38,6 +49,8 @@ class NodeRuntime:
                 epoch=loaded.epoch,
                 first_sequence=loaded.max_sequence + 1,
             )
+            self.loaded_objects = loaded.objects
+            self.loaded_kv = loaded.kv
             self._restore(loaded.objects, loaded.messages, loaded.retained)
         else:
             self.qm = QueueManager(config.name, clock, NullJournal())
@@ -69,8 +82,24 @@ class NodeRuntime:
             q = qm.queues.get(queue)
             if q is not None:
                 q.restore(msg)
+            elif queue.startswith(XMITQ_PREFIX):
+                self.restored_xmit.append((queue, msg))
         for msg in retained:
             qm.pubsub.retained[msg.topic] = msg
+
+    def publish(
+        self, topic: str, msg: Message, *, retain: bool = False, scope_qmgr: bool = False
+    ) -> int:
+        """A publication from a local application (through the cluster when in one)."""
+        if self.agent is not None:
+            return self.agent.publish(topic, msg, retain=retain, scope_qmgr=scope_qmgr)
+        return self.qm.publish(topic, msg, retain=retain)
+
+    async def mqsc(self, text: str) -> tuple[bool, list[Record]]:
+        """Run one MQSC command (cluster commands too when in a cluster)."""
+        if self.agent is not None:
+            return await self.agent.admin.run(text)
+        return execute(self.qm, text)
 
     def start(self) -> None:
         if self.store is not None:

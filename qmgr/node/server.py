@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Callable
 
@@ -39,6 +40,20 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set(MESSAGING_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     host = config.host if ":" not in config.host else f"[{config.host}]"
+    if config.cluster is not None:
+        advertised = host if config.host not in ("0.0.0.0", "::") else socket.gethostname()
+        from qmgr.node.cluster.agent import ClusterAgent
+
+        agent = ClusterAgent(runtime, config.cluster, f"{advertised}:{port}")
+        runtime.agent = agent
+        try:
+            await agent.start()
+        except Exception as exc:
+            log.error("cannot join cluster %s: %s", config.cluster.cluster, exc)
+            await server.stop(grace=0)
+            await agent.stop()
+            await runtime.stop()
+            raise SystemExit(f"qmgr: {config.name} cannot join cluster: {exc}") from None
     if on_ready is not None:
         on_ready(f"{host}:{port}")
     print(f"READY name={config.name} addr={host}:{port}", flush=True)
@@ -50,6 +65,8 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     await stop.wait()
     log.info("stopping %s", config.name)
     await health_servicer.enter_graceful_shutdown()
+    if runtime.agent is not None:
+        await runtime.agent.stop()
     await server.stop(grace=2.0)
     await runtime.stop()
     print(f"STOPPED name={config.name}", file=sys.stderr, flush=True)

@@ -6,7 +6,6 @@ from typing import Any
 
 import grpc
 
-from qmgr.core.admin import execute
 from qmgr.node.runtime import NodeRuntime
 from qmgr.wire import admin_pb2 as pb
 from qmgr.wire import admin_pb2_grpc as rpc
@@ -19,7 +18,7 @@ class AdminServicer(rpc.AdminServicer):
     async def Mqsc(
         self, request: pb.MqscRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> pb.MqscResponse:
-        ok, records = execute(self.rt.qm, request.command)
+        ok, records = await self.rt.mqsc(request.command)
         await self.rt.durable()
         response = pb.MqscResponse(ok=ok)
         for r in records:

@@ -107,11 +107,11 @@ class MessagingServicer(rpc.MessagingServicer):
         a failing one stay published."""
         deliveries = 0
         persistent = False
-        qm = self.qm
+        publish = self.rt.publish
         for i, p in enumerate(request.publications):
             msg = message_from_wire(p.message)
             try:
-                deliveries += qm.publish(p.topic, msg, retain=p.retain)
+                deliveries += publish(p.topic, msg, retain=p.retain, scope_qmgr=p.scope_qmgr)
             except MQError as exc:
                 exc.accepted = i  # type: ignore[attr-defined]
                 raise

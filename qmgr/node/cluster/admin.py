@@ -1,0 +1,358 @@
+"""MQSC on a cluster member: the cluster commands, and clustered topic definitions that must
+reach the full repositories before the command answers.
+
+- DEFINE/ALTER/DELETE TOPIC run locally first; if that changed a clustered definition hosted
+  here, the change is proposed to the repository. When the repository rejects it (a conflicting
+  CLROUTE, CLROUTE changed while clustered ...) the local change is undone and the command fails
+  with the MQRCCF reason: a failed command changes nothing.
+- DEFINE/ALTER CHANNEL(..) CHLTYPE(CLUSRCVR) sets this member's workload attributes (CLWLRANK,
+  CLWLPRTY, CLWLWGHT, NETPRTY), which MQ keeps on the cluster-receiver channel and publishes in
+  the member's CLUSQMGR record.
+- SUSPEND / RESUME QMGR CLUSTER(..), REFRESH QMGR TYPE(PROXYSUB), RESET CLUSTER ACTION(FORCEREMOVE).
+- DISPLAY CLUSQMGR, CHSTATUS, TCLUSTER, CHANNEL, and DISPLAY SUB SUBTYPE(PROXY|ALL) with the
+  proxy subscriptions received from other members (plain DISPLAY SUB hides them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from cluster.records import ChannelStatus
+from cluster.repository import ApplyResult, Cmd
+from cluster.topics import TopicObject
+from qmgr.core.admin.execute import execute_command
+from qmgr.core.admin.queues import name_matches
+from qmgr.core.admin.records import Record, date_time, select, yes_no
+from qmgr.core.admin.subs import display_sub
+from qmgr.core.errors import MQError
+from qmgr.core.qmgr import QueueManager
+from qmgr.mqsc import MqscCommand, MqscError, parse_command
+
+if TYPE_CHECKING:
+    from qmgr.node.cluster.agent import ClusterAgent
+
+PROXY_DEST = "SYSTEM.INTER.QMGR.PUBS"
+
+
+def _rejected(result: ApplyResult) -> list[Record]:
+    err = result.error
+    assert err is not None
+    return [
+        Record(
+            "AMQ8101E",
+            f"IBM MQ error ({err.reason:X}) has occurred.",
+            [("REASON", err.code.value), ("DETAIL", err.message)],
+        )
+    ]
+
+
+def _error(reason: str, text: str) -> list[Record]:
+    return [
+        Record("AMQ8101E", "IBM MQ error has occurred.", [("REASON", reason), ("DETAIL", text)])
+    ]
+
+
+def channel_name(cluster: str, qmgr: str) -> str:
+    return f"{cluster}.{qmgr}"
+
+
+class ClusterAdmin:
+    def __init__(self, agent: ClusterAgent) -> None:
+        self.agent = agent
+        self.display: dict[tuple[str, str], Callable[[QueueManager, MqscCommand], list[Record]]]
+        self.display = {
+            ("DISPLAY", "CLUSQMGR"): self.display_clusqmgr,
+            ("DISPLAY", "CHSTATUS"): self.display_chstatus,
+            ("DISPLAY", "TCLUSTER"): self.display_tcluster,
+            ("DISPLAY", "CHANNEL"): self.display_channel,
+            ("DISPLAY", "SUB"): self.display_sub,
+        }
+
+    async def run(self, text: str) -> tuple[bool, list[Record]]:
+        try:
+            cmd = parse_command(text)
+        except MqscError as exc:
+            return False, [Record(exc.code, exc.message, [("POSITION", str(exc.position))])]
+        key = (cmd.verb, cmd.obj or "")
+        agent = self.agent
+        if key in (("SUSPEND", "QMGR"), ("RESUME", "QMGR")):
+            return await self._suspend(cmd, key[0] == "SUSPEND")
+        if key in (("DEFINE", "CHANNEL"), ("ALTER", "CHANNEL")):
+            return await self._channel(cmd)
+        if key == ("REFRESH", "QMGR"):
+            n = agent.refresh_proxies()
+            return True, [Record("AMQ8726I", f"Refresh queue manager accepted ({n} proxies).")]
+        if key == ("RESET", "CLUSTER"):
+            return await self._reset(cmd)
+        if key[1] == "TOPIC" and cmd.verb in ("DEFINE", "ALTER", "DELETE"):
+            return await self._topic(cmd)
+        return execute_command(agent.qm, cmd, self.display)
+
+    # ---------------------------------------------------------------- changes
+
+    async def _suspend(self, cmd: MqscCommand, suspend: bool) -> tuple[bool, list[Record]]:
+        agent = self.agent
+        if cmd.params.get("CLUSTER") != agent.cluster:
+            return False, _error(
+                "MQRCCF_CLUSTER_NAME_ERROR", f"this queue manager is in cluster {agent.cluster}"
+            )
+        op = Cmd.suspend_member if suspend else Cmd.resume_member
+        result = await agent.propose(op(agent.name))
+        if not result.ok:
+            return False, _rejected(result)
+        word = "Suspend" if suspend else "Resume"
+        return True, [
+            Record(
+                "AMQ8559I" if suspend else "AMQ8560I",
+                f"{word} Queue Manager Cluster command accepted.",
+            )
+        ]
+
+    async def _channel(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
+        agent = self.agent
+        if cmd.params.get("CHLTYPE") != "CLUSRCVR":
+            return False, _error(
+                "MQRCCF_CHANNEL_TYPE_ERROR", "only CLUSRCVR channels are defined here"
+            )
+        cluster = cmd.params.get("CLUSTER")
+        if cluster not in (None, agent.cluster):
+            return False, _error(
+                "MQRCCF_CLUSTER_NAME_ERROR", f"this queue manager is in cluster {agent.cluster}"
+            )
+        changes = {
+            k: int(v)
+            for k, v in cmd.params.items()
+            if k in ("CLWLRANK", "CLWLPRTY", "CLWLWGHT", "NETPRTY") and v is not None
+        }
+        attrs = {k: v or "" for k, v in cmd.params.items() if k in ("CONNAME", "DESCR")}
+        result = await agent.set_clusrcvr(cmd.name or "", changes, attrs)
+        if not result.ok:
+            return False, _rejected(result)
+        verb = "created" if cmd.verb == "DEFINE" else "changed"
+        return True, [
+            Record("AMQ8014I" if verb == "created" else "AMQ8016I", f"IBM MQ channel {verb}.")
+        ]
+
+    async def _reset(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
+        agent = self.agent
+        if not agent.settings.full_repository:
+            return False, _error(
+                "MQRCCF_NOT_A_REPOSITORY", "RESET CLUSTER runs on a full repository"
+            )
+        result = await agent.propose(
+            Cmd.force_remove(cmd.params.get("QMNAME"), cmd.params.get("QMID"))
+        )
+        if not result.ok:
+            return False, _rejected(result)
+        return True, [Record("AMQ8559I", "Reset Cluster command accepted.")]
+
+    async def _topic(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
+        agent = self.agent
+        qm = agent.qm
+        name = cmd.name or ""
+        before: TopicObject | None = qm.topics.get(name)
+        ok, records = execute_command(qm, cmd, self.display)
+        if not ok:
+            return ok, records
+        result = await agent.reconcile()
+        if result.ok:
+            if result.warnings:
+                records += [Record("AMQ9883W", w) for w in result.warnings]
+            return True, records
+        # undo the local change: the repository refused it
+        try:
+            if before is None:
+                if qm.topics.get(name) is not None:
+                    qm.delete_topic(name)
+            else:
+                qm.define_topic(before, replace=True)
+        except MQError:
+            pass
+        agent.local_topics_changed()
+        await agent.reconcile()
+        return False, _rejected(result)
+
+    # ---------------------------------------------------------------- displays
+
+    def display_clusqmgr(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+        agent = self.agent
+        pattern = cmd.name or "*"
+        statuses = agent.channel_statuses()
+        out = []
+        for m in agent.repository.members():
+            if not name_matches(pattern, m.name):
+                continue
+            me = m.name == agent.name
+            status = ChannelStatus.RUNNING if me else statuses.get(m.name, ChannelStatus.INACTIVE)
+            date, time_ = date_time(m.clusdate_ms / 1000.0) if m.clusdate_ms else ("", "")
+            attrs = [
+                ("CLUSQMGR", m.name),
+                ("CHANNEL", channel_name(agent.cluster, m.name)),
+                ("CLUSTER", agent.cluster),
+                ("CLUSDATE", date),
+                ("CLUSTIME", time_),
+                ("CLWLPRTY", str(m.workload.clwlprty)),
+                ("CLWLRANK", str(m.workload.clwlrank)),
+                ("CLWLWGHT", str(m.workload.clwlwght)),
+                ("CONNAME", m.address),
+                ("DEFTYPE", "CLUSRCVR" if me else "CLUSSDRA"),
+                ("NETPRTY", str(m.workload.netprty)),
+                ("QMID", m.qmid),
+                ("QMTYPE", m.role.value),
+                ("STATUS", status.value),
+                ("SUSPEND", yes_no(m.suspended)),
+                ("XMITQ", "" if me else f"SYSTEM.CLUSTER.TRANSMIT.{m.name}"),
+            ]
+            show_all = "ALL" in cmd.params or not (cmd.generic or cmd.requested)
+            summary = ("CLUSTER", "CHANNEL", *cmd.requested)
+            out.append(
+                Record(
+                    "AMQ8441I",
+                    "Display Cluster Queue Manager details.",
+                    select(attrs, 1, summary, show_all),
+                )
+            )
+        if not out and not pattern.endswith("*"):
+            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"cluster queue manager {pattern} not found")
+        return out
+
+    def display_chstatus(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+        agent = self.agent
+        pattern = cmd.name or "*"
+        out = []
+        for peer, ch in sorted(agent.channels.channels.items()):
+            name = channel_name(agent.cluster, peer)
+            if not name_matches(pattern, name):
+                continue
+            attrs = [
+                ("CHANNEL", name),
+                ("CHLTYPE", "CLUSSDR"),
+                ("CONNAME", ch.address or (agent.address_of(peer) or "")),
+                ("CURRENT", ""),
+                ("RQMNAME", peer),
+                ("STATUS", ch.status.value),
+                ("SUBSTATE", "MQGET" if ch.status is ChannelStatus.RUNNING else ""),
+                ("XMITQ", ch.xmitq),
+                ("MSGS", str(ch.acked)),
+                ("BATCHES", str(ch.batches)),
+                ("XQMSGSA", str(ch.depth)),
+                ("INDOUBT", yes_no(bool(ch.inflight))),
+            ]
+            out.append(Record("AMQ8417I", "Display Channel Status details.", attrs))
+        for sender, peer_in in sorted(agent.inbound.items()):
+            name = channel_name(agent.cluster, agent.name)
+            if not peer_in.connected or not name_matches(pattern, name):
+                continue
+            attrs = [
+                ("CHANNEL", name),
+                ("CHLTYPE", "CLUSRCVR"),
+                ("CONNAME", peer_in.address),
+                ("CURRENT", ""),
+                ("RQMNAME", sender),
+                ("STATUS", ChannelStatus.RUNNING.value),
+                ("MSGS", str(peer_in.items)),
+                ("LSTSEQNO", f"{peer_in.last[0]}.{peer_in.last[1]}"),
+            ]
+            out.append(Record("AMQ8417I", "Display Channel Status details.", attrs))
+        if not out and not pattern.endswith("*"):
+            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"no status found for channel {pattern}")
+        return out
+
+    def display_channel(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+        agent = self.agent
+        name = agent.clusrcvr.get("CHANNEL") or channel_name(agent.cluster, agent.name)
+        pattern = cmd.name or "*"
+        if not name_matches(pattern, name):
+            if pattern.endswith("*"):
+                return []
+            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"channel {pattern} not found")
+        w = agent.workload
+        attrs = [
+            ("CHANNEL", name),
+            ("CHLTYPE", "CLUSRCVR"),
+            ("CLUSTER", agent.cluster),
+            ("CONNAME", agent.clusrcvr.get("CONNAME") or agent.address),
+            ("CLWLPRTY", str(w.clwlprty)),
+            ("CLWLRANK", str(w.clwlrank)),
+            ("CLWLWGHT", str(w.clwlwght)),
+            ("NETPRTY", str(w.netprty)),
+            ("DESCR", agent.clusrcvr.get("DESCR", "")),
+        ]
+        return [Record("AMQ8414I", "Display Channel details.", attrs)]
+
+    def display_tcluster(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+        agent = self.agent
+        pattern = cmd.name or "*"
+        out = []
+        held = set()
+        for t in agent.repository.topics():
+            if not name_matches(pattern, t.name):
+                continue
+            held.add((t.name, t.qmgr))
+            member = agent.repository.member(t.qmgr)
+            attrs = [
+                ("TOPIC", t.name),
+                ("TYPE", "CLUSTER"),
+                ("TOPICSTR", t.topic_str),
+                ("CLUSTER", t.cluster),
+                ("CLROUTE", t.clroute.value),
+                ("CLUSQMGR", t.qmgr),
+                ("QMID", member.qmid if member is not None else ""),
+                ("CLSTATE", t.clstate.value),
+                ("PUB", t.attrs.get("PUB", "ASPARENT")),
+                ("SUB", t.attrs.get("SUB", "ASPARENT")),
+                ("PUBSCOPE", t.attrs.get("PUBSCOPE", "ASPARENT")),
+                ("SUBSCOPE", t.attrs.get("SUBSCOPE", "ASPARENT")),
+                ("DESCR", t.descr),
+            ]
+            out.append(Record("AMQ8633I", "Display topic details.", attrs))
+        for name, obj in sorted(agent.local_clustered().items()):
+            if (name, agent.name) in held or not name_matches(pattern, name):
+                continue
+            attrs = [
+                ("TOPIC", name),
+                ("TYPE", "CLUSTER"),
+                ("TOPICSTR", obj.topic_str),
+                ("CLUSTER", agent.cluster),
+                ("CLROUTE", obj.attrs.get("CLROUTE", "DIRECT")),
+                ("CLUSQMGR", agent.name),
+                ("CLSTATE", "PENDING"),
+            ]
+            out.append(Record("AMQ8633I", "Display topic details.", attrs))
+        if not out and not pattern.endswith("*"):
+            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"clustered topic {pattern} not found")
+        return out
+
+    def display_sub(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+        subtype = cmd.params.get("SUBTYPE") or "USER"
+        if subtype not in ("PROXY", "ALL") or cmd.params.get("DURABLE") == "YES":
+            return display_sub(qm, cmd)
+        out: list[Record] = []
+        if subtype == "ALL":
+            try:
+                out = display_sub(qm, cmd)
+            except MQError:
+                out = []
+        pattern = cmd.name or "*"
+        agent = self.agent
+        for peer, topic in agent.table.entries():
+            name = f"SYSTEM.PROXY.{peer} {agent.cluster} {topic}"
+            if not name_matches(pattern, name):
+                continue
+            sub_id = hashlib.sha256(f"{peer}\0{topic}".encode()).hexdigest()[:48].upper()
+            attrs = [
+                ("SUB", name),
+                ("SUBID", sub_id),
+                ("SUBTYPE", "PROXY"),
+                ("TOPICSTR", topic),
+                ("DEST", PROXY_DEST),
+                ("DESTQMGR", peer),
+                ("DURABLE", "NO"),
+                ("SUBSCOPE", "ALL"),
+            ]
+            out.append(Record("AMQ8096I", "IBM MQ subscription inquired.", attrs))
+        if not out and not pattern.endswith("*"):
+            raise MQError("MQRC_NO_SUBSCRIPTION", f"subscription {pattern} does not exist")
+        return out

@@ -1,0 +1,43 @@
+"""A full repository's side of ``Repository.Watch``: each partial repository gets a snapshot
+of what it may see, then the changes to that view, computed after every applied command."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from cluster.records import RepoEvent
+from qmgr.node.cluster.repolink import RaftLink
+
+
+class JoinRejected(Exception):
+    pass
+
+
+async def watch(
+    link: RaftLink, join: Mapping[str, Any]
+) -> AsyncIterator[tuple[dict[str, Any] | None, list[RepoEvent], int]]:
+    """Propose the member's join, then yield (snapshot, [], revision) once and
+    (None, events, revision) for every change of its partial view."""
+    name = str(join.get("name", ""))
+    result = await link.propose(join)
+    if not result.ok:
+        raise JoinRejected(str(result.error.message if result.error else "rejected"))
+    wake = asyncio.Event()
+    link.listeners.append(wake.set)
+    try:
+        repo = link.replica.read()
+        view = repo.partial_view(name)
+        yield repo.partial_snapshot(name), [], repo.revision
+        while True:
+            await wake.wait()
+            wake.clear()
+            repo = link.repository
+            new = repo.partial_view(name)
+            events = view.diff(new)
+            view = new
+            if events:
+                yield None, events, repo.revision
+    finally:
+        link.listeners.remove(wake.set)

@@ -1,0 +1,85 @@
+"""What travels on a cluster channel: sequenced items carrying a publication or a proxy change.
+
+Every item a node sends gets a key ``(epoch, seq)`` that only grows: ``epoch`` is the sending
+node's incarnation (its store's start count, so it grows across restarts) and ``seq`` counts
+items within it. The receiver remembers the highest key it applied per sender and drops any
+item at or below it, so a batch resent after a reconnect is never delivered twice.
+
+A persistent publication waiting on a channel is journaled as a message on the channel's
+transmission queue ``SYSTEM.CLUSTER.TRANSMIT.<peer>`` with its routing data in one property, so
+it comes back after a restart and is sent again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from cluster.routing import Purpose
+from qmgr.core.message import Message
+
+XMITQ_PREFIX = "SYSTEM.CLUSTER.TRANSMIT."
+XMIT_PROPERTY = "qmgr.xmit"
+ROUTE_PROPERTY = "qmgr.route"
+"""Property on delivered copies of a publication that came through the cluster: the queue
+managers it passed through, origin first, this one last (comma-separated)."""
+
+Key = tuple[int, int]
+
+
+def xmitq(peer: str) -> str:
+    return XMITQ_PREFIX + peer
+
+
+@dataclass(slots=True)
+class Forwarded:
+    """A publication sent to a peer."""
+
+    topic: str
+    message: Message
+    route: tuple[str, ...]
+    purpose: Purpose
+    retain: bool = False
+    group: str = ""  # the clustered topic object (for re-driving to another host)
+
+
+@dataclass(slots=True)
+class Item:
+    """One sequenced channel item: a publication or a proxy change (topic, add?)."""
+
+    key: Key
+    publication: Forwarded | None = None
+    proxy: tuple[str, bool] | None = None
+    sent: bool = False  # handed to the transport at least once (in doubt until acknowledged)
+    stored: Message | None = field(default=None, repr=False)  # journaled copy on the xmitq
+
+    @property
+    def persistent(self) -> bool:
+        return self.publication is not None and bool(self.publication.message.persistent)
+
+
+def stored_copy(item: Item, sequence: int) -> Message:
+    """The message journaled on the transmission queue for a persistent publication item."""
+    pub = item.publication
+    assert pub is not None
+    meta = [
+        item.key[0],
+        item.key[1],
+        pub.topic,
+        list(pub.route),
+        pub.purpose.value,
+        pub.retain,
+        pub.group,
+    ]
+    props = dict(pub.message.properties)
+    props[XMIT_PROPERTY] = json.dumps(meta, separators=(",", ":"))
+    return pub.message.copy(properties=props, sequence=sequence, topic="")
+
+
+def item_from_stored(msg: Message) -> Item:
+    """Rebuild a channel item from its journaled copy (after a restart)."""
+    props = dict(msg.properties)
+    epoch, seq, topic, route, purpose, retain, group = json.loads(str(props.pop(XMIT_PROPERTY)))
+    original = msg.copy(properties=props)
+    pub = Forwarded(topic, original, tuple(route), Purpose(purpose), bool(retain), group)
+    return Item((int(epoch), int(seq)), publication=pub, stored=msg)

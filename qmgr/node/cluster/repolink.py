@@ -1,0 +1,188 @@
+"""How a node holds the cluster repository.
+
+- A full repository runs a Raft replica (``RaftLink``): changes are proposed to it and applied,
+  in log order, to the node's copy.
+- A partial repository (``WatchLink``) joins through one of the full repositories it was given
+  (``--join``) or has since learnt of, receives a snapshot of what it may see and then every
+  change, and fails over to another full repository when its stream breaks. Its copy is kept in
+  the node's store, so with every full repository down it still routes with what it knew.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from cluster.records import RepoEvent
+from cluster.repository import ApplyResult, ClusterRepository, ErrorCode, RepoError
+from qmgr.node.config import ClusterSettings
+from qmgr.node.raft import RaftConfig, RaftUnavailable, RepositoryReplica
+from qmgr.rpc.peer_client import RepositoryClient, TransportError
+
+log = logging.getLogger("qmgr.node.repository")
+
+ChangeSink = Callable[[list[RepoEvent]], None]
+PROPOSE_TIMEOUT = 5.0
+
+
+def _unavailable(text: str) -> ApplyResult:
+    return ApplyResult(error=RepoError(ErrorCode.COMMAND_FAILED, text))
+
+
+class RaftLink:
+    """A full repository's replica (create it on the main thread)."""
+
+    def __init__(
+        self, settings: ClusterSettings, data_dir: Path | None, on_change: ChangeSink
+    ) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.on_change = on_change
+        config = RaftConfig(
+            self_addr=settings.raft_address,
+            peers=settings.raft_peers,
+            cluster=settings.cluster,
+            password=settings.password,
+            data_dir=data_dir / "raft" if data_dir is not None else None,
+        )
+        self.replica = RepositoryReplica(config, on_events=self._events)
+        self.repository = ClusterRepository(settings.cluster)
+        self.listeners: list[Callable[[], None]] = []
+
+    @property
+    def full_repository(self) -> str:
+        return "self"
+
+    def _events(self, events: list[RepoEvent]) -> None:  # on PySyncObj's thread
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self._apply, events)
+
+    def _apply(self, events: list[RepoEvent]) -> None:
+        self.repository = self.replica.read()
+        self.on_change(events)
+        for listener in list(self.listeners):
+            listener()
+
+    async def start(self, join: Mapping[str, Any], timeout: float) -> None:
+        await self.loop.run_in_executor(None, self.replica.wait_ready, timeout)
+        result = await self.propose(join)
+        if not result.ok:
+            raise RuntimeError(f"cannot join cluster: {result.error}")
+        self._apply([])
+
+    async def propose(self, command: Mapping[str, Any]) -> ApplyResult:
+        try:
+            return await self.replica.submit_async(command, PROPOSE_TIMEOUT)
+        except RaftUnavailable as exc:
+            return _unavailable(f"the cluster repository is unavailable: {exc}")
+
+    def status(self) -> dict[str, Any]:
+        return self.replica.status()
+
+    async def stop(self) -> None:
+        await self.loop.run_in_executor(None, self.replica.close)
+
+
+class WatchLink:
+    """A partial repository's watched copy."""
+
+    def __init__(
+        self,
+        settings: ClusterSettings,
+        on_change: ChangeSink,
+        cached: Mapping[str, Any] | None,
+        save: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self.settings = settings
+        self.on_change = on_change
+        self.repository = (
+            ClusterRepository.from_snapshot(cached)
+            if cached
+            else ClusterRepository(settings.cluster)
+        )
+        self.had_cache = bool(cached)
+        self._save = save
+        self.full_repository = ""  # the FR currently watched
+        self.synced = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._join: Mapping[str, Any] = {}
+
+    def _addresses(self) -> list[str]:
+        known = [m.address for m in self.repository.full_repositories() if m.address]
+        return list(dict.fromkeys([*self.settings.join, *known]))
+
+    async def start(self, join: Mapping[str, Any], timeout: float) -> None:
+        self._join = join
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        wait = min(timeout, 3.0) if self.had_cache else timeout
+        try:
+            await asyncio.wait_for(self.synced.wait(), wait)
+        except TimeoutError:
+            if not self.had_cache:
+                raise RuntimeError(
+                    f"no full repository answered within {timeout:g}s at "
+                    + ", ".join(self.settings.join)
+                ) from None
+            log.warning("no full repository reachable; using the cluster view kept on disk")
+
+    def set_join(self, join: Mapping[str, Any]) -> None:
+        """The join command to use on the next (re)connection."""
+        self._join = join
+
+    async def _run(self) -> None:
+        attempt = 0
+        while True:
+            addresses = self._addresses()
+            address = addresses[attempt % len(addresses)]
+            attempt += 1
+            client = RepositoryClient(address)
+            try:
+                async for snapshot, events, fr in client.watch(self._join):
+                    if snapshot is not None:
+                        new = ClusterRepository.from_snapshot(snapshot)
+                        events = self.repository.view().diff(new.view())
+                        self.repository = new
+                        self.full_repository = fr
+                    else:
+                        for event in events:
+                            self.repository.apply_event(event)
+                    self._save(self.repository.to_snapshot())
+                    self.synced.set()
+                    self.on_change(events)
+            except (TransportError, OSError) as exc:
+                log.info("repository stream from %s ended: %s", address, exc)
+            finally:
+                self.full_repository = ""
+                with contextlib.suppress(Exception):
+                    await client.close()
+            await asyncio.sleep(0.2 if attempt % max(1, len(addresses)) else 0.5)
+
+    async def propose(self, command: Mapping[str, Any]) -> ApplyResult:
+        last = "no full repository known"
+        for address in self._addresses():
+            client = RepositoryClient(address)
+            try:
+                return await client.propose(command, PROPOSE_TIMEOUT)
+            except (TransportError, OSError) as exc:
+                last = f"{address}: {exc}"
+            finally:
+                with contextlib.suppress(Exception):
+                    await client.close()
+        return _unavailable(f"no full repository could take the change ({last})")
+
+    def status(self) -> dict[str, Any]:
+        return {"full_repository": self.full_repository, "revision": self.repository.revision}
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+
+
+def snapshot_text(repo: ClusterRepository) -> str:
+    return json.dumps(repo.to_snapshot(), separators=(",", ":"))
