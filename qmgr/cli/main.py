@@ -44,11 +44,38 @@ def cli() -> None:
     type=click.Path(file_okay=False),
     help="Directory for the node's SQLite store; without it nothing survives a restart.",
 )
-def start(name: str, listen: str, data_dir: str | None) -> None:
-    """Run a queue manager node until SIGTERM. Prints READY name=.. addr=.. when serving."""
+@click.option("--cluster", help="Name of the cluster this node belongs to.")
+@click.option(
+    "--full-repository", is_flag=True, help="This node is a full repository (needs --raft)."
+)
+@click.option("--raft", help="Full repositories: HOST:PORT the Raft transport binds to.")
+@click.option(
+    "--raft-peers", help="Full repositories: Raft addresses of every FR, comma-separated."
+)
+@click.option(
+    "--join", help="gRPC addresses of full repositories to join through, comma-separated."
+)
+@click.option(
+    "--cluster-password",
+    envvar="QMGR_CLUSTER_PASSWORD",
+    help="Password that encrypts Raft traffic between full repositories.",
+)
+def start(
+    name: str,
+    listen: str,
+    data_dir: str | None,
+    cluster: str | None,
+    full_repository: bool,
+    raft: str | None,
+    raft_peers: str | None,
+    join: str | None,
+    cluster_password: str | None,
+) -> None:
+    """Run a queue manager node until SIGTERM. Prints READY name=.. addr=.. when serving (in a
+    cluster: once it has joined)."""
     import logging
 
-    from qmgr.node.config import ConfigError, make_config
+    from qmgr.node.config import ConfigError, make_cluster_settings, make_config
     from qmgr.node.server import run
 
     logging.basicConfig(
@@ -56,7 +83,15 @@ def start(name: str, listen: str, data_dir: str | None) -> None:
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     try:
-        config = make_config(name, listen, data_dir)
+        settings = make_cluster_settings(
+            cluster,
+            full_repository=full_repository,
+            raft=raft,
+            raft_peers=raft_peers,
+            join=join,
+            password=cluster_password,
+        )
+        config = make_config(name, listen, data_dir, settings)
     except ConfigError as exc:
         raise _fail(exc) from None
     pid = os.getpid()
