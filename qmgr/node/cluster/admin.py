@@ -42,7 +42,7 @@ def _rejected(result: ApplyResult) -> list[Record]:
     return [
         Record(
             "AMQ8101E",
-            f"IBM MQ error ({err.reason:X}) has occurred.",
+            f"IBM MQ error ({err.reason:X}) has occurred: {err.code.value}.",
             [("REASON", err.code.value), ("DETAIL", err.message)],
         )
     ]
@@ -50,7 +50,11 @@ def _rejected(result: ApplyResult) -> list[Record]:
 
 def _error(reason: str, text: str) -> list[Record]:
     return [
-        Record("AMQ8101E", "IBM MQ error has occurred.", [("REASON", reason), ("DETAIL", text)])
+        Record(
+            "AMQ8101E",
+            f"IBM MQ error has occurred: {reason}.",
+            [("REASON", reason), ("DETAIL", text)],
+        )
     ]
 
 

@@ -26,7 +26,7 @@ from cluster.proxies import ProxyDiff, ProxyPlanner, ProxyTable
 from cluster.records import ChannelStatus, RepoEvent, Role, WorkloadAttrs
 from cluster.repository import ApplyResult, ClusterRepository, Cmd
 from cluster.routing import DeliveryPlan, Purpose, host_candidates, plan_publication
-from cluster.topics import TopicObject
+from cluster.topics import TopicObject, TopicObjects
 from cluster.workload import QueuedPublication, SendState, WorkloadBalancer, redrive
 from qmgr.core.errors import MQError
 from qmgr.core.message import Message
@@ -186,11 +186,24 @@ class ClusterAgent:
         """Rebuild the merged topology after the repository or local objects changed."""
         self.topology = self._build_topology()
         pubsub = self.qm.pubsub
-        pubsub.topics = self.topology.objects
+        pubsub.topics = self._local_view(self.topology.objects)
         pubsub.topics_changed()
         self._groups.clear()
         if hasattr(self, "planner"):
             self._send_diff(self.planner.set_topology(self.topology))
+
+    def _local_view(self, merged: TopicObjects) -> TopicObjects:
+        """The merged tree as local applications see it: a remote copy's PUB says whether
+        publications are routed through that host, not whether applications here may publish,
+        so it is left out (the copies inherit it instead)."""
+        local = self.qm.topics
+        out = TopicObjects()
+        for obj in merged.all():
+            if obj.name not in local and "PUB" in obj.attrs:
+                attrs = {k: v for k, v in obj.attrs.items() if k != "PUB"}
+                obj = TopicObject(obj.name, obj.topic_str, attrs, obj.descr)
+            out.put(obj)
+        return out
 
     async def propose(self, command: Mapping[str, Any]) -> ApplyResult:
         return await self.link.propose(command)

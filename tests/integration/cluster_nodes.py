@@ -1,0 +1,179 @@
+"""A cluster of real `qmgr start` processes on loopback for the integration tests: full
+repositories on fixed Raft ports, partial repositories joining through them, restart on the
+same address, helpers to wait for what the nodes report through MQSC."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from qmgr.client import QueueManagerClient
+from tests.integration.conftest import NodeProcess
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except Exception as exc:  # a node may be restarting
+            last = exc
+        if last:
+            return last
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+class ClusterNode(NodeProcess):
+    def __init__(self, name: str, base: Path, port: int, args: list[str]) -> None:
+        super().__init__(name, base)
+        self.port = port
+        self.args = args
+        self._client: QueueManagerClient | None = None
+
+    def start(self, timeout: float = 40.0) -> str:
+        from qmgr.cli.launch import start_node
+
+        launched = start_node(
+            self.name,
+            data_dir=self.data_dir,
+            log=self.log,
+            listen=f"127.0.0.1:{self.port}",
+            extra_args=self.args,
+            env=self.env,
+            timeout=timeout,
+        )
+        self.proc = launched.proc
+        self.address = launched.address
+        self._client = None
+        return self.address
+
+    @property
+    def c(self) -> QueueManagerClient:
+        if self._client is None:
+            self._client = QueueManagerClient(self.address, timeout=20)
+        return self._client
+
+    def mqsc(self, command: str) -> list[dict[str, str]]:
+        """Attributes of each record a successful command returned."""
+        return [r.attrs for r in self.c.mqsc(command)]
+
+    def proxies(self) -> set[tuple[str, str]]:
+        """(origin queue manager, topic) of every proxy subscription held here."""
+        ok, records = self.c.mqsc_ok("DISPLAY SUB(*) SUBTYPE(PROXY)")
+        return {(r.attrs["DESTQMGR"], r.attrs["TOPICSTR"]) for r in records} if ok else set()
+
+    def tcluster(self) -> set[tuple[str, str]]:
+        """(object name, hosting queue manager) of every clustered definition known here."""
+        ok, records = self.c.mqsc_ok("DISPLAY TCLUSTER(*)")
+        if not ok:
+            return set()
+        return {
+            (r.attrs["TOPIC"], r.attrs["CLUSQMGR"])
+            for r in records
+            if r.attrs.get("CLSTATE") == "ACTIVE"
+        }
+
+    def chstatus(self) -> dict[str, dict[str, str]]:
+        ok, records = self.c.mqsc_ok("DISPLAY CHSTATUS(*)")
+        if not ok:
+            return {}
+        return {r.attrs["RQMNAME"]: r.attrs for r in records if r.attrs.get("CHLTYPE") == "CLUSSDR"}
+
+    def kill(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        super().kill()
+
+
+class Cluster:
+    """Nodes of one cluster; FRs first (started together), then partial repositories."""
+
+    def __init__(self, base: Path, name: str = "DEMO") -> None:
+        self.base = base
+        self.name = name
+        self.nodes: dict[str, ClusterNode] = {}
+        self.frs: list[str] = []
+
+    def start(self, full: Iterable[str], partial: Iterable[str]) -> Cluster:
+        full = list(full)
+        partial = list(partial)
+        ports = free_ports(2 * len(full) + len(partial))
+        raft = [f"127.0.0.1:{p}" for p in ports[len(full) : 2 * len(full)]]
+        grpc_addrs = [f"127.0.0.1:{p}" for p in ports[: len(full)]]
+        for i, name in enumerate(full):
+            args = ["--cluster", self.name, "--full-repository", "--raft", raft[i]]
+            args += ["--raft-peers", ",".join(raft)]
+            self.nodes[name] = ClusterNode(name, self.base, ports[i], args)
+            self.frs.append(name)
+        join = ["--cluster", self.name, "--join", ",".join(grpc_addrs)]
+        for j, name in enumerate(partial):
+            self.nodes[name] = ClusterNode(name, self.base, ports[2 * len(full) + j], join)
+        self._start_all([self.nodes[n] for n in full])
+        self._start_all([self.nodes[n] for n in partial])
+        return self
+
+    @staticmethod
+    def _start_all(nodes: list[ClusterNode]) -> None:
+        errors: list[BaseException] = []
+
+        def run(node: ClusterNode) -> None:
+            try:
+                node.start()
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run, args=(n,)) for n in nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+
+    def __getitem__(self, name: str) -> ClusterNode:
+        return self.nodes[name]
+
+    def define_topic(
+        self, host: str, name: str, topic: str, clroute: str = "TOPICHOST", extra: str = ""
+    ) -> None:
+        self[host].c.mqsc(
+            f"DEFINE TOPIC({name}) TOPICSTR('{topic}') CLUSTER({self.name}) "
+            f"CLROUTE({clroute}) {extra}"
+        )
+
+    def wait_definition(
+        self, name: str, hosts: Iterable[str], on: Iterable[str] | None = None
+    ) -> None:
+        want = {(name, h) for h in hosts}
+        for node in on or self.nodes:
+            n = self[node]
+            wait_for(f"{name} hosted by {sorted(want)} on {node}", lambda n=n: want <= n.tcluster())
+
+    def wait_proxy(self, host: str, origin: str, topic: str, present: bool = True) -> None:
+        n = self[host]
+        wait_for(
+            f"proxy {origin}:{topic} {'at' if present else 'gone from'} {host}",
+            lambda: ((origin, topic) in n.proxies()) == present,
+        )
+
+    def stop(self) -> None:
+        for node in self.nodes.values():
+            node.kill()
