@@ -23,12 +23,14 @@ from cluster.records import ChannelStatus
 from cluster.repository import ApplyResult, Cmd
 from cluster.topics import TopicObject
 from qmgr.core.admin.execute import execute_command
+from qmgr.core.admin.manager import display_qmgr
 from qmgr.core.admin.queues import name_matches
 from qmgr.core.admin.records import Record, date_time, select, yes_no
 from qmgr.core.admin.subs import display_sub
 from qmgr.core.errors import MQError
 from qmgr.core.qmgr import QueueManager
 from qmgr.mqsc import MqscCommand, MqscError, parse_command
+from qmgr.node.cluster.repolink import RaftLink
 
 if TYPE_CHECKING:
     from qmgr.node.cluster.agent import ClusterAgent
@@ -72,6 +74,7 @@ class ClusterAdmin:
             ("DISPLAY", "TCLUSTER"): self.display_tcluster,
             ("DISPLAY", "CHANNEL"): self.display_channel,
             ("DISPLAY", "SUB"): self.display_sub,
+            ("DISPLAY", "QMGR"): self.display_qmgr,
         }
 
     async def run(self, text: str) -> tuple[bool, list[Record]]:
@@ -179,6 +182,19 @@ class ClusterAdmin:
         return False, _rejected(result)
 
     # ---------------------------------------------------------------- displays
+
+    def display_qmgr(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+        """DISPLAY QMGR, plus (qmgr's own extension, on full repositories) RAFTSTATE and
+        RAFTLEADER: this replica's Raft role and the leader's Raft address."""
+        records = display_qmgr(qm, cmd)
+        link = self.agent.link
+        if isinstance(link, RaftLink) and ("ALL" in cmd.params or not cmd.requested):
+            status = link.status()
+            records[0].attrs += [
+                ("RAFTSTATE", str(status["state"]).upper()),
+                ("RAFTLEADER", str(status["leader"] or "")),
+            ]
+        return records
 
     def display_clusqmgr(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
         agent = self.agent

@@ -16,6 +16,7 @@ repository link and the channels.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterable, Mapping
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from cluster.proxies import ProxyDiff, ProxyPlanner, ProxyTable
 from cluster.records import ChannelStatus, RepoEvent, Role, WorkloadAttrs
-from cluster.repository import ApplyResult, ClusterRepository, Cmd
+from cluster.repository import ApplyResult, ClusterRepository, Cmd, ErrorCode, RepoError
 from cluster.routing import DeliveryPlan, Purpose, host_candidates, plan_publication
 from cluster.topics import TopicObject, TopicObjects
 from cluster.workload import QueuedPublication, SendState, WorkloadBalancer, redrive
@@ -87,6 +88,8 @@ class ClusterAgent:
         self.name = qm.name
         self.address = address
         self.role = Role.REPOS if settings.full_repository else Role.NORMAL
+        if settings.full_repository:
+            qm.attrs.repos = settings.cluster
         self.counters = Counters()
         self.balancer = WorkloadBalancer()
         self.table = ProxyTable()
@@ -108,7 +111,7 @@ class ClusterAgent:
             self.link = WatchLink(
                 settings,
                 self._repository_changed,
-                None if cached is None else __import__("json").loads(cached),
+                None if cached is None else json.loads(cached),
                 self._save_view,
             )
         self.topology = self._build_topology()
@@ -168,8 +171,6 @@ class ClusterAgent:
 
     def _save_view(self, snapshot: dict[str, Any]) -> None:
         if self.rt.store is not None:
-            import json
-
             self.rt.store.set_value(VIEW_KEY, json.dumps(snapshot, separators=(",", ":")))
 
     def _repository_changed(self, events: list[RepoEvent]) -> None:
@@ -222,7 +223,9 @@ class ClusterAgent:
         held = {t.name: t for t in self.repository.topics() if t.qmgr == self.name}
         for name in sorted(held.keys() - desired.keys()):
             result = await self.propose(Cmd.delete_topic(name, self.name))
-            if not result.ok:
+            if not result.ok and not (
+                result.error is not None and result.error.code is ErrorCode.UNKNOWN_OBJECT_NAME
+            ):
                 return result
         for name, obj in sorted(desired.items()):
             attrs = {k: v for k, v in obj.attrs.items() if k not in ("CLUSTER", "CLROUTE")}
@@ -230,7 +233,7 @@ class ClusterAgent:
             current = held.get(name)
             if current is None:
                 cmd = Cmd.define_topic(
-                    name, self.name, obj.topic_str, self.cluster, clroute, attrs, obj.descr
+                    name, self.name, obj.topic_str, self.cluster, clroute, attrs, obj.descr, True
                 )
             elif (
                 dict(current.attrs) != attrs
@@ -452,8 +455,6 @@ class ClusterAgent:
         workload = self.workload.with_changes(changes)
         problems = workload.problems()
         if problems:
-            from cluster.repository import ErrorCode, RepoError
-
             return ApplyResult(error=RepoError(ErrorCode.ATTR_VALUE_ERROR, "; ".join(problems)))
         result = await self.propose(Cmd.set_workload(self.name, **workload.to_dict()))
         if result.ok:

@@ -28,6 +28,7 @@ log = logging.getLogger("qmgr.node.repository")
 
 ChangeSink = Callable[[list[RepoEvent]], None]
 PROPOSE_TIMEOUT = 5.0
+RETRY_FOR = 15.0
 
 
 def _unavailable(text: str) -> ApplyResult:
@@ -75,10 +76,18 @@ class RaftLink:
         self._apply([])
 
     async def propose(self, command: Mapping[str, Any]) -> ApplyResult:
-        try:
-            return await self.replica.submit_async(command, PROPOSE_TIMEOUT)
-        except RaftUnavailable as exc:
-            return _unavailable(f"the cluster repository is unavailable: {exc}")
+        """Submit through Raft; while no leader can take it (an election after the leader
+        died) try again until ``RETRY_FOR`` seconds have passed. The node's commands are
+        idempotent (upserts, defines with REPLACE), so a retry after an unknown outcome is
+        safe."""
+        deadline = self.loop.time() + RETRY_FOR
+        while True:
+            try:
+                return await self.replica.submit_async(command, PROPOSE_TIMEOUT)
+            except RaftUnavailable as exc:
+                if self.loop.time() >= deadline:
+                    return _unavailable(f"the cluster repository is unavailable: {exc}")
+            await asyncio.sleep(0.1)
 
     def status(self) -> dict[str, Any]:
         return self.replica.status()
@@ -166,7 +175,7 @@ class WatchLink:
         for address in self._addresses():
             client = RepositoryClient(address)
             try:
-                return await client.propose(command, PROPOSE_TIMEOUT)
+                return await client.propose(command, RETRY_FOR + PROPOSE_TIMEOUT)
             except (TransportError, OSError) as exc:
                 last = f"{address}: {exc}"
             finally:
