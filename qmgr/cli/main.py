@@ -316,9 +316,11 @@ def get(node: str, queue: str, count: int, wait: float, browse: bool, as_json: b
 
 
 def _register_extra_commands() -> None:
+    from qmgr.cli.cluster import cluster
     from qmgr.cli.demo import demo
 
     cli.add_command(demo)
+    cli.add_command(cluster)
 
 
 def main() -> None:

@@ -1,0 +1,535 @@
+"""A local cluster's topology: one TOML file, parsed and checked once into frozen dataclasses.
+
+Every problem in the file is collected and reported together (:class:`TopologyError`) before
+anything starts. The same file drives ``qmgr cluster up`` (processes on loopback) and
+``qmgr cluster compose`` (containers: :func:`compose_files` renders docker-compose.yml and the
+per-node init scripts from it)::
+
+    cluster = "DEMO"              # required: the cluster name (MQ object name rules)
+    base_port = 17000             # optional: node i (0-based, file order) listens on
+                                  # base_port+i, its Raft transport on base_port+100+i
+    password = "secret"           # optional: the cluster password (Raft encryption)
+
+    [[node]]
+    name = "FR1"                  # required: queue manager name
+    role = "full"                 # "full" (full repository) or "partial" (the default)
+    description = "..."           # optional, shown by `qmgr cluster up`
+    mqsc = "DEFINE TOPIC(..)"     # optional: MQSC run on this node once the cluster is up
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from qmgr.node.config import NAME_RE
+
+Role = Literal["full", "partial"]
+ROLES: tuple[Role, ...] = ("full", "partial")
+TOP_KEYS = ("cluster", "base_port", "password", "node")
+NODE_KEYS = ("name", "role", "mqsc", "description")
+RAFT_OFFSET = 100  # with base_port: the Raft port of node i is base_port + RAFT_OFFSET + i
+DEFAULT_SOURCE = "(built-in default topology)"
+
+
+class TopologyError(ValueError):
+    """A topology that cannot be used; ``problems`` lists every reason, one sentence each."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"invalid topology {source}:\n{lines}")
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    role: Role = "partial"
+    mqsc: str = ""
+    description: str = ""
+
+    @property
+    def full_repository(self) -> bool:
+        return self.role == "full"
+
+
+@dataclass(frozen=True)
+class Topology:
+    cluster: str
+    nodes: tuple[NodeSpec, ...]
+    base_port: int | None = None
+    password: str | None = field(default=None, repr=False)
+
+    @property
+    def full_repositories(self) -> tuple[NodeSpec, ...]:
+        return tuple(n for n in self.nodes if n.full_repository)
+
+    @property
+    def partial_repositories(self) -> tuple[NodeSpec, ...]:
+        return tuple(n for n in self.nodes if not n.full_repository)
+
+    def node(self, name: str) -> NodeSpec:
+        for spec in self.nodes:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class NodeAddresses:
+    """Where one node listens (gRPC) and, for a full repository, where its Raft binds."""
+
+    listen: str
+    raft: str | None
+
+
+def load_topology(path: Path | None = None) -> Topology:
+    """The topology in ``path``, or the built-in default (compose/cluster.toml) when None."""
+    if path is None:
+        return parse_topology(DEFAULT_TOPOLOGY_TOML, DEFAULT_SOURCE)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TopologyError(str(path), [f"cannot be read: {exc}"]) from None
+    return parse_topology(text, str(path))
+
+
+def parse_topology(text: str, source: str = "<topology>") -> Topology:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TopologyError(source, [f"not valid TOML: {exc}"]) from None
+    problems: list[str] = []
+    _unknown_keys(data, TOP_KEYS, "top level", problems)
+    cluster = _cluster_name(data.get("cluster"), problems)
+    nodes = _nodes(data.get("node"), cluster, problems)
+    base_port = _base_port(data.get("base_port"), len(nodes), problems)
+    password = _optional_text(data.get("password"), "password", problems, allow_empty=False)
+    if problems:
+        raise TopologyError(source, problems)
+    return Topology(cluster=cluster, nodes=tuple(nodes), base_port=base_port, password=password)
+
+
+def plan_addresses(
+    topology: Topology, host: str, free_ports: Callable[[int], list[int]]
+) -> dict[str, NodeAddresses]:
+    """Listen and Raft addresses per node name: from ``base_port`` when the topology sets it,
+    else ``free_ports(n)`` supplies n distinct ports (listen ports in node order, then one Raft
+    port per full repository)."""
+    if topology.base_port is not None:
+        base = topology.base_port
+        return {
+            spec.name: NodeAddresses(
+                f"{host}:{base + i}",
+                f"{host}:{base + RAFT_OFFSET + i}" if spec.full_repository else None,
+            )
+            for i, spec in enumerate(topology.nodes)
+        }
+    ports = iter(free_ports(len(topology.nodes) + len(topology.full_repositories)))
+    listen = {spec.name: f"{host}:{next(ports)}" for spec in topology.nodes}
+    return {
+        spec.name: NodeAddresses(
+            listen[spec.name], f"{host}:{next(ports)}" if spec.full_repository else None
+        )
+        for spec in topology.nodes
+    }
+
+
+def mqsc_commands(spec: NodeSpec) -> list[str]:
+    """The node's MQSC as the command texts to send, in order (stops at END)."""
+    from qmgr.mqsc import MqscCommand, parse_script
+
+    out: list[str] = []
+    for command, parsed in parse_script(spec.mqsc):
+        if isinstance(parsed, MqscCommand) and parsed.verb == "END":
+            break
+        out.append(command.text)
+    return out
+
+
+# -- validation --------------------------------------------------------------------------------
+
+
+def _unknown_keys(
+    table: Mapping[str, Any], allowed: tuple[str, ...], where: str, problems: list[str]
+) -> None:
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            problems.append(f"{where}: unknown key '{key}' (allowed: {', '.join(allowed)}){hint}")
+
+
+def _name_problem(value: str, what: str) -> str | None:
+    if NAME_RE.match(value):
+        return None
+    return f"{what} '{value}' must be 1-48 characters of A-Z a-z 0-9 . _ % /"
+
+
+def _cluster_name(value: Any, problems: list[str]) -> str:
+    if value is None:
+        problems.append("'cluster' (the cluster name) is missing")
+        return ""
+    if not isinstance(value, str):
+        problems.append(f"'cluster' must be a string, got {_kind(value)}")
+        return ""
+    problem = _name_problem(value, "cluster name")
+    if problem:
+        problems.append(problem)
+    return value
+
+
+def _base_port(value: Any, nodes: int, problems: list[str]) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        problems.append(f"'base_port' must be an integer, got {_kind(value)}")
+        return None
+    if nodes > RAFT_OFFSET:
+        problems.append(
+            f"'base_port' cannot number {nodes} nodes: listen ports would run into the Raft "
+            f"ports at base_port+{RAFT_OFFSET} (at most {RAFT_OFFSET} nodes)"
+        )
+        return None
+    highest = value + RAFT_OFFSET + max(nodes - 1, 0)
+    if value < 1 or highest > 65535:
+        problems.append(
+            f"'base_port' {value} is out of range: the ports used run from base_port to "
+            f"base_port+{RAFT_OFFSET}+{max(nodes - 1, 0)}, which must lie within 1-65535"
+        )
+        return None
+    return value
+
+
+def _optional_text(
+    value: Any, what: str, problems: list[str], *, where: str = "", allow_empty: bool = True
+) -> str | None:
+    prefix = f"{where}: " if where else ""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        problems.append(f"{prefix}'{what}' must be a string, got {_kind(value)}")
+        return None
+    if not value and not allow_empty:
+        problems.append(f"{prefix}'{what}' must not be empty (leave it out for no {what})")
+        return None
+    return value
+
+
+def _nodes(value: Any, cluster: str, problems: list[str]) -> list[NodeSpec]:
+    if value is None or value == []:
+        problems.append("no nodes: add at least one [[node]] table")
+        return []
+    if not isinstance(value, list):
+        problems.append(f"'node' must be an array of tables ([[node]]), got {_kind(value)}")
+        return []
+    nodes: list[NodeSpec] = []
+    seen: dict[str, str] = {}
+    for i, table in enumerate(value, 1):
+        spec = _node(i, table, cluster, problems)
+        if spec is None:
+            continue
+        other = seen.get(spec.name.upper())
+        if other == spec.name:
+            problems.append(f"node {i}: duplicate name '{spec.name}'")
+        elif other is not None:
+            problems.append(
+                f"node {i}: name '{spec.name}' differs from '{other}' only in case; the two "
+                "would share a host name, a registry entry and files"
+            )
+        else:
+            seen[spec.name.upper()] = spec.name
+        nodes.append(spec)
+    if nodes and not any(n.full_repository for n in nodes):
+        problems.append(
+            'no full repository: give at least one node role = "full" (3 tolerate the loss '
+            "of one; 1 works without fault tolerance)"
+        )
+    return nodes
+
+
+def _node(i: int, table: Any, cluster: str, problems: list[str]) -> NodeSpec | None:
+    if not isinstance(table, dict):
+        problems.append(f"node {i}: must be a table ([[node]]), got {_kind(table)}")
+        return None
+    name = table.get("name")
+    label = f"node {i}" + (f" ({name})" if isinstance(name, str) and name else "")
+    _unknown_keys(table, NODE_KEYS, label, problems)
+    ok = True
+    if name is None:
+        problems.append(f"{label}: 'name' is missing")
+        ok = False
+    elif not isinstance(name, str):
+        problems.append(f"{label}: 'name' must be a string, got {_kind(name)}")
+        ok = False
+    elif problem := _name_problem(name, "queue manager name"):
+        problems.append(f"{label}: {problem}")
+        ok = False
+    role = table.get("role", "partial")
+    if role not in ROLES:
+        problems.append(f'{label}: role must be "full" or "partial", got {role!r}')
+        ok = False
+    before = len(problems)
+    mqsc = _optional_text(table.get("mqsc"), "mqsc", problems, where=label) or ""
+    description = _optional_text(table.get("description"), "description", problems, where=label)
+    problems.extend(_mqsc_problems(label, mqsc, cluster))
+    if not ok or len(problems) > before or not isinstance(name, str):
+        return None
+    return NodeSpec(name=name, role=role, mqsc=mqsc, description=description or "")
+
+
+def _mqsc_problems(label: str, text: str, cluster: str) -> list[str]:
+    """Each command that does not parse, with its line in the node's mqsc, the position in
+    the command and a caret display; plus clustered topics naming another cluster."""
+    from qmgr.mqsc import MqscError, parse_script
+
+    problems: list[str] = []
+    try:
+        results = parse_script(text)
+    except MqscError as exc:
+        return [f"{label}: mqsc cannot be read: {exc.code}: {exc.message}"]
+    for command, parsed in results:
+        where = f"{label}: mqsc line {command.line}"
+        if isinstance(parsed, MqscError):
+            caret = parsed.with_text(command.text).render("      ")
+            problems.append(
+                f"{where}, position {parsed.position + 1}: {parsed.code}: {parsed.message}\n"
+                + caret
+            )
+            continue
+        named = parsed.params.get("CLUSTER")
+        if cluster and parsed.obj == "TOPIC" and named and named != cluster:
+            problems.append(
+                f"{where}: {parsed.verb} TOPIC({parsed.name}) names CLUSTER({named}) but the "
+                f"nodes of this topology belong to cluster {cluster}"
+            )
+    return problems
+
+
+def _kind(value: Any) -> str:
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
+
+
+# -- docker compose -----------------------------------------------------------------------------
+
+COMPOSE_PORT = 7000  # every container listens here (gRPC)
+COMPOSE_RAFT_PORT = 7100  # and a full repository binds Raft here
+COMPOSE_IMAGE = "qmgr:local"
+INIT_SERVICE = "mqsc-init"  # '-' cannot occur in a node name, so no node service can clash
+COMPOSE_HEADER = """\
+# GENERATED from {source} by `qmgr cluster compose`: edit that file and regenerate.
+# Run from this directory: docker compose up --build
+# Admin: docker compose exec {first} qmgr runmqsc 127.0.0.1:{port}
+"""
+_HOST_NAME = re.compile(r"^[A-Za-z0-9]{1,48}$")
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_YAML_WORDS = {"y", "yes", "n", "no", "true", "false", "on", "off", "null"}
+
+
+def compose_document(topology: Topology) -> dict[str, Any]:
+    """The docker-compose.yml content as plain data: one service per node (service and host
+    name = node name), a named data volume each, and a ``mqsc-init`` service that runs each node's
+    MQSC once (a marker per node in its own volume) after every node is healthy."""
+    bad = [n.name for n in topology.nodes if not _HOST_NAME.match(n.name)]
+    if bad:
+        raise TopologyError(
+            "compose",
+            [
+                f"node name '{b}' cannot be a container host name: use letters and digits only"
+                for b in bad
+            ],
+        )
+    frs = topology.full_repositories
+    peers = ",".join(f"{n.name}:{COMPOSE_RAFT_PORT}" for n in frs)
+    joins = ",".join(f"{n.name}:{COMPOSE_PORT}" for n in frs)
+    services: dict[str, Any] = {}
+    for spec in topology.nodes:
+        command = ["qmgr", "start", "--name", spec.name, "--listen", f"0.0.0.0:{COMPOSE_PORT}"]
+        command += ["--data-dir", "/data", "--cluster", topology.cluster]
+        if spec.full_repository:
+            command += ["--full-repository", "--raft", f"{spec.name}:{COMPOSE_RAFT_PORT}"]
+            command += ["--raft-peers", peers]
+        else:
+            command += ["--join", joins]
+        service: dict[str, Any] = {**_image(), "hostname": spec.name, "init": True}
+        service["command"] = command
+        service["environment"] = _environment(topology)
+        service["volumes"] = [f"{spec.name}-data:/data"]
+        service["healthcheck"] = {
+            "test": [
+                "CMD-SHELL",
+                f"echo 'DISPLAY QMGR' | qmgr runmqsc 127.0.0.1:{COMPOSE_PORT} >/dev/null",
+            ],
+            "interval": "2s",
+            "timeout": "5s",
+            "retries": 30,
+        }
+        if not spec.full_repository:
+            service["depends_on"] = {n.name: {"condition": "service_healthy"} for n in frs}
+        service["restart"] = "on-failure"
+        services[spec.name] = service
+    steps = [
+        f"if [ ! -f /state/{n.name}.done ]; then qmgr runmqsc {n.name}:{COMPOSE_PORT} "
+        f"-f /init/{n.name}.mqsc && touch /state/{n.name}.done; fi"
+        for n in topology.nodes
+        if mqsc_commands(n)
+    ]
+    services[INIT_SERVICE] = {
+        **_image(),
+        "command": ["sh", "-c", " && ".join(steps) if steps else "true"],
+        "environment": _environment(topology),
+        "volumes": ["./init:/init:ro", f"{INIT_SERVICE}-state:/state"],
+        "depends_on": {n.name: {"condition": "service_healthy"} for n in topology.nodes},
+        "restart": "no",
+    }
+    volumes: dict[str, Any] = {f"{n.name}-data": {} for n in topology.nodes}
+    volumes[f"{INIT_SERVICE}-state"] = {}
+    project = re.sub(r"[^a-z0-9_-]", "-", f"qmgr-{topology.cluster.lower()}")
+    return {"name": project, "services": services, "volumes": volumes}
+
+
+def compose_files(topology: Topology, source: str) -> dict[str, str]:
+    """Relative path -> content: docker-compose.yml and init/NODE.mqsc for each node that has
+    MQSC. ``source`` names the topology file in the generated header."""
+    first = topology.nodes[0].name
+    header = COMPOSE_HEADER.format(source=source, first=first, port=COMPOSE_PORT)
+    files = {"docker-compose.yml": header + to_yaml(compose_document(topology))}
+    for spec in topology.nodes:
+        commands = mqsc_commands(spec)
+        if commands:
+            files[f"init/{spec.name}.mqsc"] = (
+                f"* MQSC for {spec.name}, generated from {source}\n" + "\n".join(commands) + "\n"
+            )
+    return files
+
+
+def _image() -> dict[str, Any]:
+    return {
+        "image": COMPOSE_IMAGE,
+        "build": {"context": "..", "dockerfile": "compose/Dockerfile"},
+    }
+
+
+def _environment(topology: Topology) -> dict[str, str]:
+    env = {"QMGR_LOG": "INFO"}
+    if topology.password is not None:
+        env["QMGR_CLUSTER_PASSWORD"] = topology.password.replace("$", "$$")
+    return env
+
+
+def to_yaml(value: Mapping[str, Any], indent: int = 0) -> str:
+    """Block-style YAML for nested mappings whose leaves are strings, integers, booleans,
+    lists of those, or empty mappings. Strings are always double-quoted (JSON escapes are
+    valid YAML), so no value can change type on the way through a YAML 1.1 or 1.2 reader."""
+    pad = " " * indent
+    lines: list[str] = []
+    for key, item in value.items():
+        head = f"{pad}{_yaml_key(key)}:"
+        if isinstance(item, Mapping):
+            if item:
+                lines.append(head)
+                lines.append(to_yaml(item, indent + 2).rstrip("\n"))
+            else:
+                lines.append(head + " {}")
+        elif isinstance(item, list | tuple):
+            if item:
+                lines.append(head)
+                lines.extend(f"{pad}  - {_yaml_scalar(x)}" for x in item)
+            else:
+                lines.append(head + " []")
+        else:
+            lines.append(f"{head} {_yaml_scalar(item)}")
+    return "\n".join(lines) + "\n"
+
+
+def _yaml_key(key: str) -> str:
+    if _PLAIN_KEY.match(key) and key.lower() not in _YAML_WORDS:
+        return key
+    return json.dumps(key)
+
+
+def _yaml_scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    raise TypeError(f"cannot write {type(value).__name__} as a YAML scalar")
+
+
+DEFAULT_TOPOLOGY_TOML = """\
+# The default local cluster: `qmgr cluster up` starts it as processes on loopback, and
+# compose/docker-compose.yml runs the same topology as containers. After editing this file,
+# regenerate the compose files: qmgr cluster compose compose/cluster.toml
+#
+# Keys: cluster (name), base_port (optional: node i listens on base_port+i and binds Raft on
+# base_port+100+i; without it free ports are chosen), password (optional cluster password,
+# also env QMGR_CLUSTER_PASSWORD), and one [[node]] table per queue manager with name,
+# role ("full" repository or "partial", the default), description and mqsc (commands run on
+# that node once the whole cluster is up, in node order).
+
+cluster = "DEMO"
+
+[[node]]
+name = "FR1"
+role = "full"
+description = "Full repository (one of three Raft members)"
+
+[[node]]
+name = "FR2"
+role = "full"
+description = "Full repository (one of three Raft members)"
+
+[[node]]
+name = "FR3"
+role = "full"
+description = "Full repository (one of three Raft members)"
+
+[[node]]
+name = "HOSTA1"
+description = "Topic host for Prices (one of two: publications are shared between them)"
+mqsc = \"\"\"
+DEFINE TOPIC(PRICES) TOPICSTR('Prices') CLUSTER(DEMO) CLROUTE(TOPICHOST)
+\"\"\"
+
+[[node]]
+name = "HOSTA2"
+description = "Topic host for Prices (one of two: publications are shared between them)"
+mqsc = \"\"\"
+DEFINE TOPIC(PRICES) TOPICSTR('Prices') CLUSTER(DEMO) CLROUTE(TOPICHOST)
+\"\"\"
+
+[[node]]
+name = "HOSTB1"
+description = "Topic host for Orders (the only one: order is kept)"
+mqsc = \"\"\"
+DEFINE TOPIC(ORDERS) TOPICSTR('Orders') CLUSTER(DEMO) CLROUTE(TOPICHOST)
+\"\"\"
+
+[[node]]
+name = "PUB1"
+description = "Publisher: applications publish on Prices/... and Orders/... here"
+
+[[node]]
+name = "SUB1"
+description = "Subscriber: applications subscribe here"
+
+[[node]]
+name = "SUB2"
+description = "Subscriber: applications subscribe here"
+"""

@@ -1,0 +1,254 @@
+"""docker compose generation from a topology: the committed compose/ files are what the default
+topology generates, the YAML reads back as the data it was written from, and the services
+carry the node flags of the topology."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from qmgr.cli.cluster import cluster
+from qmgr.cli.topology import (
+    INIT_SERVICE,
+    TopologyError,
+    compose_document,
+    compose_files,
+    load_topology,
+    parse_topology,
+    to_yaml,
+)
+
+REPO = Path(__file__).resolve().parents[3]
+COMPOSE = REPO / "compose"
+
+
+def read_yaml(text: str) -> Any:
+    """The YAML, by PyYAML when it is installed, else by a reader for the block subset that
+    to_yaml writes (mappings, sequences of scalars, JSON-quoted strings, ints, booleans)."""
+    try:
+        import yaml
+    except ImportError:
+        return _SubsetReader(text).read()
+    return yaml.safe_load(text)
+
+
+class _SubsetReader:
+    def __init__(self, text: str) -> None:
+        self.lines = [
+            (len(line) - len(line.lstrip(" ")), line.strip())
+            for line in text.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
+        self.i = 0
+
+    def read(self) -> Any:
+        value = self.block(0)
+        assert self.i == len(self.lines), f"unread line {self.lines[self.i]}"
+        return value
+
+    def block(self, indent: int) -> Any:
+        if self.lines[self.i][1].startswith("- "):
+            items = []
+            while self.i < len(self.lines) and self.lines[self.i][0] == indent:
+                content = self.lines[self.i][1]
+                assert content.startswith("- "), content
+                items.append(self.scalar(content[2:]))
+                self.i += 1
+            return items
+        mapping: dict[str, Any] = {}
+        while self.i < len(self.lines) and self.lines[self.i][0] == indent:
+            content = self.lines[self.i][1]
+            key, sep, rest = self.split_key(content)
+            assert sep, f"not a mapping entry: {content}"
+            assert key not in mapping, f"duplicate key {key}"
+            self.i += 1
+            if rest:
+                mapping[key] = self.scalar(rest)
+            else:
+                deeper = self.lines[self.i][0]
+                assert deeper > indent or self.lines[self.i][1].startswith("- ")
+                mapping[key] = self.block(deeper)
+        assert self.i == len(self.lines) or self.lines[self.i][0] < indent, self.lines[self.i]
+        return mapping
+
+    @staticmethod
+    def split_key(content: str) -> tuple[str, str, str]:
+        if content.startswith('"'):
+            end = json.JSONDecoder().raw_decode(content)[1]
+            key, rest = json.loads(content[:end]), content[end:]
+            assert rest.startswith(":")
+            return key, ":", rest[1:].strip()
+        key, sep, rest = content.partition(":")
+        return key, sep, rest.strip()
+
+    @staticmethod
+    def scalar(text: str) -> Any:
+        if text == "{}":
+            return {}
+        if text == "[]":
+            return []
+        if text in ("true", "false"):
+            return text == "true"
+        if text.startswith('"'):
+            return json.loads(text)
+        return int(text)
+
+
+def test_committed_compose_files_are_what_the_topology_generates() -> None:
+    files = compose_files(load_topology(COMPOSE / "cluster.toml"), "cluster.toml")
+    for rel, text in files.items():
+        assert (COMPOSE / rel).read_text() == text, (
+            f"compose/{rel} is stale: regenerate with `qmgr cluster compose compose/cluster.toml`"
+        )
+    committed = {f"init/{p.name}" for p in (COMPOSE / "init").iterdir()}
+    assert committed == {rel for rel in files if rel.startswith("init/")}
+
+
+def test_compose_command_writes_the_same_files(tmp_path: Path) -> None:
+    shutil.copy(COMPOSE / "cluster.toml", tmp_path / "cluster.toml")
+    result = CliRunner().invoke(cluster, ["compose", str(tmp_path / "cluster.toml")])
+    assert result.exit_code == 0, result.output
+    for rel in ("docker-compose.yml", "init/HOSTA1.mqsc", "init/HOSTA2.mqsc", "init/HOSTB1.mqsc"):
+        assert (tmp_path / rel).read_text() == (COMPOSE / rel).read_text()
+        assert f"wrote {tmp_path / rel}" in result.output
+
+
+def test_compose_command_out_dir_and_built_in_default(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cluster, ["compose", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "docker-compose.yml").is_file()
+    assert sorted(p.name for p in (tmp_path / "out" / "init").iterdir()) == [
+        "HOSTA1.mqsc",
+        "HOSTA2.mqsc",
+        "HOSTB1.mqsc",
+    ]
+
+
+def test_the_yaml_reads_back_as_the_document() -> None:
+    topology = load_topology(None)
+    text = (COMPOSE / "docker-compose.yml").read_text()
+    assert read_yaml(text) == compose_document(topology)
+
+
+def test_services_follow_the_topology() -> None:
+    doc = read_yaml((COMPOSE / "docker-compose.yml").read_text())
+    services = doc["services"]
+    nodes = ["FR1", "FR2", "FR3", "HOSTA1", "HOSTA2", "HOSTB1", "PUB1", "SUB1", "SUB2"]
+    assert list(services) == [*nodes, INIT_SERVICE]
+    for name in nodes:
+        svc = services[name]
+        assert svc["hostname"] == name
+        assert svc["volumes"] == [f"{name}-data:/data"]
+        assert f"{name}-data" in doc["volumes"]
+        command = svc["command"]
+        assert command[:8] == [
+            "qmgr",
+            "start",
+            "--name",
+            name,
+            "--listen",
+            "0.0.0.0:7000",
+            "--data-dir",
+            "/data",
+        ]
+        assert command[8:10] == ["--cluster", "DEMO"]
+        if name.startswith("FR"):
+            assert command[10:] == [
+                "--full-repository",
+                "--raft",
+                f"{name}:7100",
+                "--raft-peers",
+                "FR1:7100,FR2:7100,FR3:7100",
+            ]
+            assert "depends_on" not in svc  # full repositories start together
+        else:
+            assert command[10:] == ["--join", "FR1:7000,FR2:7000,FR3:7000"]
+            assert set(svc["depends_on"]) == {"FR1", "FR2", "FR3"}
+        assert svc["healthcheck"]["test"][0] == "CMD-SHELL"
+    init = services[INIT_SERVICE]
+    assert init["depends_on"] == {n: {"condition": "service_healthy"} for n in nodes}
+    assert "./init:/init:ro" in init["volumes"]
+    script = init["command"][2]
+    for host in ("HOSTA1", "HOSTA2", "HOSTB1"):
+        assert f"qmgr runmqsc {host}:7000 -f /init/{host}.mqsc" in script
+    assert script.index("HOSTA1") < script.index("HOSTA2") < script.index("HOSTB1")
+    assert "PUB1" not in script and "SUB1" not in script
+
+
+def test_init_scripts_hold_each_nodes_mqsc() -> None:
+    assert (COMPOSE / "init" / "HOSTB1.mqsc").read_text().splitlines()[1:] == [
+        "DEFINE TOPIC(ORDERS) TOPICSTR('Orders') CLUSTER(DEMO) CLROUTE(TOPICHOST)"
+    ]
+
+
+def test_password_goes_into_the_environment_with_dollars_escaped() -> None:
+    topology = parse_topology(
+        'cluster = "C"\npassword = "pa$$"\n[[node]]\nname = "FR1"\nrole = "full"\n'
+    )
+    doc = compose_document(topology)
+    assert doc["services"]["FR1"]["environment"]["QMGR_CLUSTER_PASSWORD"] == "pa$$$$"
+    assert doc["name"] == "qmgr-c"
+
+
+def test_names_that_cannot_be_host_names_are_refused(tmp_path: Path) -> None:
+    text = 'cluster = "C"\n[[node]]\nname = "FR_1"\nrole = "full"\n'
+    with pytest.raises(TopologyError, match="'FR_1' cannot be a container host name"):
+        compose_document(parse_topology(text))
+    (tmp_path / "t.toml").write_text(text)
+    result = CliRunner().invoke(cluster, ["compose", str(tmp_path / "t.toml")])
+    assert result.exit_code == 1
+    assert "'FR_1' cannot be a container host name" in result.output
+    assert not (tmp_path / "docker-compose.yml").exists()
+
+
+def test_to_yaml_quotes_what_a_yaml_reader_would_change() -> None:
+    data = {
+        "yes": "no",
+        "on": True,
+        "plain-key.1": 7,
+        "needs: quoting": ["a: b", "# not a comment", "'single'", 'dou"ble', "line\nbreak", "é"],
+        "empty": {},
+        "none": [],
+        "nested": {"deeper": {"n": -3}},
+    }
+    text = to_yaml(data)
+    assert '"yes": "no"' in text and '"on": true' in text and "plain-key.1: 7" in text
+    assert read_yaml(text) == data
+
+
+def test_to_yaml_rejects_values_it_cannot_write() -> None:
+    with pytest.raises(TypeError):
+        to_yaml({"x": [1.5]})
+
+
+def _docker_compose() -> str | None:
+    docker = shutil.which("docker")
+    if docker is None:
+        return None
+    try:
+        probe = subprocess.run(
+            [docker, "compose", "version"], capture_output=True, text=True, timeout=20
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return docker if probe.returncode == 0 else None
+
+
+def test_docker_compose_accepts_the_file() -> None:
+    docker = _docker_compose()
+    if docker is None:
+        pytest.skip("docker compose is not available here (no docker CLI or no compose plugin)")
+    result = subprocess.run(
+        [docker, "compose", "-f", str(COMPOSE / "docker-compose.yml"), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=COMPOSE,
+    )
+    assert result.returncode == 0, result.stderr
