@@ -119,7 +119,7 @@ def _leader_via(cl: Cluster, fr: str) -> str:
 def test_restarted_subscriber_gets_durable_subscription_proxies_and_held_publications(
     tmp_path: Path,
 ) -> None:
-    cl = Cluster(tmp_path).start(["FR1"], ["HOST1", "PUB1", "SUB1"])
+    cl = Cluster(tmp_path).start(["FR1"], ["HOST1", "HOST2", "PUB1", "SUB1"])
     try:
         cl.define_topic("HOST1", "PRICES", "Prices")
         cl.wait_definition("PRICES", ["HOST1"], on=["PUB1", "SUB1"])
@@ -129,28 +129,46 @@ def test_restarted_subscriber_gets_durable_subscription_proxies_and_held_publica
         cl["PUB1"].c.publish_many(
             [("Prices/Held", OutgoingMessage(str(i), persistent=True)) for i in range(100)]
         )
-        wait_for(
-            "100 publications held for SUB1 on HOST1",
-            lambda: int(cl["HOST1"].chstatus().get("SUB1", {}).get("XQMSGSA", "0")) == 100,
-        )
-        cl["HOST1"].kill()  # the host restarts too: its proxies live in memory only
+
+        def held() -> int:
+            return int(cl["HOST1"].chstatus().get("SUB1", {}).get("XQMSGSA", "0"))
+
+        wait_for("100 publications held for SUB1 on HOST1", lambda: held() == 100)
+        cl["HOST1"].kill()  # the host restarts too: held publications and proxies are stored
         cl["HOST1"].start()
-        assert ("SUB1", "Prices/Held") not in cl["HOST1"].proxies()
+        assert ("SUB1", "Prices/Held") in cl["HOST1"].proxies()
+        # a second host appears while the subscriber is down: it learns the proxy only when
+        # the restarted subscriber node re-sends its own
+        cl.define_topic("HOST2", "PRICES", "Prices")
+        cl.wait_definition("PRICES", ["HOST1", "HOST2"], on=["PUB1", "HOST1"])
+        assert ("SUB1", "Prices/Held") not in cl["HOST2"].proxies()
         cl["SUB1"].start()
-        cl.wait_proxy("HOST1", "SUB1", "Prices/Held")  # re-sent by the restarted node
+        cl.wait_proxy("HOST2", "SUB1", "Prices/Held")
         names = [r["SUB"] for r in cl["SUB1"].mqsc("DISPLAY SUB(HELD)")]
         assert names == ["HELD"]
         sub = cl["SUB1"].c.subscribe("Prices/Held", name="HELD", durable=True)
+        cl["PUB1"].c.publish_many(
+            [("Prices/Held", OutgoingMessage(str(i), persistent=True)) for i in range(100, 110)]
+        )
         got: list[str] = []
-        while len(got) < 100:
+        routes: Counter[str] = Counter()
+        while len(got) < 110:
             batch = sub.receive_batch(timeout=20)
-            assert batch, f"only {len(got)} of 100 arrived"
+            assert batch, f"only {len(got)} of 110 arrived"
             got.extend(m.body.decode() for m in batch)
-        assert sorted(got, key=int) == [str(i) for i in range(100)]
+            routes.update(str(m.properties[ROUTE]).split(",")[1] for m in batch)
+        assert sorted(got, key=int) == [str(i) for i in range(110)]
+        assert routes == {"HOST1": 105, "HOST2": 5}
         # with every full repository gone, existing routes keep working
         cl["FR1"].kill()
         cl["PUB1"].c.publish("Prices/Held", OutgoingMessage("no FR", persistent=True))
-        assert [m.body for m in sub.receive_batch(timeout=20)] == [b"no FR"]
+        cl["PUB1"].c.publish("Prices/Held", OutgoingMessage("no FR", persistent=True))
+        bodies: list[bytes] = []
+        while len(bodies) < 2:
+            batch = sub.receive_batch(timeout=20)
+            assert batch
+            bodies.extend(m.body for m in batch)
+        assert bodies == [b"no FR", b"no FR"]
         assert sub.receive_batch(timeout=0.5) == []
         sub.close()
     finally:

@@ -52,6 +52,7 @@ log = logging.getLogger("qmgr.node.cluster")
 
 CLUSRCVR_KIND = "clusrcvr"
 CHANSEQ_KIND = "chanseq"
+PROXY_KIND = "proxy"
 VIEW_KEY = "cluster.view"
 
 
@@ -99,7 +100,12 @@ class ClusterAgent:
         self._groups: dict[str, str] = {}
         saved = runtime.loaded_objects
         for name, data in saved.get(CHANSEQ_KIND, {}).items():
-            self.inbound[name] = InboundPeer(last=(int(data["epoch"]), int(data["seq"])))
+            self.inbound[name] = InboundPeer(
+                address=str(data.get("address", "")),
+                last=(int(data["epoch"]), int(data["seq"])),
+            )
+        for data in saved.get(PROXY_KIND, {}).values():
+            self.table.add(str(data["peer"]), str(data["topic"]))
         for data in saved.get(CLUSRCVR_KIND, {}).values():
             self.clusrcvr = dict(data.get("attrs", {}))
             self.workload = WorkloadAttrs.from_dict(data.get("workload", {}))
@@ -125,6 +131,7 @@ class ClusterAgent:
             self.address_of,
             self.planner.for_peer,
             self._channel_status,
+            runtime.durable,
         )
         self._started = False
         self.admin = ClusterAdmin(self)
@@ -378,13 +385,30 @@ class ClusterAgent:
     # ------------------------------------------------------------------ receiving
 
     def hello(self, sender: str, address: str, proxies: Iterable[str]) -> Key:
+        """A peer opened its channel: remember its address and take its full proxy set."""
         peer = self.inbound.setdefault(sender, InboundPeer())
         peer.address = address
         peer.connected += 1
-        self.table.replace_all(sender, proxies)
-        if sender not in self.channels.channels and self.repository.member(sender) is None:
-            pass  # a channel back is opened when something is sent to it
+        self._save_inbound(sender, peer)
+        diff = self.table.replace_all(sender, proxies)
+        for _, topic in diff.remove:
+            self._proxy_saved(sender, topic, False)
+        for _, topic in diff.add:
+            self._proxy_saved(sender, topic, True)
         return peer.last
+
+    def _save_inbound(self, sender: str, peer: InboundPeer) -> None:
+        data = {"epoch": peer.last[0], "seq": peer.last[1], "address": peer.address}
+        self.qm.journal.object_saved(CHANSEQ_KIND, sender, data)
+
+    def _proxy_saved(self, sender: str, topic: str, add: bool) -> None:
+        """Proxies received are kept in the store: a restarted host still forwards what it
+        holds for a subscriber before that subscriber has reconnected."""
+        key = f"{sender}\x00{topic}"
+        if add:
+            self.qm.journal.object_saved(PROXY_KIND, key, {"peer": sender, "topic": topic})
+        else:
+            self.qm.journal.object_deleted(PROXY_KIND, key)
 
     def disconnected(self, sender: str) -> None:
         peer = self.inbound.get(sender)
@@ -406,15 +430,15 @@ class ClusterAgent:
             peer.items += 1
             if item.proxy is not None:
                 topic, add = item.proxy
-                if add:
-                    self.table.add(sender, topic)
-                else:
-                    self.table.remove(sender, topic)
+                changed = self.table.add(sender, topic) if add else self.table.remove(sender, topic)
+                if changed:
+                    self._proxy_saved(sender, topic, add)
+                    persistent = True
             elif item.publication is not None:
                 persistent = self._receive_publication(item.publication) or persistent
         peer.last = last
         if persistent:
-            self.qm.journal.object_saved(CHANSEQ_KIND, sender, {"epoch": last[0], "seq": last[1]})
+            self._save_inbound(sender, peer)
         return last, persistent
 
     def _receive_publication(self, fwd: Forwarded) -> bool:

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from cluster.records import ChannelStatus
@@ -154,6 +154,11 @@ class OutboundChannel:
                     item.sent = True
                     batch.append(item)
                 self.inflight.extend(batch)
+                if any(item.stored is not None for item in batch):
+                    # store and forward: a persistent item leaves only once it is committed
+                    # here (with whatever made this node accept it), so a crash can never
+                    # make this node send it again under another key
+                    await self.manager.durable()
                 conn.send(batch)
                 self.batches += 1
         finally:
@@ -186,8 +191,10 @@ class ChannelManager:
         address_of: Callable[[str], str | None],
         proxies_for: Callable[[str], Iterable[str]],
         on_status: Callable[[str, ChannelStatus], None],
+        durable: Callable[[], Awaitable[None]],
     ) -> None:
         self.identity = identity
+        self.durable = durable
         self.journal = journal
         self.epoch = epoch
         self._seq = 0
