@@ -71,13 +71,14 @@ def test_topic_host_killed_during_a_persistent_stream_every_message_arrives_once
         cl.stop()
 
 
-def _leader(cl: Cluster) -> str:
+def _leader(cl: Cluster, ask: str | None = None) -> str | None:
+    """The full repository that is the Raft leader, as full repository ``ask`` sees it."""
     raft_of = {}
     for name in cl.frs:
         args = cl[name].args
         raft_of[args[args.index("--raft") + 1]] = name
-    rec = cl[cl.frs[0]].mqsc("DISPLAY QMGR ALL")[0]
-    return raft_of[rec["RAFTLEADER"]]
+    rec = cl[ask or cl.frs[0]].mqsc("DISPLAY QMGR ALL")[0]
+    return raft_of.get(rec["RAFTLEADER"])
 
 
 def test_raft_leader_killed_a_new_definition_still_reaches_every_member(tmp_path: Path) -> None:
@@ -88,7 +89,8 @@ def test_raft_leader_killed_a_new_definition_still_reaches_every_member(tmp_path
         survivors = [n for n in cl.nodes if n != leader]
         cl.define_topic("HOST1", "ORDERS", "Orders")
         cl.wait_definition("ORDERS", ["HOST1"], on=survivors)
-        new_leader = wait_for("a new leader", lambda: _leader_among(cl, survivors))
+        asked = next(n for n in survivors if n in cl.frs)
+        new_leader = wait_for("a new leader", lambda: _leader(cl, asked))
         assert new_leader != leader
         sub = cl["SUB1"].c.subscribe("Orders/New")
         cl.wait_proxy("HOST1", "SUB1", "Orders/New")
@@ -98,22 +100,6 @@ def test_raft_leader_killed_a_new_definition_still_reaches_every_member(tmp_path
         sub.close()
     finally:
         cl.stop()
-
-
-def _leader_among(cl: Cluster, names: list[str]) -> str | None:
-    fr = next(n for n in names if n in cl.frs)
-    try:
-        return _leader(cl) if fr == cl.frs[0] else _leader_via(cl, fr)
-    except KeyError:
-        return None
-
-
-def _leader_via(cl: Cluster, fr: str) -> str:
-    raft_of = {}
-    for name in cl.frs:
-        args = cl[name].args
-        raft_of[args[args.index("--raft") + 1]] = name
-    return raft_of[cl[fr].mqsc("DISPLAY QMGR ALL")[0]["RAFTLEADER"]]
 
 
 def test_restarted_subscriber_gets_durable_subscription_proxies_and_held_publications(
