@@ -281,3 +281,18 @@ def test_display_clusqmgr_and_chstatus_columns(cl: Cluster) -> None:
     status = cl["PUB1"].chstatus()
     assert status["HOSTB1"]["STATUS"] == "RUNNING"
     assert status["HOSTB1"]["XMITQ"] == "SYSTEM.CLUSTER.TRANSMIT.HOSTB1"
+
+
+def test_refresh_proxysub_resends_and_reset_cluster_needs_a_known_member(cl: Cluster) -> None:
+    topic = "Orders/Refreshed"
+    sub = cl["SUB1"].c.subscribe(topic)
+    cl.wait_proxy("HOSTB1", "SUB1", topic)
+    records = cl["SUB1"].c.mqsc("REFRESH QMGR TYPE(PROXYSUB)")
+    assert records[0].code == "AMQ8726I"
+    assert _proxy_count(cl, "HOSTB1", "SUB1", topic) == 1  # re-sent, still one proxy
+    with pytest.raises(MQClientError, match="MQRCCF_UNKNOWN_Q_MGR"):
+        cl["FR1"].c.mqsc("RESET CLUSTER(DEMO) ACTION(FORCEREMOVE) QMNAME(NOSUCHQM)")
+    with pytest.raises(MQClientError, match="full repository"):
+        cl["PUB1"].c.mqsc("RESET CLUSTER(DEMO) ACTION(FORCEREMOVE) QMNAME(SUB2)")
+    assert len(cl["FR1"].mqsc("DISPLAY CLUSQMGR(*)")) == 7
+    sub.close()
