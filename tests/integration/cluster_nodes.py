@@ -112,7 +112,14 @@ class Cluster:
         self.nodes: dict[str, ClusterNode] = {}
         self.frs: list[str] = []
 
-    def start(self, full: Iterable[str], partial: Iterable[str]) -> Cluster:
+    def start(
+        self,
+        full: Iterable[str],
+        partial: Iterable[str],
+        join_first: Callable[[Cluster], str] | None = None,
+    ) -> Cluster:
+        """Start the full repositories together, then the partial repositories, which join
+        through ``join_first(self)`` (default: the first full repository) before the others."""
         full = list(full)
         partial = list(partial)
         ports = free_ports(2 * len(full) + len(partial))
@@ -123,10 +130,14 @@ class Cluster:
             args += ["--raft-peers", ",".join(raft)]
             self.nodes[name] = ClusterNode(name, self.base, ports[i], args)
             self.frs.append(name)
-        join = ["--cluster", self.name, "--join", ",".join(grpc_addrs)]
+        self._start_all([self.nodes[n] for n in full])
+        first = join_first(self) if join_first is not None else full[0]
+        order = [grpc_addrs[full.index(first)]] + [
+            a for n, a in zip(full, grpc_addrs, strict=True) if n != first
+        ]
+        join = ["--cluster", self.name, "--join", ",".join(order)]
         for j, name in enumerate(partial):
             self.nodes[name] = ClusterNode(name, self.base, ports[2 * len(full) + j], join)
-        self._start_all([self.nodes[n] for n in full])
         self._start_all([self.nodes[n] for n in partial])
         return self
 

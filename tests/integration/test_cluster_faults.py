@@ -82,9 +82,13 @@ def _leader(cl: Cluster, ask: str | None = None) -> str | None:
 
 
 def test_raft_leader_killed_a_new_definition_still_reaches_every_member(tmp_path: Path) -> None:
-    cl = Cluster(tmp_path).start(["FR1", "FR2", "FR3"], ["HOST1", "PUB1", "SUB1"])
+    def leader_of(c: Cluster) -> str:
+        return str(wait_for("a Raft leader", lambda: _leader(c)))
+
+    # the partial repositories watch the leader: its death also makes them fail over
+    cl = Cluster(tmp_path).start(["FR1", "FR2", "FR3"], ["HOST1", "PUB1", "SUB1"], leader_of)
     try:
-        leader = wait_for("a Raft leader", lambda: _leader(cl))
+        leader = leader_of(cl)
         cl[leader].kill()
         survivors = [n for n in cl.nodes if n != leader]
         cl.define_topic("HOST1", "ORDERS", "Orders")
@@ -109,6 +113,10 @@ def test_restarted_subscriber_gets_durable_subscription_proxies_and_held_publica
     try:
         cl.define_topic("HOST1", "PRICES", "Prices")
         cl.wait_definition("PRICES", ["HOST1"], on=["PUB1", "SUB1"])
+        # topic-host routing: a partial repository knows the full repositories and the hosts,
+        # not every other member
+        known = {r["CLUSQMGR"] for r in cl["PUB1"].mqsc("DISPLAY CLUSQMGR(*)")}
+        assert known == {"FR1", "HOST1", "PUB1"}
         cl["SUB1"].c.create_subscription("Prices/Held", name="HELD")
         cl.wait_proxy("HOST1", "SUB1", "Prices/Held")
         cl["SUB1"].kill()
