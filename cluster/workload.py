@@ -57,10 +57,12 @@ algorithm; publications are routed per message (bind NOTFIXED, never bound). The
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
+from typing import Any
 
 from cluster.records import ChannelStatus, TopicHost
 
@@ -143,13 +145,19 @@ def _signature(candidates: Sequence[HostCandidate]) -> tuple[tuple[object, ...],
     )
 
 
+# Factors are kept as integers in units of 1/_UNITS, so that 1000/CLWLWGHT is exact for every
+# weight 1-99 without Fraction arithmetic on the publication path.
+_UNITS = math.lcm(*range(1, 100))
+_STEP = {w: WEIGHT_SCALE * _UNITS // w for w in range(1, 100)}
+
+
 @dataclass
 class _Group:
     signature: tuple[tuple[object, ...], ...]
-    factor: dict[str, Fraction] = field(default_factory=dict)
+    factor: dict[str, int] = field(default_factory=dict)
     last_used: dict[str, int] = field(default_factory=dict)
     counter: int = 0
-    vtime: Fraction = Fraction(0)
+    vtime: int = 0
 
 
 class WorkloadBalancer:
@@ -157,31 +165,42 @@ class WorkloadBalancer:
 
     def __init__(self) -> None:
         self._groups: dict[str, _Group] = {}
+        # candidates -> (shortlist, signature); candidates repeat publication after publication
+        self._memo: dict[tuple[HostCandidate, ...], tuple[list[HostCandidate], tuple[Any, ...]]]
+        self._memo = {}
 
     def choose(self, candidates: Sequence[HostCandidate], group: str = "") -> HostCandidate | None:
         """The host for one publication, or None if no host may be used (all PUB(DISABLED)).
 
         Updates the group's LRU state (only the chosen host's factor grows).
         """
-        short = shortlist(candidates)
+        key = tuple(candidates)
+        memo = self._memo.get(key)
+        if memo is None:
+            if len(self._memo) > 4096:
+                self._memo.clear()
+            memo = self._memo[key] = (shortlist(candidates), _signature(candidates))
+        short, signature = memo
         if not short:
             return None
-        state = self._state(group, candidates)
+        state = self._groups.get(group)
+        if state is None or state.signature != signature:
+            state = self._groups[group] = _Group(signature)
         vtime = state.vtime
-
-        def order(c: HostCandidate) -> tuple[Fraction, int, str]:
-            return (
-                max(state.factor.get(c.name, Fraction(0)), vtime),
-                state.last_used.get(c.name, 0),
-                c.name,
-            )
-
-        best = min(short, key=order)
-        start = order(best)[0]
+        factor = state.factor
+        last_used = state.last_used
+        best = short[0]
+        best_key = (max(factor.get(best.name, 0), vtime), last_used.get(best.name, 0), best.name)
+        for c in short[1:]:
+            k = (max(factor.get(c.name, 0), vtime), last_used.get(c.name, 0), c.name)
+            if k < best_key:
+                best, best_key = c, k
+        start = best_key[0]
         state.vtime = start
-        state.factor[best.name] = start + Fraction(WEIGHT_SCALE, max(1, best.weight))
+        weight = best.weight
+        factor[best.name] = start + (_STEP.get(weight) or WEIGHT_SCALE * _UNITS // max(1, weight))
         state.counter += 1
-        state.last_used[best.name] = state.counter
+        last_used[best.name] = state.counter
         return best
 
     def reset(self, group: str | None = None) -> None:
@@ -194,15 +213,9 @@ class WorkloadBalancer:
     def factors(self, group: str = "") -> dict[str, Fraction]:
         """Current sequence factors of a group (diagnostics and tests)."""
         state = self._groups.get(group)
-        return dict(state.factor) if state is not None else {}
-
-    def _state(self, group: str, candidates: Sequence[HostCandidate]) -> _Group:
-        signature = _signature(candidates)
-        state = self._groups.get(group)
-        if state is None or state.signature != signature:
-            state = _Group(signature)
-            self._groups[group] = state
-        return state
+        if state is None:
+            return {}
+        return {name: Fraction(value, _UNITS) for name, value in state.factor.items()}
 
 
 class SendState(StrEnum):

@@ -201,6 +201,16 @@ class PubSub:
                     n += 1
         return n
 
+    def subscribers(self, topic: str) -> list[Subscription]:
+        """The subscriptions matching a publication topic (cached until subscriptions change)."""
+        subs = self._matches.get(topic)
+        if subs is None:
+            subs = self.matching(topic)
+            if len(self._matches) > 100_000:
+                self._matches.clear()
+            self._matches[topic] = subs
+        return subs
+
     def matching(self, topic: str) -> list[Subscription]:
         return [self.subs[name] for name in self._matcher.match(topic)]
 
@@ -227,12 +237,7 @@ class PubSub:
         """Deliver ``msg`` (already prepared) to every matching local subscription; returns the
         number of copies delivered."""
         policy = self.policy(topic)
-        subs = self._matches.get(topic)
-        if subs is None:
-            subs = self.matching(topic)
-            if len(self._matches) > 100_000:
-                self._matches.clear()
-            self._matches[topic] = subs
+        subs = self.subscribers(topic)
         plan: list[tuple[LocalQueue, Message, Subscription]] = []
         failures: list[tuple[Subscription, Message, MQError]] = []
         planned: dict[str, int] = {}

@@ -43,7 +43,10 @@ def item_to_wire(item: Item, out: cpb.ChannelItem) -> None:
         pub = item.publication
         wire = out.publication
         wire.topic = pub.topic
-        message_to_wire(pub.message, wire.message)
+        if pub.wire is not None:
+            wire.message.CopyFrom(pub.wire)
+        else:
+            message_to_wire(pub.message, wire.message)
         wire.route.extend(pub.route)
         wire.purpose = _PURPOSE_TO_WIRE[pub.purpose]
         wire.retain = pub.retain
@@ -57,7 +60,16 @@ def item_from_wire(w: cpb.ChannelItem) -> Item:
     if kind == "publication":
         p = w.publication
         purpose = _PURPOSE_FROM_WIRE.get(p.purpose, Purpose.ROUTE)
-        fwd = Forwarded(p.topic, message_from_peer(p.message), tuple(p.route), purpose, p.retain)
+        fwd = Forwarded(
+            p.topic,
+            None,
+            tuple(p.route),
+            purpose,
+            p.retain,
+            wire=p.message,
+            decode=message_from_peer,
+            persistent=p.message.persistence == mpb.PERSISTENT,
+        )
         return Item(key, publication=fwd)
     if kind == "proxy":
         return Item(key, proxy=(w.proxy.topic, w.proxy.add))

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from cluster.proxies import ProxyDiff, ProxyPlanner, ProxyTable
 from cluster.records import ChannelStatus, RepoEvent, Role, WorkloadAttrs
 from cluster.repository import ApplyResult, ClusterRepository, Cmd, ErrorCode, RepoError
-from cluster.routing import DeliveryPlan, Purpose, host_candidates, plan_publication
+from cluster.routing import DeliveryPlan, Purpose, host_candidates
 from cluster.topics import TopicObject, TopicObjects
 from cluster.workload import QueuedPublication, SendState, WorkloadBalancer, redrive
 from qmgr.core.errors import MQError
@@ -42,6 +42,7 @@ from qmgr.node.cluster.items import (
     item_from_stored,
 )
 from qmgr.node.cluster.outbound import ChannelManager, Identity
+from qmgr.node.cluster.plans import PlanCache
 from qmgr.node.cluster.repolink import RaftLink, WatchLink
 from qmgr.node.config import ClusterSettings
 
@@ -133,6 +134,9 @@ class ClusterAgent:
             self._channel_status,
             runtime.durable,
         )
+        self.plans = PlanCache(
+            lambda: self.topology, self.table, self.balancer, self.channels.statuses
+        )
         self._started = False
         self.admin = ClusterAdmin(self)
 
@@ -193,6 +197,8 @@ class ClusterAgent:
     def _apply_topology(self) -> None:
         """Rebuild the merged topology after the repository or local objects changed."""
         self.topology = self._build_topology()
+        if hasattr(self, "plans"):
+            self.plans.invalidate()
         pubsub = self.qm.pubsub
         pubsub.topics = self._local_view(self.topology.objects)
         pubsub.topics_changed()
@@ -301,6 +307,7 @@ class ClusterAgent:
         return self.channels.statuses()
 
     def _channel_status(self, peer: str, status: ChannelStatus) -> None:
+        self.plans.invalidate()
         log.info("channel to %s is %s", peer, status)
         if status in (ChannelStatus.RETRYING, ChannelStatus.STOPPED):
             self._redrive(peer)
@@ -353,14 +360,7 @@ class ClusterAgent:
         qm = self.qm
         policy = qm.pubsub.prepare(topic, msg)
         qm.accept(msg, policy.defpsist, policy.defprty)
-        plan = plan_publication(
-            self.topology,
-            topic,
-            self.table,
-            self.balancer,
-            channels=self.channels.statuses(),
-            scope_qmgr=scope_qmgr,
-        )
+        plan = self.plans.plan(topic, scope_qmgr=scope_qmgr)
         if plan.rejected:
             raise MQError("MQRC_PUT_INHIBITED", f"'{topic}' is hosted here with PUB(DISABLED)")
         self.counters.published += 1
@@ -370,9 +370,12 @@ class ClusterAgent:
         self._forward(topic, msg, plan, retain)
         return delivered
 
-    def _forward(self, topic: str, msg: Message, plan: DeliveryPlan, retain: bool) -> None:
+    def _record(self, plan: DeliveryPlan) -> None:
         reasons = self.counters.by_reason
         reasons[plan.reason] = reasons.get(plan.reason, 0) + 1
+
+    def _forward(self, topic: str, msg: Message, plan: DeliveryPlan, retain: bool) -> None:
+        self._record(plan)
         if not plan.forwards:
             return
         assert plan.purpose is not None
@@ -391,6 +394,8 @@ class ClusterAgent:
         peer.connected += 1
         self._save_inbound(sender, peer)
         diff = self.table.replace_all(sender, proxies)
+        if diff:
+            self.plans.invalidate()
         for _, topic in diff.remove:
             self._proxy_saved(sender, topic, False)
         for _, topic in diff.add:
@@ -432,6 +437,7 @@ class ClusterAgent:
                 topic, add = item.proxy
                 changed = self.table.add(sender, topic) if add else self.table.remove(sender, topic)
                 if changed:
+                    self.plans.invalidate()
                     self._proxy_saved(sender, topic, add)
                     persistent = True
             elif item.publication is not None:
@@ -443,20 +449,12 @@ class ClusterAgent:
 
     def _receive_publication(self, fwd: Forwarded) -> bool:
         self.counters.received += 1
-        plan = plan_publication(
-            self.topology,
-            fwd.topic,
-            self.table,
-            self.balancer,
-            route=fwd.route,
-            received_as=fwd.purpose,
-            channels=self.channels.statuses(),
-        )
+        plan = self.plans.plan(fwd.topic, fwd.route, fwd.purpose)
         if not plan.route or plan.route[-1] != self.name:
             self.counters.looped += 1
             return False
-        msg = fwd.message
-        if plan.deliver_locally:
+        if plan.deliver_locally and (fwd.retain or self.qm.pubsub.subscribers(fwd.topic)):
+            msg = fwd.message
             props = dict(msg.properties)
             props[ROUTE_PROPERTY] = ",".join(plan.route)
             local = msg.copy(properties=props)
@@ -466,8 +464,14 @@ class ClusterAgent:
                 )
             except MQError as exc:
                 log.warning("publication on %s from the cluster not delivered: %s", fwd.topic, exc)
-        self._forward(fwd.topic, msg, plan, fwd.retain)
-        return bool(msg.persistent)
+        self._record(plan)
+        if plan.forwards:
+            assert plan.purpose is not None
+            group = self._group(fwd.topic) if plan.purpose is Purpose.ROUTE else ""
+            for peer in plan.forwards:
+                self.channels.send_publication(peer, fwd.passed_on(plan.route, plan.purpose, group))
+                self.counters.forwarded += 1
+        return fwd.persistent
 
     # ------------------------------------------------------------------ workload attributes
 

@@ -13,7 +13,9 @@ it comes back after a restart and is sent again.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from cluster.routing import Purpose
 from qmgr.core.message import Message
@@ -31,16 +33,70 @@ def xmitq(peer: str) -> str:
     return XMITQ_PREFIX + peer
 
 
-@dataclass(slots=True)
 class Forwarded:
-    """A publication sent to a peer."""
+    """A publication sent to (or received from) a peer.
 
-    topic: str
-    message: Message
-    route: tuple[str, ...]
-    purpose: Purpose
-    retain: bool = False
-    group: str = ""  # the clustered topic object (for re-driving to another host)
+    A publication received from a peer keeps its wire form: a host that only passes it on
+    sends that form again and never decodes the message (``message`` decodes on first use).
+    """
+
+    __slots__ = (
+        "topic",
+        "route",
+        "purpose",
+        "retain",
+        "group",
+        "persistent",
+        "wire",
+        "_msg",
+        "_decode",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        message: Message | None,
+        route: tuple[str, ...],
+        purpose: Purpose,
+        retain: bool = False,
+        group: str = "",
+        *,
+        wire: Any = None,
+        decode: Callable[[Any], Message] | None = None,
+        persistent: bool | None = None,
+    ) -> None:
+        self.topic = topic
+        self.route = route
+        self.purpose = purpose
+        self.retain = retain
+        self.group = group  # the clustered topic object (for re-driving to another host)
+        self.wire = wire
+        self._msg = message
+        self._decode = decode
+        if persistent is None:
+            persistent = bool(message.persistent) if message is not None else False
+        self.persistent = persistent
+
+    @property
+    def message(self) -> Message:
+        if self._msg is None:
+            assert self._decode is not None
+            self._msg = self._decode(self.wire)
+        return self._msg
+
+    def passed_on(self, route: tuple[str, ...], purpose: Purpose, group: str) -> Forwarded:
+        """The same publication sent on by this node (wire form reused)."""
+        return Forwarded(
+            self.topic,
+            self._msg,
+            route,
+            purpose,
+            self.retain,
+            group,
+            wire=self.wire,
+            decode=self._decode,
+            persistent=self.persistent,
+        )
 
 
 @dataclass(slots=True)
@@ -55,7 +111,7 @@ class Item:
 
     @property
     def persistent(self) -> bool:
-        return self.publication is not None and bool(self.publication.message.persistent)
+        return self.publication is not None and self.publication.persistent
 
 
 def stored_copy(item: Item, sequence: int) -> Message:

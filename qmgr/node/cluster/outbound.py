@@ -220,7 +220,7 @@ class ChannelManager:
 
     def send_publication(self, peer: str, pub: Forwarded) -> Item:
         item = Item(self.next_key(), publication=pub)
-        if pub.message.persistent:
+        if pub.persistent:
             item.stored = stored_copy(item, self._next_sequence())
             self.journal.message_added(xmitq(peer), item.stored)
         self.channel(peer).enqueue(item)

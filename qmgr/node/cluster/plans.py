@@ -1,0 +1,79 @@
+"""Delivery plans, memoised: a node routes the same topic strings over and over, and the plan of
+a publication depends only on the topology, the proxies held, the channel states, the route it
+carries and why it came, plus the workload choice when it goes to a host. Plans are kept until
+any of those inputs change (``invalidate``); for publications that go to a host only the
+candidate list is kept and the workload algorithm runs for each publication, so round robin and
+weights work exactly as without the memo."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from cluster.proxies import ProxyTable
+from cluster.records import ChannelStatus, ClusterTopology
+from cluster.routing import DeliveryPlan, Purpose, Reason, host_candidates, plan_publication
+from cluster.workload import HostCandidate, WorkloadBalancer
+
+_LIMIT = 50_000
+PlanKey = tuple[str, tuple[str, ...], Purpose | None, bool]
+
+
+class PlanCache:
+    def __init__(
+        self,
+        topology: Callable[[], ClusterTopology],
+        table: ProxyTable,
+        balancer: WorkloadBalancer,
+        statuses: Callable[[], Mapping[str, ChannelStatus]],
+    ) -> None:
+        self._topology = topology
+        self._table = table
+        self._balancer = balancer
+        self._statuses = statuses
+        self._fixed: dict[PlanKey, DeliveryPlan] = {}
+        self._to_host: dict[PlanKey, tuple[DeliveryPlan, list[HostCandidate], str]] = {}
+
+    def invalidate(self) -> None:
+        self._fixed.clear()
+        self._to_host.clear()
+
+    def plan(
+        self,
+        topic: str,
+        route: tuple[str, ...] = (),
+        received_as: Purpose | None = None,
+        scope_qmgr: bool = False,
+    ) -> DeliveryPlan:
+        key = (topic, route, received_as, scope_qmgr)
+        fixed = self._fixed.get(key)
+        if fixed is not None:
+            return fixed
+        hosted = self._to_host.get(key)
+        if hosted is not None:
+            template, candidates, group = hosted
+            chosen = self._balancer.choose(candidates, group)
+            if chosen is not None:
+                return replace(template, forwards=(chosen.name,))
+        topology = self._topology()
+        statuses = self._statuses()
+        plan = plan_publication(
+            topology,
+            topic,
+            self._table,
+            self._balancer,
+            route=route,
+            received_as=received_as,
+            channels=statuses,
+            scope_qmgr=scope_qmgr,
+        )
+        if len(self._fixed) + len(self._to_host) > _LIMIT:
+            self.invalidate()
+        if plan.reason in (Reason.TO_HOST, Reason.REROUTED):
+            point = topology.clustered_point(topology.objects.resolve(topic))
+            assert point is not None
+            hosts = [h for h in topology.hosts.get(point.name, ()) if h.qmgr not in plan.route]
+            self._to_host[key] = (plan, host_candidates(hosts, statuses), point.name)
+        elif plan.reason is not Reason.NO_HOST:
+            self._fixed[key] = plan
+        return plan
