@@ -457,7 +457,7 @@ class ClusterAgent:
             msg = fwd.message
             props = dict(msg.properties)
             props[ROUTE_PROPERTY] = ",".join(plan.route)
-            local = msg.copy(properties=props)
+            local = msg.with_properties(props)
             try:
                 self.counters.delivered_remote += self.qm.deliver_publication(
                     fwd.topic, local, retain=fwd.retain

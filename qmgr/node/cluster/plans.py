@@ -8,7 +8,6 @@ weights work exactly as without the memo."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 
 from cluster.proxies import ProxyTable
 from cluster.records import ChannelStatus, ClusterTopology
@@ -54,7 +53,8 @@ class PlanCache:
             template, candidates, group = hosted
             chosen = self._balancer.choose(candidates, group)
             if chosen is not None:
-                return replace(template, forwards=(chosen.name,))
+                t = template
+                return DeliveryPlan(t.deliver_locally, (chosen.name,), t.purpose, t.reason, t.route)
         topology = self._topology()
         statuses = self._statuses()
         plan = plan_publication(
