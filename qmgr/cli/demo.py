@@ -1,123 +1,164 @@
-"""`qmgr demo`: the main job on one machine. Starts a node, defines a topic tree, subscribes,
-publishes a load with sequence numbers, and reports what arrived: counts, order, latency."""
+"""`qmgr demo`: the main job. A local cluster (default: the DEMO topology of `qmgr cluster up`:
+three full repositories, two topic hosts for 'Prices', one for 'Orders', a publisher and two
+subscriber nodes) with a load published through it, and the delivery report: per subscriber
+and topic string, loss, duplicates, order, latency and which host each copy went through."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import sys
 import tempfile
-import time
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import click
 
-from qmgr.cli.launch import start_node
-
-MQSC = """\
-DEFINE TOPIC(DEMO.SPORT) TOPICSTR('demo/sport') DEFPSIST(NO)
-DEFINE TOPIC(DEMO.NEWS) TOPICSTR('demo/news') DEFPSIST(YES)
-DEFINE QLOCAL(DEMO.AUDIT) MAXDEPTH(1000000)
-DEFINE SUB(DEMO.AUDIT.SUB) TOPICSTR('demo/#') DEST(DEMO.AUDIT)
-"""
-
-TOPICS = ["demo/sport/football", "demo/sport/tennis", "demo/news/world"]
+from qmgr.cli import demo_cluster
+from qmgr.cli.demo_report import build_report, latencies_by_route
+from qmgr.cli.demo_report import report_json as make_json
+from qmgr.cli.demo_run import PUBLISHER, SUBSCRIPTIONS, DemoRun
 
 
-def _percentile(values: list[float], p: float) -> float:
-    if not values:
-        return 0.0
-    values = sorted(values)
-    return values[min(len(values) - 1, int(p / 100 * len(values)))]
+@contextlib.contextmanager
+def _home_for_nodes(home: Path | None) -> Iterator[None]:
+    """Nodes register themselves under QMGR_HOME; point a throw-away cluster's nodes at their
+    own home so they do not replace the entries of a cluster the user runs."""
+    if home is None:
+        yield
+        return
+    old = os.environ.get("QMGR_HOME")
+    os.environ["QMGR_HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("QMGR_HOME", None)
+        else:
+            os.environ["QMGR_HOME"] = old
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM ends the run like Ctrl-C does, through the clean-up that stops the nodes
+    (they run in their own sessions, so no terminal signal reaches them)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=160)
 
 
 @click.command()
-@click.option("--messages", default=20_000, show_default=True, help="Publications to send.")
-@click.option("--data-dir", type=click.Path(file_okay=False), help="Keep the node's data here.")
-@click.option("--json-out", type=click.Path(dir_okay=False), help="Also write the report as JSON.")
-def demo(messages: int, data_dir: str | None, json_out: str | None) -> None:
-    """Start a node, define topics, subscribe, publish, and report what arrived."""
-    from rich.console import Console
-    from rich.progress import Progress
-    from rich.table import Table
+@click.option(
+    "--messages",
+    default=20_000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Publications to send.",
+)
+@click.option(
+    "--topology",
+    "topology_file",
+    type=click.Path(dir_okay=False),
+    help="Topology TOML (as for `qmgr cluster up`); it needs nodes PUB1, SUB1 and SUB2. "
+    "Default: the built-in DEMO cluster (compose/cluster.toml).",
+)
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False),
+    help="Keep the cluster: its state, data and logs go in this directory and the nodes keep "
+    "running afterwards (stop them with `qmgr cluster down` when the directory is the "
+    "cluster's, e.g. ~/.qmgr/clusters/DEMO, else by their pids).",
+)
+@click.option("--json-out", type=click.Path(dir_okay=False), help="Write the report as JSON.")
+@click.option(
+    "--chart",
+    type=click.Path(dir_okay=False),
+    default="demo-report.png",
+    show_default=True,
+    help="PNG chart (latency CDF per route, route split); needs matplotlib.",
+)
+@click.option(
+    "--timeout",
+    default=60.0,
+    show_default=True,
+    help="Seconds each start-up step (nodes ready, topics known, proxies in place) may take.",
+)
+def demo(
+    messages: int,
+    topology_file: str | None,
+    keep: str | None,
+    json_out: str | None,
+    chart: str,
+    timeout: float,
+) -> None:
+    """Start a local cluster, subscribe on SUB1 ('Prices/#', 'Orders/#') and SUB2
+    ('Prices/Fruit/+'), publish a load from PUB1 on topic strings under Prices/ and Orders/
+    (half persistent), and report per subscriber and topic string: lost, duplicates, out of
+    order, latency and the route split across the topic hosts. Every node is stopped at the
+    end unless --keep. Exit code 1 when anything was lost or duplicated."""
+    from rich.markup import escape
 
-    from qmgr.client import OutgoingMessage, QueueManagerClient
+    from qmgr.cli.demo_render import print_report, write_chart
+    from qmgr.cli.topology import DEFAULT_SOURCE, TopologyError, load_topology
 
-    console = Console()
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(data_dir) if data_dir else Path(tmp)
-        console.print("[bold]qmgr demo[/]: starting queue manager DEMO …")
-        node = start_node("DEMO", data_dir=base / "DEMO", log=base / "DEMO.log")
-        console.print(f"node DEMO ready at {node.address}")
+    try:
+        topology = load_topology(Path(topology_file) if topology_file else None)
+    except TopologyError as exc:
+        raise click.ClickException(str(exc)) from None
+    names = {n.name for n in topology.nodes}
+    missing = sorted({PUBLISHER, *(node for node, _ in SUBSCRIPTIONS)} - names)
+    if missing:
+        raise click.ClickException(f"the topology has no node {', '.join(missing)}")
+    console = _console()
+    with contextlib.ExitStack() as stack:
+        if keep:
+            base = Path(keep).resolve()
+            home = None
+        else:
+            base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="qmgr-demo-")))
+            home = base / "home"
+        stack.enter_context(_home_for_nodes(home))
+        stack.enter_context(_sigterm_as_exit())
+        if keep:
+            demo_cluster.refuse_running(base)
+        source = str(Path(topology_file).resolve()) if topology_file else DEFAULT_SOURCE
+        run = DemoRun(topology, source, base, console, timeout)
         try:
-            client = QueueManagerClient(node.address)
-            for line in MQSC.splitlines():
-                rec = client.mqsc(line)[0]
-                console.print(f"  {line}\n    [green]{rec.code}: {rec.text}[/]")
-            subs = {
-                "demo/sport/#": client.subscribe("demo/sport/#", max_batch=1000),
-                "demo/+/football": client.subscribe("demo/+/football", max_batch=1000),
-                "demo/news/world": client.subscribe("demo/news/world", max_batch=1000),
-            }
-            pub = client.stream_publisher(batch_size=200, window=8)
-            with Progress(console=console) as progress:
-                task = progress.add_task("publishing", total=messages)
-                for i in range(messages):
-                    topic = TOPICS[i % len(TOPICS)]
-                    body = json.dumps({"seq": i, "sent": time.time()}).encode()
-                    pub.publish(topic, OutgoingMessage(body))
-                    if i % 500 == 0:
-                        progress.update(task, completed=i)
-                result = pub.close()
-                progress.update(task, completed=messages)
-            report = _collect(subs, messages)
-            audit = client.mqsc("DISPLAY QLOCAL(DEMO.AUDIT) CURDEPTH")[0]["CURDEPTH"]
+            summary = run.execute(messages)
         finally:
-            node.proc.terminate()
-            node.proc.wait(30)
-    table = Table(title=f"{result.accepted} publications, {result.deliveries} deliveries")
-    for col in ("subscription", "expected", "received", "out of order", "p50 ms", "p99 ms"):
-        table.add_column(col, justify="right" if col != "subscription" else "left")
-    for row in report:
-        table.add_row(
-            row["topic"],
-            str(row["expected"]),
-            str(row["received"]),
-            str(row["out_of_order"]),
-            f"{row['p50_ms']:.2f}",
-            f"{row['p99_ms']:.2f}",
-        )
-    table.add_row("DEMO.AUDIT (durable, demo/#)", str(messages), audit, "-", "-", "-")
-    console.print(table)
+            run.close(keep=bool(keep))
+    report = build_report(summary["results"], summary["sent"])
+    print_report(console, report, summary["title"])
+    for receiver in run.receivers:
+        if receiver.error is not None:
+            why = escape(f"{receiver.node} {receiver.pattern}: {receiver.error}")
+            console.print(f"[red]receiving stopped early: {why}[/]")
     if json_out:
-        Path(json_out).write_text(json.dumps(report, indent=2))
-
-
-def _collect(subs: dict[str, Any], messages: int) -> list[dict[str, Any]]:
-    from cluster.topics import topic_matches
-
-    out = []
-    for pattern, sub in subs.items():
-        expected = sum(
-            1 for i in range(messages) if topic_matches(pattern, TOPICS[i % len(TOPICS)])
-        )
-        seqs: list[int] = []
-        latencies: list[float] = []
-        while len(seqs) < expected:
-            msg = sub.receive(timeout=10)
-            if msg is None:
-                break
-            payload = json.loads(msg.body)
-            seqs.append(payload["seq"])
-            latencies.append((msg.received_at - payload["sent"]) * 1000)
-        sub.close()
-        out.append(
-            {
-                "topic": pattern,
-                "expected": expected,
-                "received": len(seqs),
-                "out_of_order": sum(1 for a, b in zip(seqs, seqs[1:], strict=False) if b < a),
-                "p50_ms": _percentile(latencies, 50),
-                "p99_ms": _percentile(latencies, 99),
-            }
-        )
-    return out
+        data = make_json(report, **summary["meta"])
+        Path(json_out).write_text(json.dumps(data, indent=2) + "\n")
+        console.print(f"report written to {json_out}")
+    why_not = write_chart(Path(chart), report, latencies_by_route(summary["results"]))
+    console.print(f"chart not written: {why_not}" if why_not else f"chart written to {chart}")
+    if keep:
+        console.print(demo_cluster.kept_message(topology.cluster, base, run.launches))
+    click.get_current_context().exit(0 if report.ok else 1)
