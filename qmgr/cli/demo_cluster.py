@@ -13,28 +13,21 @@ from typing import Any
 
 import click
 
-# The launcher's building blocks (module-private there; reused here so the demo starts nodes
-# exactly as `qmgr cluster up` does).
-from qmgr.cli.cluster import (
-    ClusterState,
-    _abort,
-    _apply_mqsc,
-    _await_ready,
-    _file_name,
-    _Launch,
-    _log_tail,
-    _MqscFailure,
-    _plan,
-    _spawn,
-    _StartFailure,
-    _state,
-    node_alive,
-    read_state,
-    state_dir,
+# The launcher's building blocks, so the demo starts nodes exactly as `qmgr cluster up` does.
+from qmgr.cli.cluster_launch import (
+    Launch,
+    StartFailure,
+    abort,
+    await_ready,
+    log_tail,
+    plan_ports,
+    spawn,
+    state_of,
 )
+from qmgr.cli.cluster_mqsc import MqscFailure, apply_mqsc
+from qmgr.cli.cluster_state import ClusterState, mqsc_marker, node_alive, read_state, state_dir
 from qmgr.cli.topology import Topology, mqsc_commands
 
-Launch = _Launch
 POLL = 0.1  # seconds between two looks at what the nodes report
 
 
@@ -95,30 +88,29 @@ def start(
     """Start every node (full repositories together, then the others) and run each node's
     MQSC, as `qmgr cluster up` does; started nodes are appended to ``launches`` as they start,
     so the caller can stop them whatever happens."""
-    plan = _plan(topology, base)
+    plan = plan_ports(topology, base)
     tasks = {
         n.name: progress.add_task(f"{n.name} ({n.role}) starting", total=1) for n in topology.nodes
     }
     try:
         for group in (topology.full_repositories, topology.partial_repositories):
-            batch = [_spawn(topology, spec, plan, base) for spec in group]
+            batch = [spawn(topology, spec, plan, base) for spec in group]
             launches += batch
-            _await_ready(batch, timeout, progress, tasks)
+            await_ready(batch, timeout, progress, tasks)
         with_mqsc = [n for n in topology.nodes if mqsc_commands(n)]
         task = progress.add_task("MQSC", total=len(with_mqsc))
         address = {x.spec.name: x.address for x in launches}
         for spec in with_mqsc:
             progress.update(task, description=f"MQSC on {spec.name}")
-            marker = base / _file_name(spec.name) / "mqsc-applied.json"
-            _apply_mqsc(spec, address[spec.name], marker)
+            apply_mqsc(spec, address[spec.name], mqsc_marker(base, spec.name))
             progress.advance(task)
         progress.update(task, description="[green]MQSC[/] applied")
-    except _StartFailure as exc:
+    except StartFailure as exc:
         raise click.ClickException(
             f"node {exc.launch.spec.name} failed to start: {exc.reason}. Its log "
-            f"{exc.launch.log} ends with:\n{_log_tail(exc.launch)}"
+            f"{exc.launch.log} ends with:\n{log_tail(exc.launch)}"
         ) from None
-    except _MqscFailure as exc:
+    except MqscFailure as exc:
         raise click.ClickException(f"MQSC failed:\n{exc}") from None
 
 
@@ -148,12 +140,12 @@ def kept_message(cluster: str, base: Path, launches: list[Launch]) -> str:
 
 def state(topology: Topology, source: str, launches: list[Launch]) -> ClusterState:
     """What `qmgr cluster status/down` read, for a kept cluster."""
-    return _state(topology, source, launches)
+    return state_of(topology, source, launches)
 
 
 def stop(base: Path, launches: list[Launch]) -> None:
     """Stop every node started (SIGTERM, SIGKILL after 10 s)."""
-    _abort(base, launches)
+    abort(base, launches)
 
 
 def wait_until(

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import qmgr.cli.cluster as cluster_cli
-from qmgr.cli.cluster import cluster, node_alive, pid_alive
+import qmgr.cli.cluster_launch as cluster_launch
+from qmgr.cli.cluster import cluster
+from qmgr.cli.cluster_state import node_alive, pid_alive
 from qmgr.cli.launch import qmgr_command
 
 QMGR = qmgr_command()
@@ -135,7 +136,7 @@ def test_cluster_up_status_runmqsc_down(home: Path, tmp_path: Path) -> None:
 def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     script = tmp_path / "stand_in.py"
     script.write_text(STAND_IN.format(qmgr=QMGR))
-    monkeypatch.setattr(cluster_cli, "qmgr_command", lambda: [sys.executable, str(script)])
+    monkeypatch.setattr(cluster_launch, "qmgr_command", lambda: [sys.executable, str(script)])
     return script
 
 

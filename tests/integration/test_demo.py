@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from qmgr.cli.cluster import pid_alive
+from qmgr.cli.cluster_state import pid_alive
 from qmgr.cli.launch import qmgr_command
 
 

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from qmgr.cli.cluster import (
+from qmgr.cli.cluster import cluster
+from qmgr.cli.cluster_launch import free_ports, node_args, plan_ports
+from qmgr.cli.cluster_state import (
+    ADDRESSES_FILE,
     ClusterState,
     NodeState,
-    cluster,
     find_cluster,
-    free_ports,
     node_alive,
-    node_args,
     pid_alive,
     read_state,
     state_dir,
@@ -189,21 +189,19 @@ def test_free_ports_are_distinct() -> None:
 
 
 def test_addresses_of_the_previous_run_are_reused_when_they_fit() -> None:
-    from qmgr.cli.cluster import ADDRESSES_FILE, _plan
-
     topology = parse_topology(TOPOLOGY)
     base = state_dir("C1")
-    first = _plan(topology, base)
+    first = plan_ports(topology, base)
     assert json.loads((base / ADDRESSES_FILE).read_text())["FR1"]["listen"] == first["FR1"].listen
-    assert _plan(topology, base) == first
+    assert plan_ports(topology, base) == first
     # another node set (or roles) on the same directory: fresh ports, saved again
     changed = parse_topology(TOPOLOGY.replace('name = "P1"', 'name = "P2"'))
-    second = _plan(changed, base)
+    second = plan_ports(changed, base)
     assert list(second) == ["FR1", "FR2", "P2"]
-    assert _plan(changed, base) == second
+    assert plan_ports(changed, base) == second
     # a saved port that is now taken: fresh ports
     host, port = second["FR1"].listen.split(":")
     with socket.socket() as busy:
         busy.bind((host, int(port)))
         busy.listen()
-        assert _plan(changed, base)["FR1"].listen != second["FR1"].listen
+        assert plan_ports(changed, base)["FR1"].listen != second["FR1"].listen

@@ -14,15 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from qmgr.cli.cluster import cluster
-from qmgr.cli.topology import (
-    INIT_SERVICE,
-    TopologyError,
-    compose_document,
-    compose_files,
-    load_topology,
-    parse_topology,
-    to_yaml,
-)
+from qmgr.cli.compose import INIT_SERVICE, compose_document, compose_files, to_yaml
+from qmgr.cli.topology import TopologyError, load_topology, parse_topology
 
 REPO = Path(__file__).resolve().parents[3]
 COMPOSE = REPO / "compose"

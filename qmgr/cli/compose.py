@@ -1,0 +1,157 @@
+"""docker compose files for a topology (:mod:`qmgr.cli.topology`): ``docker-compose.yml`` with
+one service per node plus a ``mqsc-init`` service, and ``init/NODE.mqsc`` for each node with
+MQSC. Written by ``qmgr cluster compose``."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from qmgr.cli.topology import Topology, TopologyError, mqsc_commands
+
+COMPOSE_PORT = 7000  # every container listens here (gRPC)
+COMPOSE_RAFT_PORT = 7100  # and a full repository binds Raft here
+COMPOSE_IMAGE = "qmgr:local"
+INIT_SERVICE = "mqsc-init"  # '-' cannot occur in a node name, so no node service can clash
+COMPOSE_HEADER = """\
+# GENERATED from {source} by `qmgr cluster compose`: edit that file and regenerate.
+# Run from this directory: docker compose up --build
+# Admin: docker compose exec {first} qmgr runmqsc 127.0.0.1:{port}
+"""
+_HOST_NAME = re.compile(r"^[A-Za-z0-9]{1,48}$")
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_YAML_WORDS = {"y", "yes", "n", "no", "true", "false", "on", "off", "null"}
+
+
+def compose_document(topology: Topology) -> dict[str, Any]:
+    """The docker-compose.yml content as plain data: one service per node (service and host
+    name = node name), a named data volume each, and a ``mqsc-init`` service that runs each node's
+    MQSC once (a marker per node in its own volume) after every node is healthy."""
+    bad = [n.name for n in topology.nodes if not _HOST_NAME.match(n.name)]
+    if bad:
+        raise TopologyError(
+            "compose",
+            [
+                f"node name '{b}' cannot be a container host name: use letters and digits only"
+                for b in bad
+            ],
+        )
+    frs = topology.full_repositories
+    peers = ",".join(f"{n.name}:{COMPOSE_RAFT_PORT}" for n in frs)
+    joins = ",".join(f"{n.name}:{COMPOSE_PORT}" for n in frs)
+    services: dict[str, Any] = {}
+    for spec in topology.nodes:
+        command = ["qmgr", "start", "--name", spec.name, "--listen", f"0.0.0.0:{COMPOSE_PORT}"]
+        command += ["--data-dir", "/data", "--cluster", topology.cluster]
+        if spec.full_repository:
+            command += ["--full-repository", "--raft", f"{spec.name}:{COMPOSE_RAFT_PORT}"]
+            command += ["--raft-peers", peers]
+        else:
+            command += ["--join", joins]
+        service: dict[str, Any] = {**_image(), "hostname": spec.name, "init": True}
+        service["command"] = command
+        service["environment"] = _environment(topology)
+        service["volumes"] = [f"{spec.name}-data:/data"]
+        service["healthcheck"] = {
+            "test": [
+                "CMD-SHELL",
+                f"echo 'DISPLAY QMGR' | qmgr runmqsc 127.0.0.1:{COMPOSE_PORT} >/dev/null",
+            ],
+            "interval": "2s",
+            "timeout": "5s",
+            "retries": 30,
+        }
+        if not spec.full_repository:
+            service["depends_on"] = {n.name: {"condition": "service_healthy"} for n in frs}
+        service["restart"] = "on-failure"
+        services[spec.name] = service
+    steps = [
+        f"if [ ! -f /state/{n.name}.done ]; then qmgr runmqsc {n.name}:{COMPOSE_PORT} "
+        f"-f /init/{n.name}.mqsc && touch /state/{n.name}.done; fi"
+        for n in topology.nodes
+        if mqsc_commands(n)
+    ]
+    services[INIT_SERVICE] = {
+        **_image(),
+        "command": ["sh", "-c", " && ".join(steps) if steps else "true"],
+        "environment": _environment(topology),
+        "volumes": ["./init:/init:ro", f"{INIT_SERVICE}-state:/state"],
+        "depends_on": {n.name: {"condition": "service_healthy"} for n in topology.nodes},
+        "restart": "no",
+    }
+    volumes: dict[str, Any] = {f"{n.name}-data": {} for n in topology.nodes}
+    volumes[f"{INIT_SERVICE}-state"] = {}
+    project = re.sub(r"[^a-z0-9_-]", "-", f"qmgr-{topology.cluster.lower()}")
+    return {"name": project, "services": services, "volumes": volumes}
+
+
+def compose_files(topology: Topology, source: str) -> dict[str, str]:
+    """Relative path -> content: docker-compose.yml and init/NODE.mqsc for each node that has
+    MQSC. ``source`` names the topology file in the generated header."""
+    first = topology.nodes[0].name
+    header = COMPOSE_HEADER.format(source=source, first=first, port=COMPOSE_PORT)
+    files = {"docker-compose.yml": header + to_yaml(compose_document(topology))}
+    for spec in topology.nodes:
+        commands = mqsc_commands(spec)
+        if commands:
+            files[f"init/{spec.name}.mqsc"] = (
+                f"* MQSC for {spec.name}, generated from {source}\n" + "\n".join(commands) + "\n"
+            )
+    return files
+
+
+def _image() -> dict[str, Any]:
+    return {
+        "image": COMPOSE_IMAGE,
+        "build": {"context": "..", "dockerfile": "compose/Dockerfile"},
+    }
+
+
+def _environment(topology: Topology) -> dict[str, str]:
+    env = {"QMGR_LOG": "INFO"}
+    if topology.password is not None:
+        env["QMGR_CLUSTER_PASSWORD"] = topology.password.replace("$", "$$")
+    return env
+
+
+def to_yaml(value: Mapping[str, Any], indent: int = 0) -> str:
+    """Block-style YAML for nested mappings whose leaves are strings, integers, booleans,
+    lists of those, or empty mappings. Strings are always double-quoted (JSON escapes are
+    valid YAML), so no value can change type on the way through a YAML 1.1 or 1.2 reader."""
+    pad = " " * indent
+    lines: list[str] = []
+    for key, item in value.items():
+        head = f"{pad}{_yaml_key(key)}:"
+        if isinstance(item, Mapping):
+            if item:
+                lines.append(head)
+                lines.append(to_yaml(item, indent + 2).rstrip("\n"))
+            else:
+                lines.append(head + " {}")
+        elif isinstance(item, list | tuple):
+            if item:
+                lines.append(head)
+                lines.extend(f"{pad}  - {_yaml_scalar(x)}" for x in item)
+            else:
+                lines.append(head + " []")
+        else:
+            lines.append(f"{head} {_yaml_scalar(item)}")
+    return "\n".join(lines) + "\n"
+
+
+def _yaml_key(key: str) -> str:
+    if _PLAIN_KEY.match(key) and key.lower() not in _YAML_WORDS:
+        return key
+    return json.dumps(key)
+
+
+def _yaml_scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    raise TypeError(f"cannot write {type(value).__name__} as a YAML scalar")
