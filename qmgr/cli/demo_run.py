@@ -264,7 +264,7 @@ class DemoRun:
                 client.close()
         if keep:
             if self.launches:
-                from qmgr.cli.cluster import write_state
+                from qmgr.cli.cluster_state import write_state
 
                 state = demo_cluster.state(self.topology, self.source, self.launches)
                 write_state(self.base, state)
