@@ -23,15 +23,22 @@ class Committer:
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
-    async def durable(self) -> None:
-        """Return once every change collected so far is on disk."""
-        target = self._store.appended
+    async def durable(self, target: int | None = None) -> None:
+        """Return once every change collected so far (or up to position ``target``, see
+        ``position``) is on disk."""
+        if target is None:
+            target = self._store.appended
         if self._store.committed >= target:
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append((target, fut))
         self._wake.set()
         await fut
+
+    @property
+    def position(self) -> int:
+        """How many changes have been collected so far (a target for ``durable``)."""
+        return self._store.appended
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

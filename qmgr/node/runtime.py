@@ -106,10 +106,16 @@ class NodeRuntime:
             self.committer = Committer(self.store)
             self.committer.start()
 
-    async def durable(self) -> None:
-        """Wait until every change so far is committed (no-op without a data directory)."""
+    async def durable(self, target: int | None = None) -> None:
+        """Wait until every change so far (or up to ``target``, a ``position``) is committed
+        (no-op without a data directory)."""
         if self.committer is not None:
-            await self.committer.durable()
+            await self.committer.durable(target)
+
+    @property
+    def position(self) -> int:
+        """The journal position reached so far (0 without a data directory)."""
+        return self.committer.position if self.committer is not None else 0
 
     async def stop(self) -> None:
         if self.committer is not None:

@@ -132,7 +132,8 @@ class MessagingServicer(rpc.MessagingServicer):
     ) -> AsyncIterator[pb.PublishResponse]:
         """Publish each batch as it arrives; acknowledge in order once it is durable. Commits
         overlap with the next batches, so persistent throughput is not one fsync per batch."""
-        acks: asyncio.Queue[tuple[pb.PublishResponse, bool] | None] = asyncio.Queue()
+        # each response with the journal position that must be committed before it is sent
+        acks: asyncio.Queue[tuple[pb.PublishResponse, int | None] | None] = asyncio.Queue()
 
         async def reader() -> None:
             try:
@@ -149,7 +150,7 @@ class MessagingServicer(rpc.MessagingServicer):
                             error=error_to_wire(exc),
                         )
                         persistent = True
-                    await acks.put((resp, persistent))
+                    await acks.put((resp, self.rt.position if persistent else None))
             finally:
                 await acks.put(None)
 
@@ -159,9 +160,9 @@ class MessagingServicer(rpc.MessagingServicer):
                 item = await acks.get()
                 if item is None:
                     break
-                resp, persistent = item
-                if persistent:
-                    await self.rt.durable()
+                resp, target = item
+                if target is not None:
+                    await self.rt.durable(target)
                 yield resp
         finally:
             task.cancel()

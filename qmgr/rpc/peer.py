@@ -42,7 +42,9 @@ class PeerServicer(crpc.PeerServicer):
         sender = hello.sender
         epoch, seq = agent.hello(sender, hello.address, list(hello.proxies))
         yield cpb.ChannelAck(epoch=epoch, seq=seq, receiver=agent.name)
-        acks: asyncio.Queue[tuple[tuple[int, int], bool] | None] = asyncio.Queue()
+        # (highest key applied, journal position to be committed first, or None)
+        acks: asyncio.Queue[tuple[tuple[int, int], int | None] | None] = asyncio.Queue()
+        rt = self.rt
 
         async def reader() -> None:
             try:
@@ -50,20 +52,31 @@ class PeerServicer(crpc.PeerServicer):
                     if request.WhichOneof("kind") != "batch":
                         continue
                     items = [item_from_wire(w) for w in request.batch.items]
-                    await acks.put(agent.receive(sender, items))
+                    key, persistent = agent.receive(sender, items)
+                    await acks.put((key, rt.position if persistent else None))
             finally:
                 await acks.put(None)
 
         task = asyncio.get_running_loop().create_task(reader())
         try:
-            while True:
+            ended = False
+            while not ended:
                 got = await acks.get()
                 if got is None:
                     break
-                (epoch, seq), persistent = got
-                if persistent:
-                    await self.rt.durable()
-                yield cpb.ChannelAck(epoch=epoch, seq=seq)
+                # one acknowledgement for everything applied so far, after one commit
+                key, target = got
+                while not acks.empty():
+                    more = acks.get_nowait()
+                    if more is None:
+                        ended = True
+                        break
+                    key = more[0]
+                    if more[1] is not None:
+                        target = more[1]
+                if target is not None:
+                    await rt.durable(target)
+                yield cpb.ChannelAck(epoch=key[0], seq=key[1])
         finally:
             task.cancel()
             agent.disconnected(sender)
