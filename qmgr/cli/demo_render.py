@@ -95,7 +95,11 @@ def write_chart(path: Path, report: Report, latencies: dict[str, list[float]]) -
     every = [v for values in latencies.values() for v in values]
     wide = bool(every) and min(every) > 0 and max(every) > 20 * min(every)
     if wide:  # a long tail reads better on a log scale
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
+
         cdf.set_xscale("log")
+        cdf.xaxis.set_major_formatter(ScalarFormatter())
+        cdf.xaxis.set_minor_formatter(NullFormatter())
     cdf.set_xlabel("latency, put to receipt (ms" + (", log scale)" if wide else ")"))
     cdf.set_ylabel("fraction of copies")
     cdf.set_title("latency CDF per route")
