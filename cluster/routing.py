@@ -102,6 +102,18 @@ def host_candidates(
     return [HostCandidate.from_host(h, channels.get(h.qmgr, ChannelStatus.INACTIVE)) for h in hosts]
 
 
+def branch_candidates(
+    topology: ClusterTopology,
+    name: str,
+    exclude: Sequence[str],
+    channels: Mapping[str, ChannelStatus] | None,
+) -> list[HostCandidate]:
+    """Workload candidates among the hosts of clustered object ``name``, leaving out the nodes
+    in ``exclude`` (the route so far, or this node)."""
+    hosts = [h for h in topology.hosts.get(name, ()) if h.qmgr not in exclude]
+    return host_candidates(hosts, channels or {})
+
+
 def plan_publication(
     topology: ClusterTopology,
     topic: str,
@@ -178,8 +190,7 @@ def _to_host(
     deliver: bool,
     rerouted: bool = False,
 ) -> DeliveryPlan:
-    hosts = [h for h in topology.hosts.get(name, ()) if h.qmgr not in out_route]
-    chosen = balancer.choose(host_candidates(hosts, channels or {}), group=name)
+    chosen = balancer.choose(branch_candidates(topology, name, out_route, channels), group=name)
     if chosen is None:
         return DeliveryPlan(deliver, reason=Reason.NO_HOST, route=out_route)
     reason = Reason.REROUTED if rerouted else Reason.TO_HOST

@@ -360,10 +360,14 @@ class QueueManager:
 
     # -- publish ----------------------------------------------------------------------------
 
+    def accept_publication(self, topic: str, msg: Message) -> Message:
+        """Check a publication from an application and stamp it (id, time, defaults)."""
+        policy = self.pubsub.prepare(topic, msg)
+        return self.accept(msg, policy.defpsist, policy.defprty)
+
     def publish(self, topic: str, msg: Message, *, retain: bool = False) -> int:
         """Publish one message; returns the number of copies delivered locally."""
-        policy = self.pubsub.prepare(topic, msg)
-        self.accept(msg, policy.defpsist, policy.defprty)
+        self.accept_publication(topic, msg)
         return self.pubsub.publish(topic, msg, self.clock.now(), retain=retain)
 
     def deliver_publication(self, topic: str, msg: Message, *, retain: bool = False) -> int:

@@ -38,26 +38,21 @@ if TYPE_CHECKING:
 PROXY_DEST = "SYSTEM.INTER.QMGR.PUBS"
 
 
-def _rejected(result: ApplyResult) -> list[Record]:
-    err = result.error
-    assert err is not None
+def _error(reason: str, text: str, code: int | None = None) -> list[Record]:
+    number = f" ({code:X})" if code is not None else ""
     return [
         Record(
             "AMQ8101E",
-            f"IBM MQ error ({err.reason:X}) has occurred: {err.code.value}.",
-            [("REASON", err.code.value), ("DETAIL", err.message)],
-        )
-    ]
-
-
-def _error(reason: str, text: str) -> list[Record]:
-    return [
-        Record(
-            "AMQ8101E",
-            f"IBM MQ error has occurred: {reason}.",
+            f"IBM MQ error{number} has occurred: {reason}.",
             [("REASON", reason), ("DETAIL", text)],
         )
     ]
+
+
+def _rejected(result: ApplyResult) -> list[Record]:
+    err = result.error
+    assert err is not None
+    return _error(err.code.value, err.message, err.reason)
 
 
 def channel_name(cluster: str, qmgr: str) -> str:

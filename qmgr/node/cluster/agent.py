@@ -20,13 +20,13 @@ import json
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cluster.proxies import ProxyDiff, ProxyPlanner, ProxyTable
-from cluster.records import ChannelStatus, RepoEvent, Role, WorkloadAttrs
+from cluster.records import ChannelStatus, ClusterTopology, RepoEvent, Role, WorkloadAttrs
 from cluster.repository import ApplyResult, ClusterRepository, Cmd, ErrorCode, RepoError
-from cluster.routing import DeliveryPlan, Purpose, host_candidates
+from cluster.routing import DeliveryPlan, Purpose, branch_candidates
 from cluster.topics import TopicObject, TopicObjects
 from cluster.workload import QueuedPublication, SendState, WorkloadBalancer, redrive
 from qmgr.core.errors import MQError
@@ -58,20 +58,6 @@ VIEW_KEY = "cluster.view"
 
 
 @dataclass
-class Counters:
-    """What the node did with publications (DISPLAY PUBSUB and the route tests)."""
-
-    published: int = 0  # accepted from local applications
-    forwarded: int = 0  # copies sent to peers
-    received: int = 0  # arrived from peers
-    delivered_remote: int = 0  # received publications delivered to local subscriptions
-    duplicates: int = 0  # channel items dropped as already applied
-    looped: int = 0  # dropped by the route fingerprint
-    redriven: int = 0  # moved to another host after a channel failure
-    by_reason: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
 class InboundPeer:
     """The receiving end of one peer's channel."""
 
@@ -92,13 +78,11 @@ class ClusterAgent:
         self.role = Role.REPOS if settings.full_repository else Role.NORMAL
         if settings.full_repository:
             qm.attrs.repos = settings.cluster
-        self.counters = Counters()
         self.balancer = WorkloadBalancer()
         self.table = ProxyTable()
         self.inbound: dict[str, InboundPeer] = {}
         self.workload = WorkloadAttrs()
         self.clusrcvr: dict[str, str] = {}
-        self._groups: dict[str, str] = {}
         saved = runtime.loaded_objects
         for name, data in saved.get(CHANSEQ_KIND, {}).items():
             self.inbound[name] = InboundPeer(
@@ -189,22 +173,17 @@ class ClusterAgent:
             return
         self._apply_topology()
 
-    def _build_topology(self) -> Any:
-        from cluster.records import ClusterTopology
-
+    def _build_topology(self) -> ClusterTopology:
         return ClusterTopology.build(self.name, self.link.repository, self.qm.topics.all())
 
     def _apply_topology(self) -> None:
         """Rebuild the merged topology after the repository or local objects changed."""
         self.topology = self._build_topology()
-        if hasattr(self, "plans"):
-            self.plans.invalidate()
+        self.plans.invalidate()
         pubsub = self.qm.pubsub
         pubsub.topics = self._local_view(self.topology.objects)
         pubsub.topics_changed()
-        self._groups.clear()
-        if hasattr(self, "planner"):
-            self._send_diff(self.planner.set_topology(self.topology))
+        self._send_diff(self.planner.set_topology(self.topology))
 
     def _local_view(self, merged: TopicObjects) -> TopicObjects:
         """The merged tree as local applications see it: a remote copy's PUB says whether
@@ -329,8 +308,9 @@ class ClusterAgent:
             assert pub is not None
             queued.append(QueuedPublication(str(item.key), dead, SendState.UNSENT, pub.group))
             if pub.group not in candidates:
-                hosts = [h for h in self.topology.hosts.get(pub.group, ()) if h.qmgr != self.name]
-                candidates[pub.group] = host_candidates(hosts, statuses)
+                candidates[pub.group] = branch_candidates(
+                    self.topology, pub.group, (self.name,), statuses
+                )
         plan = redrive(queued, dead, candidates, self.balancer)
         back = []
         for item in items:
@@ -339,51 +319,32 @@ class ClusterAgent:
                 back.append(item)
             else:
                 self.channels.move(item, dead, target)
-                self.counters.redriven += 1
         if back:
             ch.put_back(back)
 
     # ------------------------------------------------------------------ publications
 
-    def _group(self, topic: str) -> str:
-        group = self._groups.get(topic)
-        if group is None:
-            point = self.topology.clustered_point(self.topology.objects.resolve(topic))
-            group = point.name if point is not None else ""
-            if len(self._groups) > 100_000:
-                self._groups.clear()
-            self._groups[topic] = group
-        return group
-
     def publish(self, topic: str, msg: Message, *, retain: bool, scope_qmgr: bool) -> int:
         """A publication from a local application: deliver here and forward as planned."""
         qm = self.qm
-        policy = qm.pubsub.prepare(topic, msg)
-        qm.accept(msg, policy.defpsist, policy.defprty)
+        qm.accept_publication(topic, msg)
         plan = self.plans.plan(topic, scope_qmgr=scope_qmgr)
         if plan.rejected:
             raise MQError("MQRC_PUT_INHIBITED", f"'{topic}' is hosted here with PUB(DISABLED)")
-        self.counters.published += 1
         delivered = 0
         if plan.deliver_locally:
             delivered = qm.pubsub.publish(topic, msg, qm.clock.now(), retain=retain)
         self._forward(topic, msg, plan, retain)
         return delivered
 
-    def _record(self, plan: DeliveryPlan) -> None:
-        reasons = self.counters.by_reason
-        reasons[plan.reason] = reasons.get(plan.reason, 0) + 1
-
     def _forward(self, topic: str, msg: Message, plan: DeliveryPlan, retain: bool) -> None:
-        self._record(plan)
         if not plan.forwards:
             return
         assert plan.purpose is not None
-        group = self._group(topic) if plan.purpose is Purpose.ROUTE else ""
+        group = self.plans.group(topic) if plan.purpose is Purpose.ROUTE else ""
         for peer in plan.forwards:
             fwd = Forwarded(topic, msg, plan.route, plan.purpose, retain, group)
             self.channels.send_publication(peer, fwd)
-            self.counters.forwarded += 1
 
     # ------------------------------------------------------------------ receiving
 
@@ -429,7 +390,6 @@ class ClusterAgent:
         persistent = False
         for item in items:
             if item.key <= last:
-                self.counters.duplicates += 1
                 continue
             last = item.key
             peer.items += 1
@@ -448,10 +408,8 @@ class ClusterAgent:
         return last, persistent
 
     def _receive_publication(self, fwd: Forwarded) -> bool:
-        self.counters.received += 1
         plan = self.plans.plan(fwd.topic, fwd.route, fwd.purpose)
-        if not plan.route or plan.route[-1] != self.name:
-            self.counters.looped += 1
+        if not plan.route or plan.route[-1] != self.name:  # a loop: dropped
             return False
         if plan.deliver_locally and (fwd.retain or self.qm.pubsub.subscribers(fwd.topic)):
             msg = fwd.message
@@ -459,18 +417,14 @@ class ClusterAgent:
             props[ROUTE_PROPERTY] = ",".join(plan.route)
             local = msg.with_properties(props)
             try:
-                self.counters.delivered_remote += self.qm.deliver_publication(
-                    fwd.topic, local, retain=fwd.retain
-                )
+                self.qm.deliver_publication(fwd.topic, local, retain=fwd.retain)
             except MQError as exc:
                 log.warning("publication on %s from the cluster not delivered: %s", fwd.topic, exc)
-        self._record(plan)
         if plan.forwards:
             assert plan.purpose is not None
-            group = self._group(fwd.topic) if plan.purpose is Purpose.ROUTE else ""
+            group = self.plans.group(fwd.topic) if plan.purpose is Purpose.ROUTE else ""
             for peer in plan.forwards:
                 self.channels.send_publication(peer, fwd.passed_on(plan.route, plan.purpose, group))
-                self.counters.forwarded += 1
         return fwd.persistent
 
     # ------------------------------------------------------------------ workload attributes
@@ -496,6 +450,3 @@ class ClusterAgent:
             if isinstance(self.link, WatchLink):
                 self.link.set_join(self.join_command())
         return result
-
-    def status(self) -> dict[str, Any]:
-        return {"role": self.role.value, "cluster": self.cluster, **self.link.status()}

@@ -27,7 +27,7 @@ async def watch(
     wake = asyncio.Event()
     link.listeners.append(wake.set)
     try:
-        repo = link.replica.read()
+        repo = link.repository  # already holds the join: its events are applied first
         view = repo.partial_view(name)
         yield repo.partial_snapshot(name), [], repo.revision
         while True:

@@ -109,10 +109,6 @@ class Item:
     sent: bool = False  # handed to the transport at least once (in doubt until acknowledged)
     stored: Message | None = field(default=None, repr=False)  # journaled copy on the xmitq
 
-    @property
-    def persistent(self) -> bool:
-        return self.publication is not None and self.publication.persistent
-
 
 def stored_copy(item: Item, sequence: int) -> Message:
     """The message journaled on the transmission queue for a persistent publication item."""

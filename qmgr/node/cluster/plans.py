@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 
 from cluster.proxies import ProxyTable
 from cluster.records import ChannelStatus, ClusterTopology
-from cluster.routing import DeliveryPlan, Purpose, Reason, host_candidates, plan_publication
+from cluster.routing import DeliveryPlan, Purpose, Reason, branch_candidates, plan_publication
 from cluster.workload import HostCandidate, WorkloadBalancer
 
 _LIMIT = 50_000
@@ -32,10 +32,24 @@ class PlanCache:
         self._statuses = statuses
         self._fixed: dict[PlanKey, DeliveryPlan] = {}
         self._to_host: dict[PlanKey, tuple[DeliveryPlan, list[HostCandidate], str]] = {}
+        self._groups: dict[str, str] = {}
 
     def invalidate(self) -> None:
         self._fixed.clear()
         self._to_host.clear()
+        self._groups.clear()
+
+    def group(self, topic: str) -> str:
+        """The clustered topic object ``topic`` belongs to ("" if none)."""
+        group = self._groups.get(topic)
+        if group is None:
+            topology = self._topology()
+            point = topology.clustered_point(topology.objects.resolve(topic))
+            group = point.name if point is not None else ""
+            if len(self._groups) > _LIMIT:
+                self._groups.clear()
+            self._groups[topic] = group
+        return group
 
     def plan(
         self,
@@ -70,10 +84,9 @@ class PlanCache:
         if len(self._fixed) + len(self._to_host) > _LIMIT:
             self.invalidate()
         if plan.reason in (Reason.TO_HOST, Reason.REROUTED):
-            point = topology.clustered_point(topology.objects.resolve(topic))
-            assert point is not None
-            hosts = [h for h in topology.hosts.get(point.name, ()) if h.qmgr not in plan.route]
-            self._to_host[key] = (plan, host_candidates(hosts, statuses), point.name)
+            group = self.group(topic)
+            candidates = branch_candidates(topology, group, plan.route, statuses)
+            self._to_host[key] = (plan, candidates, group)
         elif plan.reason is not Reason.NO_HOST:
             self._fixed[key] = plan
         return plan

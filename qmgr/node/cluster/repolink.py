@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -53,10 +52,6 @@ class RaftLink:
         self.replica = RepositoryReplica(config, on_events=self._events)
         self.repository = ClusterRepository(settings.cluster)
         self.listeners: list[Callable[[], None]] = []
-
-    @property
-    def full_repository(self) -> str:
-        return "self"
 
     def _events(self, events: list[RepoEvent]) -> None:  # on PySyncObj's thread
         with contextlib.suppress(RuntimeError):
@@ -115,7 +110,6 @@ class WatchLink:
         )
         self.had_cache = bool(cached)
         self._save = save
-        self.full_repository = ""  # the FR currently watched
         self.synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._join: Mapping[str, Any] = {}
@@ -150,12 +144,11 @@ class WatchLink:
             attempt += 1
             client = RepositoryClient(address)
             try:
-                async for snapshot, events, fr in client.watch(self._join):
+                async for snapshot, events, _fr in client.watch(self._join):
                     if snapshot is not None:
                         new = ClusterRepository.from_snapshot(snapshot)
                         events = self.repository.view().diff(new.view())
                         self.repository = new
-                        self.full_repository = fr
                     else:
                         for event in events:
                             self.repository.apply_event(event)
@@ -165,7 +158,6 @@ class WatchLink:
             except (TransportError, OSError) as exc:
                 log.info("repository stream from %s ended: %s", address, exc)
             finally:
-                self.full_repository = ""
                 with contextlib.suppress(Exception):
                     await client.close()
             await asyncio.sleep(0.2 if attempt % max(1, len(addresses)) else 0.5)
@@ -183,15 +175,8 @@ class WatchLink:
                     await client.close()
         return _unavailable(f"no full repository could take the change ({last})")
 
-    def status(self) -> dict[str, Any]:
-        return {"full_repository": self.full_repository, "revision": self.repository.revision}
-
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
-
-
-def snapshot_text(repo: ClusterRepository) -> str:
-    return json.dumps(repo.to_snapshot(), separators=(",", ":"))
