@@ -18,10 +18,11 @@ from cluster.topics import (
     TopicStringError,
     validate_subscription_topic,
 )
+from qmgr.core import limits
 from qmgr.core.clock import Clock
 from qmgr.core.errors import MQError
 from qmgr.core.journal import Journal, NullJournal
-from qmgr.core.message import MAX_PRIORITY, Message
+from qmgr.core.message import Message
 from qmgr.core.pubsub import PubSub
 from qmgr.core.queue import MANAGED_MAXDEPTH, LocalQueue, QueueDef
 from qmgr.core.subscription import Subscription
@@ -149,16 +150,18 @@ class QueueManager:
     # -- messages ---------------------------------------------------------------------------
 
     def accept(self, msg: Message, defpsist: bool, defprty: int) -> Message:
-        """Stamp a message arriving from an application: id, time, defaults, expiry."""
+        """Check and stamp a message arriving from an application: id, time, defaults, expiry.
+        Priority and time to live out of MQ's ranges are refused (the last line of defence
+        behind the edge's validation): nothing past here holds such a value."""
+        limits.check_priority(msg.priority)
+        limits.check_ttl(msg.ttl)
         now = self.clock.now()
         if not msg.message_id:
             msg.message_id = self.new_id()
         if msg.persistent is None:
             msg.persistent = defpsist
-        if msg.priority < 0:
+        if msg.priority == limits.PRIORITY_AS_DEFAULT:
             msg.priority = defprty
-        if msg.priority > MAX_PRIORITY:
-            raise MQError("MQRC_OPTIONS_ERROR", f"priority {msg.priority} is not 0-9")
         if msg.size > self.attrs.maxmsgl:
             raise MQError(
                 "MQRC_MSG_TOO_BIG_FOR_Q",
@@ -295,6 +298,9 @@ class QueueManager:
     ) -> tuple[Subscription, bool]:
         """Create a subscription, or resume the durable one called ``name``. Returns the
         subscription and whether it was resumed."""
+        limits.check_topic_string(topic)
+        limits.check_sub_name(name)
+        limits.check_object_name(dest)
         try:
             validate_subscription_topic(topic)
         except TopicStringError as exc:
@@ -314,7 +320,8 @@ class QueueManager:
         managed = not dest
         if managed:
             kind = "DURABLE" if durable else "NDURABLE"
-            dest = f"SYSTEM.MANAGED.{kind}.{sub_id[8:]}"
+            # at most MQ's 48 characters: the epoch and the low 64 bits of the id counter
+            dest = f"SYSTEM.MANAGED.{kind}.{sub_id[8:16]}{sub_id[-16:]}"
             self.define_queue(
                 QueueDef(
                     dest,
@@ -362,6 +369,8 @@ class QueueManager:
 
     def accept_publication(self, topic: str, msg: Message) -> Message:
         """Check a publication from an application and stamp it (id, time, defaults)."""
+        limits.check_topic_string(topic)
+        limits.check_priority(msg.priority)
         policy = self.pubsub.prepare(topic, msg)
         return self.accept(msg, policy.defpsist, policy.defprty)
 
