@@ -75,6 +75,8 @@ class NodeRuntime:
         now = qm.clock.now()
         for data in objects.get("queue", {}).values():
             qm.restore_queue(QueueDef.from_dict(data))
+        for data in objects.get("qmodel", {}).values():
+            qm.restore_model(QueueDef.from_dict(data))
         for data in objects.get("topic", {}).values():
             qm.restore_topic(topic_from_dict(data))
         for data in objects.get("sub", {}).values():
