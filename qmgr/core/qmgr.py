@@ -125,6 +125,8 @@ class QueueManager:
 
     def define_queue(self, definition: QueueDef, *, replace: bool = False) -> LocalQueue:
         existing = self.queues.get(definition.name)
+        if definition.name in self.models:
+            raise MQError("MQRC_OBJECT_ALREADY_EXISTS", f"{definition.name} is a model queue")
         now = self.clock.now()
         if existing is not None:
             if not replace:

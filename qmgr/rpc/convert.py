@@ -89,6 +89,18 @@ def check_request(request: Any) -> None:
             check_message(p.message)
 
 
+def check_stream_request(request: Any) -> None:
+    """Validate one request of an application's request stream: its batch size (its messages
+    are checked as each is applied, so a bad one fails its own batch, not the stream)."""
+    if not request.DESCRIPTOR.file.name.endswith("messaging.proto"):
+        return
+    fields = request.DESCRIPTOR.fields_by_name
+    if "publications" in fields:
+        limits.check_batch(len(request.publications), "publications")
+    if "messages" in fields:
+        limits.check_batch(len(request.messages))
+
+
 def message_to_wire(msg: Message, out: pb.Message) -> None:
     out.message_id = msg.message_id
     out.body = msg.body

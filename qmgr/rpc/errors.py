@@ -111,14 +111,20 @@ def _decode(deserializer: Callable[[bytes], Any] | None, raw: Any, method: str) 
         raise RequestError(f"the request to {method} is not a valid message: {exc}") from None
 
 
+Check = Callable[[Any], None]
+
+
 class _Requests:
     """A request stream decoded one message at a time; remembers why it failed."""
 
-    def __init__(self, raw: AsyncIterator[Any], deserializer: Any, method: str) -> None:
+    def __init__(
+        self, raw: AsyncIterator[Any], deserializer: Any, method: str, check: Check
+    ) -> None:
         self._raw = raw
         self._deserializer = deserializer
         self._method = method
-        self.error: RequestError | None = None
+        self._check = check
+        self.error: Exception | None = None
 
     def failure(self, exc: BaseException) -> BaseException:
         """What ends the call when the handler raised ``exc``: the request stream's own error
@@ -135,23 +141,29 @@ class _Requests:
             raise self.error
         raw = await self._raw.__anext__()
         try:
-            return _decode(self._deserializer, raw, self._method)
-        except RequestError as exc:
+            request = _decode(self._deserializer, raw, self._method)
+            self._check(request)
+        except (RequestError, MQError) as exc:
             self.error = exc
             raise
-
-
-Check = Callable[[Any], None]
+        return request
 
 
 class ErrorBoundary(grpc.aio.ServerInterceptor):
     """See the module docstring. ``gate`` runs before every call except health checks (it
     raises to refuse calls, e.g. ``StoreFailed`` once the store is broken); ``check``
-    validates a decoded unary request."""
+    validates a decoded unary request, ``stream_check`` each request of a request stream
+    (a failure ends the stream with that error)."""
 
-    def __init__(self, gate: Callable[[], None] | None = None, check: Check | None = None) -> None:
+    def __init__(
+        self,
+        gate: Callable[[], None] | None = None,
+        check: Check | None = None,
+        stream_check: Check | None = None,
+    ) -> None:
         self._gate = gate or (lambda: None)
         self._check = check or (lambda request: None)
+        self._stream_check = stream_check or (lambda request: None)
         self._wrapped: dict[str, grpc.RpcMethodHandler] = {}
 
     async def intercept_service(
@@ -211,7 +223,7 @@ class ErrorBoundary(grpc.aio.ServerInterceptor):
             su = h.stream_unary
 
             async def stream_unary(raw: AsyncIterator[Any], ctx: Any) -> Any:
-                requests = _Requests(raw, deser, method)
+                requests = _Requests(raw, deser, method, self._stream_check)
                 try:
                     gate()
                     response = await su(requests, ctx)
@@ -225,7 +237,7 @@ class ErrorBoundary(grpc.aio.ServerInterceptor):
         ss = h.stream_stream
 
         async def stream_stream(raw: AsyncIterator[Any], ctx: Any) -> AsyncIterator[Any]:
-            requests = _Requests(raw, deser, method)
+            requests = _Requests(raw, deser, method, self._stream_check)
             try:
                 gate()
                 async with contextlib.aclosing(ss(requests, ctx)) as responses:

@@ -161,3 +161,22 @@ def test_sdk_sees_typed_errors_for_poison_values(node: NodeProcess) -> None:
         got = qm.get("SDK.Q")
         assert got is not None and got.priority == 9
     _no_traceback(node)
+
+
+def test_oversized_batch_on_publish_stream_ends_it_with_the_typed_error(
+    node: NodeProcess,
+) -> None:
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(BIG.DEST) MAXDEPTH(100000)")
+        qm.create_subscription("big/t", name="BIG.SUB", destination="BIG.DEST")
+    big = messaging_pb2.PublishRequest(batch_id=1)
+    for _ in range(10_001):
+        big.publications.add(topic="big/t", message=messages_pb2.Message(body=b"x"))
+    with grpc.insecure_channel(node.address) as ch:
+        stub = messaging_pb2_grpc.MessagingStub(ch)
+        with pytest.raises(grpc.RpcError) as err:
+            list(stub.PublishStream(iter([big]), timeout=20))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert dict(err.value.trailing_metadata() or ())["mq-reason"] == "2046"
+    assert _depth(node, "BIG.DEST") == 0
+    _no_traceback(node)
