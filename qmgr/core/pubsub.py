@@ -16,6 +16,12 @@ Rules (IBM MQ, single queue manager):
   copies of the topics it matches first, flagged MQIsRetained, unless it asked for new
   publications only. Only persistent retained publications survive a restart.
 
+Per-topic publication statistics (DISPLAY TPSTATUS NUMPUBS, LPUBDATE/LPUBTIME) are bounded in
+the spirit of MQ's TREELIFE, which removes unused non-administrative topic nodes: once more than
+``TOPIC_STATS_LIMIT`` topic strings have counters, those of topics with no subscription and no
+retained publication are dropped; if more than ``TOPIC_STATS_HARD_LIMIT`` remain, the least
+recently published are dropped too.
+
 Each delivered copy keeps the publication's MessageId; CorrelId is the subscription's DESTCORL
 or SUBID, priority follows PUBPRTY (ASPUB keeps the publication's).
 """
@@ -40,6 +46,9 @@ from qmgr.core.journal import Journal
 from qmgr.core.message import Message
 from qmgr.core.queue import LocalQueue
 from qmgr.core.subscription import Subscription, SubscriptionStats
+
+TOPIC_STATS_LIMIT = 10_000
+TOPIC_STATS_HARD_LIMIT = 100_000
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,7 @@ class PubSub:
         self._matches: dict[str, list[Subscription]] = {}
         self.pub_counts: dict[str, int] = {}
         self.last_pub: dict[str, float] = {}
+        self._stats_bound = TOPIC_STATS_LIMIT  # prune the counters when they pass this
         self.dead_letter_queue: Callable[[], LocalQueue | None] = lambda: None
         # Told of every subscription added ("add") or removed ("remove"), e.g. for proxies.
         self.listener: Callable[[str, Subscription], None] | None = None
@@ -132,7 +142,9 @@ class PubSub:
 
     # -- subscriptions ---------------------------------------------------------------------
 
-    def check_subscribe(self, topic: str, durable: bool) -> None:
+    def check_subscribe(self, topic: str, durable: bool) -> ResolvedTopic:
+        """Raise the MQ error a subscription to ``topic`` would meet; return the resolved
+        attributes of its topic (e.g. MDURMDL/MNDURMDL, the models of its managed queue)."""
         r = self.topics.resolve(fixed_prefix(topic) if is_wildcard(topic) else topic)
         if r["SUB"] != "ENABLED":
             raise MQError("MQRC_SUB_INHIBITED", f"subscriptions to '{topic}' are SUB(DISABLED)")
@@ -141,6 +153,7 @@ class PubSub:
                 "MQRC_DURABILITY_NOT_ALLOWED",
                 f"durable subscriptions to '{topic}' need DURSUB(YES)",
             )
+        return r
 
     def add(self, sub: Subscription, now: float, *, new_publications_only: bool = False) -> int:
         """Register ``sub``; deliver matching retained publications; return how many."""
@@ -251,7 +264,9 @@ class PubSub:
                     raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"queue {sub.dest} does not exist")
                 queue.check_put(copy, 1 + planned.get(sub.dest, 0))
             except MQError as exc:
-                failures.append((sub, copy, exc))
+                # without its traceback: the traceback holds this frame, which holds
+                # ``failures``; that cycle would keep every refused copy until a full GC
+                failures.append((sub, copy, exc.with_traceback(None)))
                 continue
             plan.append((queue, copy, sub))
             planned[sub.dest] = planned.get(sub.dest, 0) + 1
@@ -267,7 +282,23 @@ class PubSub:
             self._retain(topic, msg)
         self.pub_counts[topic] = self.pub_counts.get(topic, 0) + 1
         self.last_pub[topic] = now
+        if len(self.pub_counts) > self._stats_bound:
+            self.prune_topic_stats()
         return len(plan)
+
+    def prune_topic_stats(self) -> None:
+        """Drop the counters of unused topic strings (see the module docstring); the next
+        pruning happens when the counters have doubled, so its cost is spread thin."""
+        for topic in list(self.pub_counts):
+            if topic not in self.retained and not self._matcher.match(topic):
+                del self.pub_counts[topic]
+                self.last_pub.pop(topic, None)
+        if len(self.pub_counts) > TOPIC_STATS_HARD_LIMIT:
+            by_age = sorted(self.last_pub, key=self.last_pub.__getitem__)
+            for topic in by_age[: len(by_age) - TOPIC_STATS_HARD_LIMIT // 2]:
+                del self.pub_counts[topic]
+                del self.last_pub[topic]
+        self._stats_bound = max(TOPIC_STATS_LIMIT, 2 * len(self.pub_counts))
 
     def _handle_failures(
         self,

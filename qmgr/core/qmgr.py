@@ -18,15 +18,39 @@ from cluster.topics import (
     TopicStringError,
     validate_subscription_topic,
 )
+from qmgr.core import limits
 from qmgr.core.clock import Clock
 from qmgr.core.errors import MQError
 from qmgr.core.journal import Journal, NullJournal
-from qmgr.core.message import MAX_PRIORITY, Message
+from qmgr.core.message import Message
 from qmgr.core.pubsub import PubSub
-from qmgr.core.queue import MANAGED_MAXDEPTH, LocalQueue, QueueDef
+from qmgr.core.queue import DEFAULT_MODEL_MAXDEPTH, LocalQueue, QueueDef
 from qmgr.core.subscription import Subscription
 
 DEAD_LETTER_QUEUE = "SYSTEM.DEAD.LETTER.QUEUE"
+DURABLE_MODEL = "SYSTEM.DURABLE.MODEL.QUEUE"
+NDURABLE_MODEL = "SYSTEM.NDURABLE.MODEL.QUEUE"
+
+
+def system_models() -> dict[str, QueueDef]:
+    """The model queues every queue manager has: managed subscription queues are made from
+    them (topic attributes MDURMDL and MNDURMDL name them). Their MAXDEPTH bounds what an
+    unread subscription holds; a change made with ALTER QMODEL is stored."""
+    return {
+        DURABLE_MODEL: QueueDef(
+            DURABLE_MODEL,
+            descr="Model for managed queues of durable subscriptions",
+            maxdepth=DEFAULT_MODEL_MAXDEPTH,
+            defpsist=True,
+            extra={"DEFTYPE": "PERMDYN"},
+        ),
+        NDURABLE_MODEL: QueueDef(
+            NDURABLE_MODEL,
+            descr="Model for managed queues of non-durable subscriptions",
+            maxdepth=DEFAULT_MODEL_MAXDEPTH,
+            extra={"DEFTYPE": "TEMPDYN"},
+        ),
+    }
 
 
 @dataclass
@@ -70,6 +94,7 @@ class QueueManager:
         self.qmid = f"{name}_{self.uid}"
         self.attrs = QmgrAttrs()
         self.queues: dict[str, LocalQueue] = {}
+        self.models: dict[str, QueueDef] = system_models()  # QMODEL definitions
         self.topics = TopicObjects()
         self._seq = first_sequence - 1
         self._ids = 0
@@ -100,6 +125,8 @@ class QueueManager:
 
     def define_queue(self, definition: QueueDef, *, replace: bool = False) -> LocalQueue:
         existing = self.queues.get(definition.name)
+        if definition.name in self.models:
+            raise MQError("MQRC_OBJECT_ALREADY_EXISTS", f"{definition.name} is a model queue")
         now = self.clock.now()
         if existing is not None:
             if not replace:
@@ -141,6 +168,43 @@ class QueueManager:
         self.queues[definition.name] = q
         return q
 
+    # -- model queues -----------------------------------------------------------------------
+
+    def model(self, name: str) -> QueueDef:
+        model = self.models.get(name)
+        if model is None:
+            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"model queue {name} does not exist")
+        return model
+
+    def define_model(self, definition: QueueDef, *, replace: bool = False) -> QueueDef:
+        if definition.name in self.queues:
+            raise MQError("MQRC_OBJECT_ALREADY_EXISTS", f"{definition.name} is a local queue")
+        existing = self.models.get(definition.name)
+        if existing is not None and not replace:
+            raise MQError("MQRC_OBJECT_ALREADY_EXISTS", f"model queue {definition.name} exists")
+        now = self.clock.now()
+        created = existing.created if existing is not None else now
+        model = definition.altered_with(created=created, altered=now)
+        return self._save_model(model)
+
+    def alter_model(self, name: str, **changes: Any) -> QueueDef:
+        return self._save_model(self.model(name).altered_with(altered=self.clock.now(), **changes))
+
+    def _save_model(self, model: QueueDef) -> QueueDef:
+        self.models[model.name] = model
+        self.journal.object_saved("qmodel", model.name, model.to_dict())
+        return model
+
+    def delete_model(self, name: str) -> None:
+        self.model(name)
+        if name in system_models():
+            raise MQError("MQRC_OBJECT_IN_USE", f"{name} is a system model queue")
+        del self.models[name]
+        self.journal.object_deleted("qmodel", name)
+
+    def restore_model(self, definition: QueueDef) -> None:
+        self.models[definition.name] = definition
+
     def set_message_listener(self, listener: Callable[[str], None]) -> None:
         self.on_message = listener
         for q in self.queues.values():
@@ -149,16 +213,18 @@ class QueueManager:
     # -- messages ---------------------------------------------------------------------------
 
     def accept(self, msg: Message, defpsist: bool, defprty: int) -> Message:
-        """Stamp a message arriving from an application: id, time, defaults, expiry."""
+        """Check and stamp a message arriving from an application: id, time, defaults, expiry.
+        Priority and time to live out of MQ's ranges are refused (the last line of defence
+        behind the edge's validation): nothing past here holds such a value."""
+        limits.check_priority(msg.priority)
+        limits.check_ttl(msg.ttl)
         now = self.clock.now()
         if not msg.message_id:
             msg.message_id = self.new_id()
         if msg.persistent is None:
             msg.persistent = defpsist
-        if msg.priority < 0:
+        if msg.priority == limits.PRIORITY_AS_DEFAULT:
             msg.priority = defprty
-        if msg.priority > MAX_PRIORITY:
-            raise MQError("MQRC_OPTIONS_ERROR", f"priority {msg.priority} is not 0-9")
         if msg.size > self.attrs.maxmsgl:
             raise MQError(
                 "MQRC_MSG_TOO_BIG_FOR_Q",
@@ -295,6 +361,9 @@ class QueueManager:
     ) -> tuple[Subscription, bool]:
         """Create a subscription, or resume the durable one called ``name``. Returns the
         subscription and whether it was resumed."""
+        limits.check_topic_string(topic)
+        limits.check_sub_name(name)
+        limits.check_object_name(dest)
         try:
             validate_subscription_topic(topic)
         except TopicStringError as exc:
@@ -308,24 +377,31 @@ class QueueManager:
                 )
             self.pubsub.stats[name].resumed = self.clock.now()
             return existing, True
-        self.pubsub.check_subscribe(topic, durable)
+        resolved = self.pubsub.check_subscribe(topic, durable)
+        managed = not dest
+        if managed:  # made from the model queue the topic names (MDURMDL / MNDURMDL)
+            model = self.model(resolved["MDURMDL" if durable else "MNDURMDL"])
+        else:
+            self.queue(dest)
         sub_id = self.new_id()
         now = self.clock.now()
-        managed = not dest
         if managed:
             kind = "DURABLE" if durable else "NDURABLE"
-            dest = f"SYSTEM.MANAGED.{kind}.{sub_id[8:]}"
+            # at most MQ's 48 characters: the epoch and the low 64 bits of the id counter
+            dest = f"SYSTEM.MANAGED.{kind}.{sub_id[8:16]}{sub_id[-16:]}"
             self.define_queue(
                 QueueDef(
                     dest,
-                    maxdepth=MANAGED_MAXDEPTH,
-                    managed=True,
+                    maxdepth=model.maxdepth,
+                    maxmsgl=model.maxmsgl,
+                    defprty=model.defprty,
                     defpsist=durable,
+                    bothresh=model.bothresh,
+                    boqname=model.boqname,
+                    managed=True,
                     temporary=not durable,
                 )
             )
-        else:
-            self.queue(dest)
         sub = Subscription(
             name=name or f"{self.name}.{sub_id}",
             sub_id=sub_id,
@@ -362,6 +438,8 @@ class QueueManager:
 
     def accept_publication(self, topic: str, msg: Message) -> Message:
         """Check a publication from an application and stamp it (id, time, defaults)."""
+        limits.check_topic_string(topic)
+        limits.check_priority(msg.priority)
         policy = self.pubsub.prepare(topic, msg)
         return self.accept(msg, policy.defpsist, policy.defprty)
 

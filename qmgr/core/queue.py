@@ -13,7 +13,10 @@ from qmgr.core.message import MAX_PRIORITY, Message
 
 DEFAULT_MAXDEPTH = 5000
 DEFAULT_MAXMSGL = 4_194_304
-MANAGED_MAXDEPTH = 999_999_999
+# MAXDEPTH of the model queues that managed subscription queues are made from
+# (SYSTEM.DURABLE.MODEL.QUEUE, SYSTEM.NDURABLE.MODEL.QUEUE; ALTER QMODEL changes it): a
+# subscriber that stops reading holds at most this many messages on its node.
+DEFAULT_MODEL_MAXDEPTH = 100_000
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ OBJECT_SYNONYMS: Mapping[str, str] = {
     "QL": "QLOCAL",
     "Q": "QUEUE",
     "QS": "QSTATUS",
+    "QM": "QMODEL",
     "TPS": "TPSTATUS",
     "CHS": "CHSTATUS",
     "CHL": "CHANNEL",
@@ -128,7 +129,16 @@ QLOCAL_PARAMS: Mapping[str, Domain] = {
 }
 QUEUE_ATTRS = _words(
     "QUEUE TYPE DESCR MAXDEPTH MAXMSGL DEFPSIST DEFPRTY GET PUT BOTHRESH BOQNAME USAGE "
-    "CURDEPTH IPPROCS OPPROCS ALTDATE ALTTIME CRDATE CRTIME"
+    "CURDEPTH IPPROCS OPPROCS ALTDATE ALTTIME CRDATE CRTIME DEFTYPE"
+)
+# model queues (managed subscription queues are made from them: MDURMDL / MNDURMDL)
+QMODEL_PARAMS: Mapping[str, Domain] = {
+    **{k: v for k, v in QLOCAL_PARAMS.items() if k != "USAGE"},
+    "DEFTYPE": Choice(("PERMDYN", "TEMPDYN")),
+}
+QMODEL_ATTRS = _words(
+    "QUEUE TYPE DESCR MAXDEPTH MAXMSGL DEFPSIST DEFPRTY GET PUT BOTHRESH BOQNAME USAGE "
+    "DEFTYPE ALTDATE ALTTIME CRDATE CRTIME"
 )
 QSTATUS_ATTRS = _words(
     "CURDEPTH IPPROCS OPPROCS LGETDATE LGETTIME LPUTDATE LPUTTIME MEDIALOG MONQ MSGAGE QTIME "
@@ -310,16 +320,20 @@ def _without(params: Mapping[str, Domain], *names: str) -> dict[str, Domain]:
     return {k: v for k, v in params.items() if k not in names}
 
 
-_SPECS: tuple[CommandSpec, ...] = (
-    # local queues
-    CommandSpec(
+def _define_queue(obj: str, params: Mapping[str, Domain]) -> CommandSpec:
+    return CommandSpec(
         "DEFINE",
-        "QLOCAL",
+        obj,
         name=OBJECT_NAME,
-        params={**QLOCAL_PARAMS, "LIKE": OBJECT_NAME},
+        params={**params, "LIKE": OBJECT_NAME},
         flags=frozenset(_REPLACE),
         exclusive=(_REPLACE,),
-    ),
+    )
+
+
+_SPECS: tuple[CommandSpec, ...] = (
+    # local queues
+    _define_queue("QLOCAL", QLOCAL_PARAMS),
     CommandSpec(
         "ALTER", "QLOCAL", name=OBJECT_NAME, params=QLOCAL_PARAMS, flags=frozenset({"FORCE"})
     ),
@@ -331,6 +345,10 @@ _SPECS: tuple[CommandSpec, ...] = (
         exclusive=(("PURGE", "NOPURGE"),),
     ),
     CommandSpec("CLEAR", "QLOCAL", name=OBJECT_NAME),
+    _define_queue("QMODEL", QMODEL_PARAMS),
+    CommandSpec("ALTER", "QMODEL", name=OBJECT_NAME, params=QMODEL_PARAMS),
+    CommandSpec("DELETE", "QMODEL", name=OBJECT_NAME),
+    _display("QMODEL", GENERIC, QMODEL_ATTRS),
     _display("QLOCAL", GENERIC, QUEUE_ATTRS),
     _display("QUEUE", GENERIC, QUEUE_ATTRS, params={"TYPE": _QUEUE_TYPE}),
     _display(

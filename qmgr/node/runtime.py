@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from qmgr.core.admin import execute
@@ -16,6 +17,7 @@ from qmgr.node.cluster.items import XMITQ_PREFIX
 from qmgr.node.committer import Committer
 from qmgr.node.config import NodeConfig
 from qmgr.node.signals import QueueSignals
+from qmgr.store import StoreFailed
 from qmgr.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
@@ -28,8 +30,11 @@ class SystemClock:
 
 
 class NodeRuntime:
-    def __init__(self, config: NodeConfig) -> None:
+    def __init__(self, config: NodeConfig, *, store_fault_at_commit: int = 0) -> None:
+        """``store_fault_at_commit`` (tests only): the N-th commit fails as on a full disk."""
         self.config = config
+        # Told once when the store fails (the node must stop: see ``Committer``).
+        self.on_store_failed: Callable[[StoreFailed], None] | None = None
         self.signals = QueueSignals()
         self.store: SqliteStore | None = None
         self.committer: Committer | None = None
@@ -39,7 +44,7 @@ class NodeRuntime:
         self.restored_xmit: list[tuple[str, Message]] = []
         clock = SystemClock()
         if config.data_dir is not None:
-            self.store = SqliteStore(config.data_dir)
+            self.store = SqliteStore(config.data_dir, fail_at_commit=store_fault_at_commit)
             loaded = self.store.load()
             self.qm = QueueManager(
                 config.name,
@@ -70,6 +75,8 @@ class NodeRuntime:
         now = qm.clock.now()
         for data in objects.get("queue", {}).values():
             qm.restore_queue(QueueDef.from_dict(data))
+        for data in objects.get("qmodel", {}).values():
+            qm.restore_model(QueueDef.from_dict(data))
         for data in objects.get("topic", {}).values():
             qm.restore_topic(topic_from_dict(data))
         for data in objects.get("sub", {}).values():
@@ -103,8 +110,23 @@ class NodeRuntime:
 
     def start(self) -> None:
         if self.store is not None:
-            self.committer = Committer(self.store)
+            self.committer = Committer(self.store, on_failure=self._store_failed)
             self.committer.start()
+
+    def _store_failed(self, failure: StoreFailed) -> None:
+        if self.on_store_failed is not None:
+            self.on_store_failed(failure)
+
+    @property
+    def store_failure(self) -> StoreFailed | None:
+        """Why the store failed (the node is stopping), or None."""
+        return self.committer.failure if self.committer is not None else None
+
+    def check_serving(self) -> None:
+        """Raise ``StoreFailed`` once the store has failed: no call is served any more."""
+        failure = self.store_failure
+        if failure is not None:
+            raise StoreFailed(str(failure))
 
     async def durable(self, target: int | None = None) -> None:
         """Wait until every change so far (or up to ``target``, a ``position``) is committed

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
 import sys
@@ -14,8 +15,12 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from qmgr.node.config import NodeConfig
 from qmgr.node.runtime import NodeRuntime
+from qmgr.store import StoreFailed
 
 log = logging.getLogger("qmgr.node")
+
+# Tests only: the N-th commit of the store fails as on a full disk (see SqliteStore).
+STORE_FAULT_ENV = "QMGR_TEST_STORE_FAIL_AT_COMMIT"
 
 GRPC_OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
@@ -25,13 +30,30 @@ GRPC_OPTIONS = [
 
 
 async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = None) -> None:
-    from qmgr.rpc.services import MESSAGING_SERVICE, add_services
+    from qmgr.rpc.services import MESSAGING_SERVICE, add_services, interceptors
 
-    runtime = NodeRuntime(config)
-    runtime.start()
-    server = grpc.aio.server(options=GRPC_OPTIONS)
-    add_services(server, runtime)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
     health_servicer = health.aio.HealthServicer()
+    failures: list[StoreFailed] = []
+
+    async def not_serving() -> None:
+        for service in ("", MESSAGING_SERVICE):
+            await health_servicer.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    def store_failed(failure: StoreFailed) -> None:
+        """Fail-stop: a commit failed, so what was not committed must not be served; the
+        process exits non-zero and a restart serves exactly what is on disk."""
+        failures.append(failure)
+        log.critical("%s: %s; health NOT_SERVING, stopping", config.name, failure)
+        loop.create_task(not_serving())
+        stop.set()
+
+    runtime = NodeRuntime(config, store_fault_at_commit=int(os.environ.get(STORE_FAULT_ENV) or 0))
+    runtime.on_store_failed = store_failed
+    runtime.start()
+    server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors(runtime))
+    add_services(server, runtime)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     port = server.add_insecure_port(f"{config.host}:{config.port}")
     if port == 0:
@@ -58,8 +80,6 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
         on_ready(f"{host}:{port}")
     print(f"READY name={config.name} addr={host}:{port}", flush=True)
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
@@ -69,6 +89,8 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
         await runtime.agent.stop()
     await server.stop(grace=2.0)
     await runtime.stop()
+    if failures:
+        raise SystemExit(f"qmgr: {config.name} stopped: {failures[0]}")
     print(f"STOPPED name={config.name}", file=sys.stderr, flush=True)
 
 

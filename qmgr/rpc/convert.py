@@ -1,16 +1,43 @@
-"""Domain messages to and from wire messages."""
+"""Domain messages to and from wire messages, and the validation of what applications send.
+
+Every message and request field an application controls is checked here, where it enters, with
+MQ's reason codes (see ``qmgr.core.limits``); ``QueueManager.accept`` checks the message fields
+again as the last line of defence.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from qmgr.client.convert import value_from_wire, value_to_wire
+from qmgr.core import limits
+from qmgr.core.errors import MQError
 from qmgr.core.message import Message
 from qmgr.core.values import Properties
 from qmgr.wire import messages_pb2 as pb
 
-_PERSISTENCE = {pb.PERSISTENT: True, pb.NOT_PERSISTENT: False}
+_PERSISTENCE = {pb.PERSISTENCE_AS_DEFAULT: None, pb.PERSISTENT: True, pb.NOT_PERSISTENT: False}
+
+
+def check_message(m: pb.Message) -> None:
+    """Raise MQError with MQ's reason if a field of an application's message is invalid."""
+    limits.check_priority(m.priority)
+    if not 0 <= m.expiry_ms <= limits.MAX_TTL_MS:
+        raise MQError(
+            "MQRC_EXPIRY_ERROR",
+            f"expiry_ms {m.expiry_ms} is not 0 (unlimited) or 1-{limits.MAX_TTL_MS}",
+        )
+    if m.persistence not in _PERSISTENCE:
+        raise MQError("MQRC_PERSISTENCE_ERROR", f"persistence {m.persistence} is not valid")
+    for k in m.properties:
+        limits.check_property_name(k)
+    if m.reply_to_queue:
+        limits.check_object_name(m.reply_to_queue, "reply-to queue")
 
 
 def message_from_wire(m: pb.Message) -> Message:
+    """An application's message, validated (``check_message``)."""
+    check_message(m)
     props: Properties = {}
     if m.properties:
         props = {k: value_from_wire(v) for k, v in m.properties.items()}
@@ -18,12 +45,60 @@ def message_from_wire(m: pb.Message) -> Message:
         message_id=m.message_id,
         body=m.body,
         properties=props,
-        persistent=_PERSISTENCE.get(m.persistence),
+        persistent=_PERSISTENCE[m.persistence],
         priority=m.priority,
         ttl=m.expiry_ms / 1000.0,
         correl_id=m.correl_id,
         reply_to_queue=m.reply_to_queue,
     )
+
+
+def _check_count(request: Any, field: str) -> None:
+    value = getattr(request, field)
+    if not 0 <= value <= limits.MAX_BATCH:
+        raise MQError("MQRC_OPTIONS_ERROR", f"{field} {value} is not 0-{limits.MAX_BATCH}")
+
+
+def check_request(request: Any) -> None:
+    """Validate an application's Messaging request before any handler sees it: names, topic
+    strings, batch sizes and every message it carries. Other services' requests pass."""
+    if not request.DESCRIPTOR.file.name.endswith("messaging.proto"):
+        return
+    fields = request.DESCRIPTOR.fields_by_name
+    if "queue" in fields:
+        limits.check_object_name(request.queue)
+    if "destination" in fields:
+        limits.check_object_name(request.destination)
+    if "topic" in fields:
+        limits.check_topic_string(request.topic)
+    if "name" in fields:
+        limits.check_sub_name(request.name)
+    for field in ("max_messages", "max_batch"):
+        if field in fields:
+            _check_count(request, field)
+    if "wait_ms" in fields and request.wait_ms < 0:
+        raise MQError("MQRC_OPTIONS_ERROR", f"wait_ms {request.wait_ms} is negative")
+    if "messages" in fields:
+        limits.check_batch(len(request.messages))
+        for m in request.messages:
+            check_message(m)
+    if "publications" in fields:
+        limits.check_batch(len(request.publications), "publications")
+        for p in request.publications:
+            limits.check_topic_string(p.topic)
+            check_message(p.message)
+
+
+def check_stream_request(request: Any) -> None:
+    """Validate one request of an application's request stream: its batch size (its messages
+    are checked as each is applied, so a bad one fails its own batch, not the stream)."""
+    if not request.DESCRIPTOR.file.name.endswith("messaging.proto"):
+        return
+    fields = request.DESCRIPTOR.fields_by_name
+    if "publications" in fields:
+        limits.check_batch(len(request.publications), "publications")
+    if "messages" in fields:
+        limits.check_batch(len(request.messages))
 
 
 def message_to_wire(msg: Message, out: pb.Message) -> None:

@@ -164,6 +164,8 @@ class MessagingServicer(rpc.MessagingServicer):
                 if target is not None:
                     await self.rt.durable(target)
                 yield resp
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]  # the request stream failed
         finally:
             task.cancel()
 

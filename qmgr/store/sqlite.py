@@ -7,6 +7,7 @@ file. WAL mode with synchronous=FULL: a committed group survives the process bei
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import uuid
@@ -67,8 +68,12 @@ class SqliteStore:
     """Implements :class:`qmgr.core.journal.Journal`; ``take`` and ``commit`` move the
     collected changes to disk."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, fail_at_commit: int = 0) -> None:
+        """``fail_at_commit`` (tests only): the N-th non-empty commit raises
+        ``sqlite3.OperationalError("database or disk is full")`` and writes nothing."""
         data_dir.mkdir(parents=True, exist_ok=True)
+        self._fail_at_commit = fail_at_commit
+        self._commits = 0
         self.path = data_dir / "qmgr.sqlite"
         self._conn = _connect(self.path)
         self._conn.executescript(SCHEMA)
@@ -157,6 +162,9 @@ class SqliteStore:
         with executemany."""
         if not ops:
             return
+        self._commits += 1
+        if self._commits == self._fail_at_commit:
+            raise sqlite3.OperationalError("database or disk is full")
         c = self._conn
         c.execute("BEGIN")
         try:
@@ -170,7 +178,11 @@ class SqliteStore:
                 i = j
             c.execute("COMMIT")
         except BaseException:
-            c.execute("ROLLBACK")
+            # SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR): a second
+            # rollback would fail and hide the real error, which is what the caller must see.
+            if c.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    c.execute("ROLLBACK")
             raise
 
     def close(self) -> None:

@@ -1,4 +1,5 @@
-"""DEFINE/ALTER/DELETE/CLEAR QLOCAL, DISPLAY QLOCAL/QUEUE/QSTATUS."""
+"""DEFINE/ALTER/DELETE/CLEAR QLOCAL, DEFINE/ALTER/DELETE/DISPLAY QMODEL,
+DISPLAY QLOCAL/QUEUE/QSTATUS."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from qmgr.mqsc import MqscCommand
 
 _INT = {"MAXDEPTH": "maxdepth", "MAXMSGL": "maxmsgl", "DEFPRTY": "defprty", "BOTHRESH": "bothresh"}
 _STR = {"DESCR": "descr", "BOQNAME": "boqname", "USAGE": "usage"}
+_DEFTYPE = "DEFTYPE"  # of a model queue, kept in QueueDef.extra
 _FLAG = {
     "DEFPSIST": ("defpsist", "YES"),
     "GET": ("get_enabled", "ENABLED"),
@@ -33,6 +35,13 @@ def queue_changes(params: Any) -> dict[str, Any]:
         elif key in _FLAG:
             field, true_value = _FLAG[key]
             changes[field] = value == true_value
+    return changes
+
+
+def model_changes(base: QueueDef, params: Any) -> dict[str, Any]:
+    changes = queue_changes(params)
+    if _DEFTYPE in params:
+        changes["extra"] = {**base.extra, _DEFTYPE: params[_DEFTYPE]}
     return changes
 
 
@@ -62,6 +71,29 @@ def clear_qlocal(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
     return [Record("AMQ8022I", "IBM MQ queue cleared.")]
 
 
+def define_qmodel(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+    name = cmd.name or ""
+    base = QueueDef(name, extra={_DEFTYPE: "PERMDYN"})
+    like = cmd.params.get("LIKE")
+    if like:
+        base = qm.model(like).altered_with(name=name)
+    qm.define_model(
+        base.altered_with(**model_changes(base, cmd.params)), replace="REPLACE" in cmd.params
+    )
+    return [Record("AMQ8006I", "IBM MQ queue created.")]
+
+
+def alter_qmodel(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+    name = cmd.name or ""
+    qm.alter_model(name, **model_changes(qm.model(name), cmd.params))
+    return [Record("AMQ8008I", "IBM MQ queue changed.")]
+
+
+def delete_qmodel(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+    qm.delete_model(cmd.name or "")
+    return [Record("AMQ8007I", "IBM MQ queue deleted.")]
+
+
 def _matching(qm: QueueManager, cmd: MqscCommand) -> list[LocalQueue]:
     pattern = cmd.name or "*"
     found = [q for n, q in sorted(qm.queues.items()) if name_matches(pattern, n)]
@@ -70,41 +102,73 @@ def _matching(qm: QueueManager, cmd: MqscCommand) -> list[LocalQueue]:
     return found
 
 
-def queue_attrs(q: LocalQueue) -> list[tuple[str, str]]:
-    d = q.definition
+def _matching_models(qm: QueueManager, pattern: str) -> list[QueueDef]:
+    return [d for n, d in sorted(qm.models.items()) if name_matches(pattern, n)]
+
+
+def definition_attrs(d: QueueDef, qtype: str) -> list[tuple[str, str]]:
     crdate, crtime = date_time(d.created)
     altdate, alttime = date_time(d.altered)
-    return [
+    attrs = [
         ("QUEUE", d.name),
-        ("TYPE", "QLOCAL"),
+        ("TYPE", qtype),
         ("ALTDATE", altdate),
         ("ALTTIME", alttime),
         ("BOQNAME", d.boqname),
         ("BOTHRESH", str(d.bothresh)),
         ("CRDATE", crdate),
         ("CRTIME", crtime),
-        ("CURDEPTH", str(q.depth)),
         ("DEFPRTY", str(d.defprty)),
         ("DEFPSIST", yes_no(d.defpsist)),
         ("DESCR", d.descr),
         ("GET", enabled(d.get_enabled)),
-        ("IPPROCS", "0"),
         ("MAXDEPTH", str(d.maxdepth)),
         ("MAXMSGL", str(d.maxmsgl)),
-        ("OPPROCS", "0"),
         ("PUT", enabled(d.put_enabled)),
         ("USAGE", d.usage),
+    ]
+    if qtype == "QMODEL":
+        attrs.append(("DEFTYPE", d.extra.get(_DEFTYPE, "PERMDYN")))
+    return attrs
+
+
+def queue_attrs(q: LocalQueue) -> list[tuple[str, str]]:
+    return [
+        *definition_attrs(q.definition, "QLOCAL"),
+        ("CURDEPTH", str(q.depth)),
+        ("IPPROCS", "0"),
+        ("OPPROCS", "0"),
+    ]
+
+
+def _display(cmd: MqscCommand, attrs: list[list[tuple[str, str]]]) -> list[Record]:
+    show_all = "ALL" in cmd.params or not (cmd.generic or cmd.requested)
+    return [
+        Record("AMQ8409I", "Display Queue details.", select(a, 2, cmd.requested, show_all))
+        for a in attrs
     ]
 
 
 def display_queue(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
-    show_all = "ALL" in cmd.params or not (cmd.generic or cmd.requested)
-    return [
-        Record(
-            "AMQ8409I", "Display Queue details.", select(queue_attrs(q), 2, cmd.requested, show_all)
-        )
-        for q in _matching(qm, cmd)
-    ]
+    """DISPLAY QLOCAL, or DISPLAY QUEUE with TYPE QLOCAL, QMODEL or ALL (the default)."""
+    qtype = "QLOCAL" if cmd.obj == "QLOCAL" else cmd.params.get("TYPE") or "ALL"
+    pattern = cmd.name or "*"
+    found: list[list[tuple[str, str]]] = []
+    if qtype in ("ALL", "QLOCAL"):
+        found += [queue_attrs(q) for n, q in sorted(qm.queues.items()) if name_matches(pattern, n)]
+    if qtype in ("ALL", "QMODEL"):
+        found += [definition_attrs(d, "QMODEL") for d in _matching_models(qm, pattern)]
+    if not found and not pattern.endswith("*"):
+        raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"queue {pattern} does not exist")
+    return _display(cmd, found)
+
+
+def display_qmodel(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+    pattern = cmd.name or "*"
+    found = [definition_attrs(d, "QMODEL") for d in _matching_models(qm, pattern)]
+    if not found and not pattern.endswith("*"):
+        raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"model queue {pattern} does not exist")
+    return _display(cmd, found)
 
 
 def display_qstatus(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
