@@ -5,6 +5,14 @@ Each trie node has one child per next level, keyed by the level text; a level th
 Matching a topic walks the trie level by level keeping the set of live nodes, like an automaton:
 cost depends on the topic's depth and on the branches that match, not on how many patterns are
 stored. Patterns are not validated here; callers validate subscription strings first.
+
+Bounded work: each level visits each live node once, so a match costs at most O(trie nodes ×
+topic levels). Live nodes that can no longer make a difference are dropped: once a ``#`` node is
+live it stays live (it absorbs any further levels), so every ancestor reaching it through a
+pass-through chain (one child, no pattern ending there) is *dominated*: whatever that ancestor
+could still match, the ``#`` node matches too. Dominated nodes are dropped for the rest of the
+match and the closure over ``#`` chains stops at them, so ``#/#/#/…`` and ``#/+/#/+/…``
+subscriptions cost O(trie nodes + topic levels) instead of their product.
 """
 
 from __future__ import annotations
@@ -18,22 +26,47 @@ K = TypeVar("K", bound=Hashable)
 
 
 class _Node(Generic[K]):
-    __slots__ = ("children", "keys", "is_hash")
+    __slots__ = ("children", "keys", "is_hash", "parent")
 
-    def __init__(self, is_hash: bool) -> None:
+    def __init__(self, is_hash: bool, parent: _Node[K] | None) -> None:
         self.children: dict[str, _Node[K]] = {}
         self.keys: set[K] | None = None
         self.is_hash = is_hash  # reached through a '#' edge: may absorb further levels
+        self.parent = parent
 
 
-def _with_closure(node: _Node[K], out: set[_Node[K]]) -> None:
-    """Add ``node`` and, for each ``#`` child chain, the nodes where ``#`` matches no level."""
-    while node not in out:
+def _with_closure(node: _Node[K], out: set[_Node[K]], dominated: set[_Node[K]]) -> None:
+    """Add ``node`` and, for each ``#`` child chain, the nodes where ``#`` matches no level.
+
+    A ``#`` node entering the live set marks the ancestors it dominates. The chain below a
+    dominated node leads only to dominated nodes or to the live ``#`` node that dominates them,
+    so the walk stops there.
+    """
+    while node not in out and node not in dominated:
         out.add(node)
+        if node.is_hash:
+            _dominate(node, dominated)
         nxt = node.children.get(MULTI_LEVEL)
         if nxt is None:
             return
         node = nxt
+
+
+def _dominate(node: _Node[K], dominated: set[_Node[K]]) -> None:
+    """Mark the pass-through ancestors of the live ``#`` node ``node`` as dominated.
+
+    A dominated node stays dominated for the whole match (its dominator stays live, or is itself
+    dominated by a deeper live ``#`` node), so each trie node is marked at most once per match.
+    """
+    parent = node.parent
+    while (
+        parent is not None
+        and parent not in dominated
+        and len(parent.children) == 1
+        and not parent.keys
+    ):
+        dominated.add(parent)
+        parent = parent.parent
 
 
 class TopicMatcher(Generic[K]):
@@ -43,7 +76,7 @@ class TopicMatcher(Generic[K]):
     """
 
     def __init__(self) -> None:
-        self._root: _Node[K] = _Node(False)
+        self._root: _Node[K] = _Node(False, None)
         self._by_pattern: dict[str, set[K]] = {}
         self._count = 0
 
@@ -59,7 +92,7 @@ class TopicMatcher(Generic[K]):
         for level in pattern.split(SEPARATOR):
             child = node.children.get(level)
             if child is None:
-                child = _Node(level == MULTI_LEVEL)
+                child = _Node(level == MULTI_LEVEL, node)
                 node.children[level] = child
             node = child
         keys = {key}
@@ -92,23 +125,29 @@ class TopicMatcher(Generic[K]):
 
     def match(self, topic: str) -> set[K]:
         """Every key whose pattern matches ``topic`` (topic-based wildcard scheme)."""
+        dominated: set[_Node[K]] = set()
         states: set[_Node[K]] = set()
-        _with_closure(self._root, states)
+        _with_closure(self._root, states, dominated)
+        if dominated:
+            states -= dominated
         for level in topic.split(SEPARATOR):
+            marked = len(dominated)
             nxt: set[_Node[K]] = set()
             for node in states:
                 children = node.children
                 if children:
                     child = children.get(level)
                     if child is not None:
-                        _with_closure(child, nxt)
+                        _with_closure(child, nxt, dominated)
                     child = children.get(SINGLE_LEVEL)
                     if child is not None:
-                        _with_closure(child, nxt)
+                        _with_closure(child, nxt, dominated)
                 if node.is_hash:
                     nxt.add(node)  # '#' absorbs this level too
             if not nxt:
                 return set()
+            if len(dominated) != marked:
+                nxt -= dominated
             states = nxt
         result: set[K] = set()
         for node in states:
@@ -147,7 +186,7 @@ class TopicMatcher(Generic[K]):
 
     def clear(self) -> None:
         """Remove every pair."""
-        self._root = _Node(False)
+        self._root = _Node(False, None)
         self._by_pattern.clear()
         self._count = 0
 
