@@ -4,8 +4,8 @@ Run with ``.venv/bin/python bench/bench_topics.py``. For 10, 1,000 and 100,000 s
 (a mix of exact strings, '+' and '#' patterns) it prints matches per second for the trie and for
 the scan, and their ratio. Figures vary from run to run; compare the ratios.
 
-Then pathological subscriptions (``#/#/#/…``, ``#/+/#/+/…``, ``#/a/a/…``, near the 10,240
-character limit) against a 5,000-level topic: milliseconds per match.
+Then pathological subscriptions (``#/#/#/…``, ``#/+/#/+/…``, ``#/a/a/…``, ``#/a/+/a/+/…``,
+near the 10,240 character limit) against a 5,000-level topic: milliseconds per match.
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def pathological() -> None:
         "#/#/#/... (5,000 levels)": "/".join(["#"] * 5000),
         "#/+/#/+/... (5,000 levels)": "/".join(["#", "+"] * 2500),
         "a/#/a/#/... (5,000 levels)": "/".join(["a", "#"] * 2500),
-        "#/a/a/a/... (1,000 levels)": "/".join(["#"] + ["a"] * 999),
+        "#/a/a/a/... (5,000 levels)": "/".join(["#"] + ["a"] * 4999),
+        "#/a/+/a/+/... (5,000 levels)": "/".join(["#"] + ["a", "+"] * 2499 + ["a"]),
     }
     for name, pattern in cases.items():
         matcher: TopicMatcher[int] = TopicMatcher()

@@ -13,6 +13,12 @@ pass-through chain (one child, no pattern ending there) is *dominated*: whatever
 could still match, the ``#`` node matches too. Dominated nodes are dropped for the rest of the
 match and the closure over ``#`` chains stops at them, so ``#/#/#/…`` and ``#/+/#/+/…``
 subscriptions cost O(trie nodes + topic levels) instead of their product.
+
+Patterns deeper than ``deep_levels`` (32) that contain ``#`` are kept out of the trie: in an
+automaton a long literal run after a ``#`` (``#/a/a/a/…``) keeps one live state per level of
+the run. Each such pattern is matched on its own, greedily (``_LevelGlob``): the runs between
+``#`` levels have a fixed number of levels, so each is taken at its leftmost place after the
+previous one (the last anchored at the end), found with ``str.find`` over the topic's levels.
 """
 
 from __future__ import annotations
@@ -69,16 +75,114 @@ def _dominate(node: _Node[K], dominated: set[_Node[K]]) -> None:
         parent = parent.parent
 
 
+DEEP_LEVELS = 32
+
+
+class _Levels:
+    """A topic's levels encoded once for ``_LevelGlob``: ``/l0/l1/…/ln-1/``, where every
+    level starts after a '/' at ``bounds[i]`` (levels never contain '/')."""
+
+    __slots__ = ("text", "bounds", "index", "count")
+
+    def __init__(self, topic: str) -> None:
+        parts = topic.split(SEPARATOR)
+        self.text = SEPARATOR + topic + SEPARATOR
+        self.count = len(parts)
+        bounds = [0]
+        for part in parts:
+            bounds.append(bounds[-1] + len(part) + 1)
+        self.bounds = bounds
+        self.index = {position: level for level, position in enumerate(bounds)}
+
+
+class _Run:
+    """A fixed-length run of pattern levels between two ``#``: literal pieces at level offsets
+    (each encoded as ``/x/y/``) with ``+`` levels between them."""
+
+    __slots__ = ("length", "pieces", "anchor")
+
+    def __init__(self, levels: list[str]) -> None:
+        self.length = len(levels)
+        pieces: list[tuple[int, int, str]] = []  # (level offset, level count, encoded text)
+        start = 0
+        for i in range(len(levels) + 1):
+            if i == len(levels) or levels[i] == SINGLE_LEVEL:
+                if i > start:
+                    text = SEPARATOR + SEPARATOR.join(levels[start:i]) + SEPARATOR
+                    pieces.append((start, i - start, text))
+                start = i + 1
+        self.pieces = tuple(pieces)
+        self.anchor = max(range(len(pieces)), key=lambda k: len(pieces[k][2]), default=0)
+
+    def at(self, topic: _Levels, level: int) -> bool:
+        bounds = topic.bounds
+        return all(topic.text.startswith(text, bounds[level + off]) for off, _, text in self.pieces)
+
+    def find(self, topic: _Levels, level: int, end: int) -> int:
+        """The first level >= ``level`` where the run matches, ending at or before ``end``."""
+        last = end - self.length
+        if last < level:
+            return -1
+        if not self.pieces:
+            return level
+        offset, count, text = self.pieces[self.anchor]
+        stop = topic.bounds[last + offset + count] + 1
+        while True:
+            found = topic.text.find(text, topic.bounds[level + offset], stop)
+            if found < 0:
+                return -1
+            start = topic.index[found] - offset
+            if self.at(topic, start):
+                return start
+            level = start + 1
+
+
+class _LevelGlob:
+    """One pattern matched greedily: runs separated by ``#`` (see the module docstring)."""
+
+    __slots__ = ("runs",)
+
+    def __init__(self, pattern: str) -> None:
+        runs: list[list[str]] = [[]]
+        for level in pattern.split(SEPARATOR):
+            if level == MULTI_LEVEL:
+                runs.append([])
+            else:
+                runs[-1].append(level)
+        self.runs = tuple(_Run(run) for run in runs)
+
+    def matches(self, topic: _Levels) -> bool:
+        first = self.runs[0]
+        if len(self.runs) == 1:
+            return topic.count == first.length and first.at(topic, 0)
+        last = self.runs[-1]
+        end = topic.count - last.length
+        if end < first.length or not first.at(topic, 0):
+            return False
+        level = first.length
+        for run in self.runs[1:-1]:
+            start = run.find(topic, level, end)
+            if start < 0:
+                return False
+            level = start + run.length
+        return last.at(topic, end)
+
+
 class TopicMatcher(Generic[K]):
     """Maps subscription patterns to keys; ``match(topic)`` finds every key whose pattern matches.
 
     Several keys may share one pattern, and one key may be stored under several patterns.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, deep_levels: int = DEEP_LEVELS) -> None:
         self._root: _Node[K] = _Node(False, None)
         self._by_pattern: dict[str, set[K]] = {}
+        self._deep: dict[str, _LevelGlob] = {}  # patterns matched one by one (not in the trie)
+        self._deep_levels = deep_levels
         self._count = 0
+
+    def _is_deep(self, levels: list[str]) -> bool:
+        return len(levels) > self._deep_levels and MULTI_LEVEL in levels
 
     def add(self, pattern: str, key: K) -> None:
         """Store ``key`` under ``pattern`` (no effect if the pair is already stored)."""
@@ -88,17 +192,21 @@ class TopicMatcher(Generic[K]):
                 keys.add(key)
                 self._count += 1
             return
+        keys = {key}
+        self._by_pattern[pattern] = keys
+        self._count += 1
+        levels = pattern.split(SEPARATOR)
+        if self._is_deep(levels):
+            self._deep[pattern] = _LevelGlob(pattern)
+            return
         node = self._root
-        for level in pattern.split(SEPARATOR):
+        for level in levels:
             child = node.children.get(level)
             if child is None:
                 child = _Node(level == MULTI_LEVEL, node)
                 node.children[level] = child
             node = child
-        keys = {key}
         node.keys = keys
-        self._by_pattern[pattern] = keys
-        self._count += 1
 
     def discard(self, pattern: str, key: K) -> bool:
         """Remove the pair; True if it was stored. Trie nodes left empty are pruned."""
@@ -110,6 +218,8 @@ class TopicMatcher(Generic[K]):
         if keys:
             return True
         del self._by_pattern[pattern]
+        if self._deep.pop(pattern, None) is not None:
+            return True
         path: list[tuple[_Node[K], str]] = []
         node = self._root
         for level in pattern.split(SEPARATOR):
@@ -125,6 +235,15 @@ class TopicMatcher(Generic[K]):
 
     def match(self, topic: str) -> set[K]:
         """Every key whose pattern matches ``topic`` (topic-based wildcard scheme)."""
+        result = self._match_trie(topic)
+        if self._deep:
+            levels = _Levels(topic)
+            for pattern, glob in self._deep.items():
+                if glob.matches(levels):
+                    result.update(self._by_pattern[pattern])
+        return result
+
+    def _match_trie(self, topic: str) -> set[K]:
         dominated: set[_Node[K]] = set()
         states: set[_Node[K]] = set()
         _with_closure(self._root, states, dominated)
@@ -188,6 +307,7 @@ class TopicMatcher(Generic[K]):
         """Remove every pair."""
         self._root = _Node(False, None)
         self._by_pattern.clear()
+        self._deep.clear()
         self._count = 0
 
     def __len__(self) -> int:

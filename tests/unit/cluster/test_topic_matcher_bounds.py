@@ -34,6 +34,27 @@ def test_deep_wildcard_patterns_match_like_the_reference(
         assert m.match(topic) == expected
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(deep_patterns, min_size=1, max_size=12),
+    st.lists(deep_topics, max_size=8),
+    st.integers(min_value=0, max_value=4),
+)
+def test_patterns_matched_one_by_one_agree_with_the_reference(
+    pattern_list: list[str], topic_list: list[str], deep_levels: int
+) -> None:
+    # A low threshold sends most patterns to the greedy per-pattern matcher.
+    m: TopicMatcher[int] = TopicMatcher(deep_levels=deep_levels)
+    for key, pattern in enumerate(pattern_list):
+        m.add(pattern, key)
+    for topic in topic_list:
+        assert m.match(topic) == {k for k, p in enumerate(pattern_list) if ref_match(p, topic)}
+    for key, pattern in enumerate(pattern_list):
+        m.discard(pattern, key)
+    assert len(m) == 0 and m.node_count() == 1
+    assert all(m.match(topic) == set() for topic in topic_list)
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(deep_patterns, min_size=1, max_size=10),
@@ -72,6 +93,20 @@ def test_pathological_hash_chain_subscription() -> None:
     assert m.match(_deep(["a"] * 4999 + ["z"])) == {"hashes", "hash-plus", "a-hash", "ends-z"}
     assert m.match("z") == {"hashes", "ends-z"}
     assert topic_matches(_deep(["#", "+"] * 50), _deep(["q"] * 60))
+
+
+def test_pathological_literal_runs_after_a_hash() -> None:
+    m: TopicMatcher[str] = TopicMatcher()
+    m.add(_deep(["#"] + ["a"] * 5000), "a-run")
+    m.add(_deep(["#"] + ["a", "+"] * 2500 + ["b"]), "a-plus-b")
+    m.add(_deep(["#", "a", "#"] * 1000 + ["b"]), "hash-a-b")
+    assert m.match(_deep(["a"] * 5000)) == {"a-run"}
+    assert m.match(_deep(["a"] * 4999)) == set()
+    assert m.match(_deep(["x"] + ["a"] * 5000)) == {"a-run"}
+    assert m.match(_deep(["a"] * 5001 + ["b"])) == {"a-plus-b", "hash-a-b"}
+    assert m.match(_deep(["a"] * 5000 + ["b"])) == {"a-plus-b", "hash-a-b"}
+    assert m.match(_deep(["a"] * 4999 + ["b"])) == {"hash-a-b"}  # a-plus-b needs 5,001 levels
+    assert m.match(_deep(["a"] * 999 + ["b"])) == set()
 
 
 def test_hash_with_a_pattern_ending_midway_is_not_dropped() -> None:
