@@ -14,9 +14,9 @@ could still match, the ``#`` node matches too. Dominated nodes are dropped for t
 match and the closure over ``#`` chains stops at them, so ``#/#/#/…`` and ``#/+/#/+/…``
 subscriptions cost O(trie nodes + topic levels) instead of their product.
 
-Patterns deeper than ``deep_levels`` (32) that contain ``#`` are kept out of the trie: in an
-automaton a long literal run after a ``#`` (``#/a/a/a/…``) keeps one live state per level of
-the run. Each such pattern is matched on its own, greedily (``_LevelGlob``): the runs between
+Patterns with more than ``deep_levels`` (32) levels after their first ``#`` are kept out of
+the trie: in an automaton a long literal run after a ``#`` (``#/a/a/a/…``) keeps one live
+state per level of the run. Each such pattern is matched on its own, greedily (``_LevelGlob``): the runs between
 ``#`` levels have a fixed number of levels, so each is taken at its leftmost place after the
 previous one (the last anchored at the end), found with ``str.find`` over the topic's levels.
 """
@@ -182,7 +182,11 @@ class TopicMatcher(Generic[K]):
         self._count = 0
 
     def _is_deep(self, levels: list[str]) -> bool:
-        return len(levels) > self._deep_levels and MULTI_LEVEL in levels
+        """More than ``deep_levels`` levels after the first ``#`` (before it, a pattern keeps at
+        most one live node in the trie; from it on, up to one per level)."""
+        if len(levels) <= self._deep_levels or MULTI_LEVEL not in levels:
+            return False
+        return len(levels) - levels.index(MULTI_LEVEL) - 1 > self._deep_levels
 
     def add(self, pattern: str, key: K) -> None:
         """Store ``key`` under ``pattern`` (no effect if the pair is already stored)."""

@@ -118,3 +118,16 @@ def test_hash_with_a_pattern_ending_midway_is_not_dropped() -> None:
     assert m.match("q/a/r/b") == {"y"}
     assert m.match("q/a") == {"x"}
     assert m.match("a/b") == {"y"}
+
+
+def test_long_patterns_with_a_late_hash_stay_in_the_trie() -> None:
+    m: TopicMatcher[str] = TopicMatcher()
+    prefix = [f"l{i}" for i in range(40)]
+    m.add(_deep([*prefix, "#"]), "late-hash")  # 40 fixed levels, then '#'
+    m.add(_deep(["#", *prefix]), "early-hash")  # 40 levels after '#': matched on its own
+    assert m.node_count() == 1 + 41
+    assert m.match(_deep(prefix)) == {"late-hash", "early-hash"}
+    assert m.match(_deep([*prefix, "x", "y"])) == {"late-hash"}
+    assert m.match(_deep(["x", *prefix])) == {"early-hash"}
+    assert m.discard(_deep(["#", *prefix]), "early-hash")
+    assert m.match(_deep(prefix)) == {"late-hash"}
