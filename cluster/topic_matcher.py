@@ -7,18 +7,13 @@ cost depends on the topic's depth and on the branches that match, not on how man
 stored. Patterns are not validated here; callers validate subscription strings first.
 
 Bounded work: each level visits each live node once, so a match costs at most O(trie nodes ×
-topic levels). Live nodes that can no longer make a difference are dropped: once a ``#`` node is
-live it stays live (it absorbs any further levels), so every ancestor reaching it through a
-pass-through chain (one child, no pattern ending there) is *dominated*: whatever that ancestor
-could still match, the ``#`` node matches too. Dominated nodes are dropped for the rest of the
-match and the closure over ``#`` chains stops at them, so ``#/#/#/…`` and ``#/+/#/+/…``
-subscriptions cost O(trie nodes + topic levels) instead of their product.
-
-Patterns with more than ``deep_levels`` (32) levels after their first ``#`` are kept out of
-the trie: in an automaton a long literal run after a ``#`` (``#/a/a/a/…``) keeps one live
-state per level of the run. Each such pattern is matched on its own, greedily (``_LevelGlob``): the runs between
-``#`` levels have a fixed number of levels, so each is taken at its leftmost place after the
-previous one (the last anchored at the end), found with ``str.find`` over the topic's levels.
+topic levels). A pattern contributes at most one live node until its first ``#`` and at most
+one per level of the rest, so patterns with more than ``deep_levels`` (32) levels after their
+first ``#`` are kept out of the trie (``#/a/a/a/…`` would keep one live node per ``a``) and
+matched one by one, greedily (``_LevelGlob``): the runs of levels between two ``#`` have a
+fixed length, so each is taken at its leftmost place after the previous one (the last one
+anchored at the end), found with ``str.find`` over the topic's levels. ``#/#/#/…``,
+``#/+/#/+/…`` and ``#/a/a/a/…`` subscriptions then cost about O(topic length).
 """
 
 from __future__ import annotations
@@ -32,47 +27,22 @@ K = TypeVar("K", bound=Hashable)
 
 
 class _Node(Generic[K]):
-    __slots__ = ("children", "keys", "is_hash", "parent")
+    __slots__ = ("children", "keys", "is_hash")
 
-    def __init__(self, is_hash: bool, parent: _Node[K] | None) -> None:
+    def __init__(self, is_hash: bool) -> None:
         self.children: dict[str, _Node[K]] = {}
         self.keys: set[K] | None = None
         self.is_hash = is_hash  # reached through a '#' edge: may absorb further levels
-        self.parent = parent
 
 
-def _with_closure(node: _Node[K], out: set[_Node[K]], dominated: set[_Node[K]]) -> None:
-    """Add ``node`` and, for each ``#`` child chain, the nodes where ``#`` matches no level.
-
-    A ``#`` node entering the live set marks the ancestors it dominates. The chain below a
-    dominated node leads only to dominated nodes or to the live ``#`` node that dominates them,
-    so the walk stops there.
-    """
-    while node not in out and node not in dominated:
+def _with_closure(node: _Node[K], out: set[_Node[K]]) -> None:
+    """Add ``node`` and, for each ``#`` child chain, the nodes where ``#`` matches no level."""
+    while node not in out:
         out.add(node)
-        if node.is_hash:
-            _dominate(node, dominated)
         nxt = node.children.get(MULTI_LEVEL)
         if nxt is None:
             return
         node = nxt
-
-
-def _dominate(node: _Node[K], dominated: set[_Node[K]]) -> None:
-    """Mark the pass-through ancestors of the live ``#`` node ``node`` as dominated.
-
-    A dominated node stays dominated for the whole match (its dominator stays live, or is itself
-    dominated by a deeper live ``#`` node), so each trie node is marked at most once per match.
-    """
-    parent = node.parent
-    while (
-        parent is not None
-        and parent not in dominated
-        and len(parent.children) == 1
-        and not parent.keys
-    ):
-        dominated.add(parent)
-        parent = parent.parent
 
 
 DEEP_LEVELS = 32
@@ -175,7 +145,7 @@ class TopicMatcher(Generic[K]):
     """
 
     def __init__(self, deep_levels: int = DEEP_LEVELS) -> None:
-        self._root: _Node[K] = _Node(False, None)
+        self._root: _Node[K] = _Node(False)
         self._by_pattern: dict[str, set[K]] = {}
         self._deep: dict[str, _LevelGlob] = {}  # patterns matched one by one (not in the trie)
         self._deep_levels = deep_levels
@@ -207,7 +177,7 @@ class TopicMatcher(Generic[K]):
         for level in levels:
             child = node.children.get(level)
             if child is None:
-                child = _Node(level == MULTI_LEVEL, node)
+                child = _Node(level == MULTI_LEVEL)
                 node.children[level] = child
             node = child
         node.keys = keys
@@ -239,40 +209,30 @@ class TopicMatcher(Generic[K]):
 
     def match(self, topic: str) -> set[K]:
         """Every key whose pattern matches ``topic`` (topic-based wildcard scheme)."""
-        result = self._match_trie(topic)
+        result: set[K] = set()
         if self._deep:
             levels = _Levels(topic)
             for pattern, glob in self._deep.items():
                 if glob.matches(levels):
                     result.update(self._by_pattern[pattern])
-        return result
-
-    def _match_trie(self, topic: str) -> set[K]:
-        dominated: set[_Node[K]] = set()
         states: set[_Node[K]] = set()
-        _with_closure(self._root, states, dominated)
-        if dominated:
-            states -= dominated
+        _with_closure(self._root, states)
         for level in topic.split(SEPARATOR):
-            marked = len(dominated)
             nxt: set[_Node[K]] = set()
             for node in states:
                 children = node.children
                 if children:
                     child = children.get(level)
                     if child is not None:
-                        _with_closure(child, nxt, dominated)
+                        _with_closure(child, nxt)
                     child = children.get(SINGLE_LEVEL)
                     if child is not None:
-                        _with_closure(child, nxt, dominated)
+                        _with_closure(child, nxt)
                 if node.is_hash:
                     nxt.add(node)  # '#' absorbs this level too
             if not nxt:
-                return set()
-            if len(dominated) != marked:
-                nxt -= dominated
+                return result
             states = nxt
-        result: set[K] = set()
         for node in states:
             if node.keys:
                 result.update(node.keys)
@@ -309,7 +269,7 @@ class TopicMatcher(Generic[K]):
 
     def clear(self) -> None:
         """Remove every pair."""
-        self._root = _Node(False, None)
+        self._root = _Node(False)
         self._by_pattern.clear()
         self._deep.clear()
         self._count = 0
