@@ -2,7 +2,7 @@
 
 What is decided once, at compile time, rather than per message: the node types and operators,
 the scope and canonical name of every property, parameter values, constant sub-expressions
-(folded), LIKE patterns (turned into `startswith`/`in`/a segment matcher), IN lists of constants (turned
+(folded), LIKE patterns (turned into `startswith`/`in`/regex), IN lists of constants (turned
 into sets), and a typed fast path for comparisons with a constant (`type(x) is str and x ==
 'blue'`), falling back to the general operator only for other types. AND/OR chains become flat
 short-circuit code with early returns at the top level.
@@ -20,7 +20,7 @@ from qmgr.filters import ops, sysprops
 from qmgr.filters import values as v
 from qmgr.filters.errors import FilterEvaluationError, FilterSyntaxError
 from qmgr.filters.interpreter import Interpreter
-from qmgr.filters.like import ANYTHING, CONTAINS, EXACT, PREFIX, SUFFIX, compile_like
+from qmgr.filters.like import ANYTHING, CONTAINS, EXACT, PREFIX, REGEX, SUFFIX, compile_like
 
 Predicate = Callable[[Mapping[str, Any], Mapping[str, Any]], "bool | None"]
 Matcher = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
@@ -290,6 +290,11 @@ class _Codegen:
             test = f"{plan.first!r} in {operand}"
         elif plan.shape == ANYTHING:
             test = "True"
+        elif plan.shape == REGEX:
+            assert plan.regex is not None
+            regex = self.new("_k")
+            self.closure[regex] = plan.regex.fullmatch
+            test = f"{regex}({operand}) is not None"
         else:
             test = f"{matcher}({operand})"
         if node.negated:

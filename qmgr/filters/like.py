@@ -1,13 +1,14 @@
 """LIKE patterns: `%` any run of characters, `_` exactly one, the escape character first.
 
 A pattern is compiled once into a `LikePlan`: the common shapes (exact text, prefix, suffix,
-contains, prefix+suffix) become plain string operations; anything else becomes a list of
-fixed-length segments (the parts between `%`), each a few literal pieces at fixed offsets with
-`_` in between. Such a pattern is matched without backtracking: the first segment anchored at
-the start, the last at the end, and every segment between them at its leftmost place after the
-previous one (leftmost is always the best choice, since a `%` follows). The cost is bounded by
-O(len(pattern) × len(value)), in practice close to a few `str.find` calls, whatever the
-pattern; a regular expression could backtrack exponentially (`'%a%a%a%a%a%a_b'`).
+contains, prefix+suffix) become plain string operations; anything else becomes a regular
+expression that cannot backtrack more than once. The pattern is split on `%` into
+fixed-length segments (literal text with `.` for `_`): the first is anchored at the start, the
+last at the end, and each one between them is taken at its leftmost place after the previous
+one, inside an atomic group `(?>.*?segment)` so a later failure never retries it. Leftmost is
+always the best choice, since a `%` follows, so the answer is that of the plain translation,
+and the cost is O(len(pattern) × len(value)) for any pattern. (The plain translation
+`.*a.*a.*a…` backtracks exponentially: `'%a%a%a%a%a%a_b'` on 100 characters took seconds.)
 
 Matching is case-sensitive and ordinal; `%` and `_` match any character, including line
 breaks; `_` is one code point.
@@ -15,6 +16,7 @@ breaks; `_` is one code point.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
@@ -27,45 +29,10 @@ SUFFIX: Final = "suffix"
 CONTAINS: Final = "contains"
 AFFIX: Final = "affix"  # prefix%suffix
 ANYTHING: Final = "anything"
-GENERAL: Final = "general"  # segments with '_' (or several '%'): `match_segments`
+REGEX: Final = "regex"  # an atomic-group regular expression (see the module docstring)
 
 _ANY: Final = object()  # '%'
 _ONE: Final = object()  # '_'
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A fixed-length run of the pattern between two `%`: literal pieces at fixed offsets.
-
-    `anchor` is the index in `pieces` of the longest piece, the one searched for with
-    `str.find` when the segment floats.
-    """
-
-    length: int
-    pieces: tuple[tuple[int, str], ...]
-    anchor: int
-
-    def at(self, text: str, pos: int) -> bool:
-        """True if the segment matches `text` at `pos` (the caller checked the length)."""
-        return all(text.startswith(piece, pos + offset) for offset, piece in self.pieces)
-
-    def find(self, text: str, pos: int, end: int) -> int:
-        """The leftmost p >= pos with the segment matching text[p:p+length], p+length <= end."""
-        last_start = end - self.length
-        if last_start < pos:
-            return -1
-        if not self.pieces:
-            return pos
-        offset, piece = self.pieces[self.anchor]
-        stop = last_start + offset + len(piece)
-        while True:
-            found = text.find(piece, pos + offset, stop)
-            if found < 0:
-                return -1
-            start = found - offset
-            if self.at(text, start):
-                return start
-            pos = start + 1
 
 
 @dataclass(frozen=True)
@@ -73,7 +40,7 @@ class LikePlan:
     shape: str
     first: str = ""
     second: str = ""
-    segments: tuple[Segment, ...] = ()
+    regex: re.Pattern[str] | None = None
     match: Callable[[str], bool] = field(default=lambda text: False, compare=False, repr=False)
 
 
@@ -99,53 +66,26 @@ def _tokens(pattern: str, escape: str | None) -> list[object]:
     return out
 
 
-def _segment(tokens: list[object]) -> Segment:
-    pieces: list[tuple[int, str]] = []
-    run: list[str] = []
-    for offset, token in enumerate(tokens):
-        if token is _ONE:
-            if run:
-                pieces.append((offset - len(run), "".join(run)))
-                run = []
-        else:
-            assert isinstance(token, str)
-            run.append(token)
-    if run:
-        pieces.append((len(tokens) - len(run), "".join(run)))
-    anchor = max(range(len(pieces)), key=lambda k: len(pieces[k][1]), default=0)
-    return Segment(len(tokens), tuple(pieces), anchor)
-
-
-def _split(tokens: list[object]) -> tuple[Segment, ...]:
-    """The segments between `%` (a leading or trailing `%` gives an empty first/last one)."""
-    segments: list[Segment] = []
-    current: list[object] = []
+def _segments(tokens: list[object]) -> list[list[object]]:
+    """The fixed-length runs between `%` (a leading or trailing `%` gives an empty one)."""
+    segments: list[list[object]] = [[]]
     for token in tokens:
         if token is _ANY:
-            segments.append(_segment(current))
-            current = []
+            segments.append([])
         else:
-            current.append(token)
-    segments.append(_segment(current))
-    return tuple(segments)
+            segments[-1].append(token)
+    return segments
 
 
-def match_segments(segments: tuple[Segment, ...], text: str) -> bool:
-    """Match `text` against segments separated by `%` (see the module docstring)."""
-    first = segments[0]
-    if len(segments) == 1:
-        return len(text) == first.length and first.at(text, 0)
-    last = segments[-1]
-    end = len(text) - last.length  # where the last segment must start
-    if end < first.length or not first.at(text, 0):
-        return False
-    pos = first.length
-    for segment in segments[1:-1]:
-        start = segment.find(text, pos, end)
-        if start < 0:
-            return False
-        pos = start + segment.length
-    return last.at(text, end)
+def _regex(segments: list[list[object]]) -> re.Pattern[str]:
+    def text(segment: list[object]) -> str:
+        return "".join("." if token is _ONE else re.escape(str(token)) for token in segment)
+
+    parts = [text(segments[0])]
+    if len(segments) > 1:
+        parts.extend(f"(?>.*?{text(segment)})" for segment in segments[1:-1])
+        parts.append(".*" + text(segments[-1]))
+    return re.compile("".join(parts), re.DOTALL)
 
 
 def compile_like(pattern: str, escape: str | None) -> LikePlan:
@@ -153,9 +93,9 @@ def compile_like(pattern: str, escape: str | None) -> LikePlan:
     if escape is not None and len(escape) != 1:
         raise FilterEvaluationError("the LIKE escape must be a string of exactly one character")
     tokens = _tokens(pattern, escape)
-    segments = _split(tokens)
+    segments = _segments(tokens)
     if _ONE not in tokens:
-        runs = ["".join(piece for _, piece in segment.pieces) for segment in segments]
+        runs = ["".join(str(token) for token in segment) for segment in segments]
         if len(runs) == 1:
             text = runs[0]
             return LikePlan(EXACT, text, match=lambda s: s == text)
@@ -177,7 +117,9 @@ def compile_like(pattern: str, escape: str | None) -> LikePlan:
         if len(runs) == 3 and not runs[0] and not runs[2]:
             middle = runs[1]
             return LikePlan(CONTAINS, middle, match=lambda s: middle in s)
-    return LikePlan(GENERAL, segments=segments, match=lambda s: match_segments(segments, s))
+    regex = _regex(segments)
+    fullmatch = regex.fullmatch
+    return LikePlan(REGEX, regex=regex, match=lambda s: fullmatch(s) is not None)
 
 
 _CACHE: dict[tuple[str, str | None], LikePlan] = {}
