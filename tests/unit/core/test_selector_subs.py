@@ -157,3 +157,37 @@ def test_publication_without_selector_subscriptions_is_unchanged(qm: QueueManage
     publish(qm, "t", "x")
     assert bodies(qm, "Q") == [b"x"]
     assert attrs(run(qm, "DISPLAY SUB(S) SELTYPE")[0])["SELTYPE"] == "NONE"
+
+
+def test_publication_from_another_queue_manager_is_filtered_where_the_sub_lives(
+    qm: QueueManager,
+) -> None:
+    # Proxy subscriptions carry no selector: a peer forwards every publication on the topic and
+    # the queue manager that holds the subscription applies the selector.
+    run(qm, "DEFINE QLOCAL(Q)")
+    run(qm, "DEFINE SUB(S) TOPICSTR('t/#') DEST(Q) SELECTOR('JMSPriority >= 5 AND k = ''v''')")
+    forwarded = [
+        Message("ID1", b"high", {"k": "v"}, persistent=True, priority=7),
+        Message("ID2", b"low", {"k": "v"}, persistent=True, priority=2),
+        Message("ID3", b"other", {"k": "w"}, persistent=True, priority=9),
+    ]
+    assert [qm.deliver_publication("t/x", m) for m in forwarded] == [1, 0, 0]
+    assert bodies(qm, "Q") == [b"high"]
+
+
+def test_jms_header_fields(qm: QueueManager, clock: ManualClock) -> None:
+    run(qm, "DEFINE QLOCAL(Q)")
+    run(
+        qm,
+        "DEFINE SUB(S) TOPICSTR('t') DEST(Q) SELECTOR('JMSDeliveryMode = ''PERSISTENT'' "
+        "AND JMSCorrelationID = ''ID:0a0b'' AND JMSTimestamp > 0 AND JMSExpiration = 0')",
+    )
+    qm.publish("t", Message("", b"yes", persistent=True, correl_id=b"\x0a\x0b"))
+    qm.publish("t", Message("", b"np", persistent=False, correl_id=b"\x0a\x0b"))
+    qm.publish("t", Message("", b"other", persistent=True, correl_id=b"\x0c"))
+    qm.publish("t", Message("", b"expires", persistent=True, correl_id=b"\x0a\x0b", ttl=60))
+    assert bodies(qm, "Q") == [b"yes"]
+    message_id = qm.queues["Q"].browse(clock.now())[0].message_id
+    run(
+        qm, f"DEFINE SUB(BYID) TOPICSTR('t') DEST(Q) SELECTOR('JMSMessageID = ''ID:{message_id}''')"
+    )
