@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from qmgr.core import selection
 from qmgr.core.clock import ManualClock
 from qmgr.core.errors import REASONS
 from qmgr.core.message import Message
 from qmgr.core.qmgr import QueueManager
 from qmgr.core.subscription import Subscription
+from qmgr.filters.selector import compile_selector
 from tests.unit.core.conftest import RecordingJournal, msg
 from tests.unit.core.test_mqsc_exec import attrs, fail, run
 
@@ -187,7 +189,7 @@ def test_jms_header_fields(qm: QueueManager, clock: ManualClock) -> None:
     qm.publish("t", Message("", b"other", persistent=True, correl_id=b"\x0c"))
     qm.publish("t", Message("", b"expires", persistent=True, correl_id=b"\x0a\x0b", ttl=60))
     assert bodies(qm, "Q") == [b"yes"]
-    message_id = qm.queues["Q"].browse(clock.now())[0].message_id
-    run(
-        qm, f"DEFINE SUB(BYID) TOPICSTR('t') DEST(Q) SELECTOR('JMSMessageID = ''ID:{message_id}''')"
-    )
+    (copy,) = qm.queues["Q"].browse(clock.now())
+    fields = selection.header_fields(copy)
+    assert fields["JMSMessageID"] == f"ID:{copy.message_id.lower()}"
+    assert compile_selector(f"JMSMessageID = 'ID:{copy.message_id.lower()}'").matches({}, fields)
