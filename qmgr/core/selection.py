@@ -38,13 +38,21 @@ def header_fields(msg: Message) -> dict[str, Any]:
     }
 
 
+_INVALID: set[str] = set()  # stored selectors that do not parse (not parsed again and again)
+
+
 def selects(selector_text: str, msg: Message) -> bool:
     """True if a subscription with this SELECTOR (empty: none) receives ``msg``."""
     if not selector_text:
         return True
+    if selector_text in _INVALID:
+        return False
     try:
         selector = compile_selector(selector_text)
     except FilterSyntaxError:
+        if len(_INVALID) >= 1024:
+            _INVALID.clear()
+        _INVALID.add(selector_text)
         return False
     fields = header_fields(msg) if selector.header_fields else {}
     return selector.matches(msg.properties, fields)
