@@ -3,6 +3,9 @@
 Run with ``.venv/bin/python bench/bench_topics.py``. For 10, 1,000 and 100,000 subscriptions
 (a mix of exact strings, '+' and '#' patterns) it prints matches per second for the trie and for
 the scan, and their ratio. Figures vary from run to run; compare the ratios.
+
+Then pathological subscriptions (``#/#/#/…``, ``#/+/#/+/…``, ``#/a/a/…``, ``#/a/+/a/+/…``,
+near the 10,240 character limit) against a 5,000-level topic: milliseconds per match.
 """
 
 from __future__ import annotations
@@ -86,6 +89,29 @@ def main() -> None:
             f"{size:>8,} {trie_rate:>14,.0f} {scan_rate:>14,.0f} "
             f"{trie_rate / scan_rate:>8,.1f}x  {hits:.2f}"
         )
+
+    pathological()
+
+
+def pathological() -> None:
+    print("\npathological subscription, one match against a 5,000-level topic:")
+    topic = "/".join(["a"] * 5000)
+    cases = {
+        "#/#/#/... (5,000 levels)": "/".join(["#"] * 5000),
+        "#/+/#/+/... (5,000 levels)": "/".join(["#", "+"] * 2500),
+        "a/#/a/#/... (5,000 levels)": "/".join(["a", "#"] * 2500),
+        "#/a/a/a/... (5,000 levels)": "/".join(["#"] + ["a"] * 4999),
+        "#/a/+/a/+/... (5,000 levels)": "/".join(["#"] + ["a", "+"] * 2499 + ["a"]),
+    }
+    for name, pattern in cases.items():
+        matcher: TopicMatcher[int] = TopicMatcher()
+        matcher.add(pattern, 1)
+        matcher.add("#", 2)
+        start = time.perf_counter()
+        found = matcher.match(topic)
+        elapsed = time.perf_counter() - start
+        assert found == {1, 2}, name
+        print(f"  {name:<30} {elapsed * 1000:>10,.1f} ms")
 
 
 if __name__ == "__main__":

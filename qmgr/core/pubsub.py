@@ -12,6 +12,8 @@ Rules (IBM MQ, single queue manager):
   tries the dead-letter queue first. Nothing is delivered when the publication fails;
 - WILDCARD(BLOCK) on an administered topic keeps wildcard subscriptions made above it from
   receiving its publications;
+- a subscription with a SELECTOR receives only the publications its selector is TRUE for
+  (``qmgr.core.selection``);
 - one retained publication is kept per topic string; a new subscription receives the retained
   copies of the topics it matches first, flagged MQIsRetained, unless it asked for new
   publications only. Only persistent retained publications survive a restart.
@@ -45,6 +47,7 @@ from qmgr.core.errors import MQError
 from qmgr.core.journal import Journal
 from qmgr.core.message import Message
 from qmgr.core.queue import LocalQueue
+from qmgr.core.selection import selects
 from qmgr.core.subscription import Subscription, SubscriptionStats
 
 TOPIC_STATS_LIMIT = 10_000
@@ -202,7 +205,11 @@ class PubSub:
     def deliver_retained(self, sub: Subscription, now: float) -> int:
         n = 0
         for topic, msg in list(self.retained.items()):
-            if topic_matches(sub.topic_str, topic) and not self._blocked(sub, topic):
+            if (
+                topic_matches(sub.topic_str, topic)
+                and not self._blocked(sub, topic)
+                and selects(sub.selector, msg)
+            ):
                 copy = self._copy_for(sub, msg, topic)
                 copy.retained = True
                 queue = self._queues.get(sub.dest)
@@ -256,6 +263,8 @@ class PubSub:
         planned: dict[str, int] = {}
         for sub in subs:
             if policy.blocks_wildcards and self._blocked(sub, topic, policy):
+                continue
+            if sub.selector and not selects(sub.selector, msg):
                 continue
             copy = self._copy_for(sub, msg, topic)
             queue = self._queues.get(sub.dest)

@@ -60,6 +60,9 @@ _COMPARE_HELPER = {"=": "_eq", "<>": "_ne", "<": "_lt", "<=": "_le", ">": "_gt",
 _COMPARE_PY = {"=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _ARITH_HELPER = {"+": "_add", "-": "_sub", "*": "_mul", "/": "_div", "%": "_mod"}
 _INLINE_TYPES = (str, int, float, bool)
+# Constant LIKE operations are folded at compile time only when len(value) × len(pattern) is at
+# most this, so that compiling a filter stays quick whatever its constants (parameters included).
+LIKE_FOLD_BUDGET = 1 << 16
 
 
 class _NotConstant(Exception):
@@ -100,17 +103,38 @@ class _Codegen:
     def constant_value(self, node: a.Node) -> Any:
         """The value of a constant sub-expression; raises _NotConstant otherwise."""
         stack: list[a.Node] = [node]
+        likes: list[a.Like] = []
         while stack:
             item = stack.pop()
             if isinstance(item, (a.Property, a.PropertyCall, a.NewId)):
                 raise _NotConstant
+            if isinstance(item, a.Like):
+                likes.append(item)
             stack.extend(a.children(item))
+        for like in likes:
+            self.check_like_budget(like)
         try:
             if a.is_condition(node):
                 return self.interpreter.condition(node, {}, {})
             return self.interpreter.value(node, {}, {})
         except FilterEvaluationError:
             raise _NotConstant from None  # keep the failure for run time, as Service Bus does
+
+    def check_like_budget(self, node: a.Like) -> None:
+        """Leave a constant LIKE to run time when matching it could take long (huge constants).
+
+        Its operands are values, never conditions, so evaluating them here is cheap.
+        """
+        try:
+            operand = self.interpreter.value(node.operand, {}, {})
+            pattern = self.interpreter.value(node.pattern, {}, {})
+            if any(x is None or x is v.UNKNOWN for x in (operand, pattern)):
+                return  # the result is unknown at once
+            size = len(ops.like_text(operand)) * len(ops.like_text(pattern))
+        except FilterEvaluationError:
+            raise _NotConstant from None  # fails at run time, as any failing constant
+        if size > LIKE_FOLD_BUDGET:
+            raise _NotConstant
 
     # -- values --------------------------------------------------------------------------------
 

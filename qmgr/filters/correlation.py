@@ -29,7 +29,53 @@ FIELDS: Final = {
     "reply_to_session_id": "ReplyToSessionId",
     "content_type": "ContentType",
 }
-_PROPERTY_TYPES = (str, bool, int, float, _dt.datetime, _dt.timedelta, uuid.UUID, type(None))
+
+
+def _describe(value: object) -> str:
+    """A safe description of a caller value for an error message (never calls its __repr__)."""
+    return f"of type {type(value).__name__}"
+
+
+def exact_value(name: str, value: Any) -> Any:
+    """`value` as an exact built-in type a correlation filter can hold, or ValueError.
+
+    Subclasses become their base type without running any of their methods: a StrEnum member
+    is its string, an IntEnum member its int, a str subclass a plain str (its __repr__,
+    __str__ or __eq__ are never called); Int32 stays Int32 and bool stays bool.
+    """
+    if value is None or type(value) in (str, int, bool, v.Int32):
+        return value
+    if isinstance(value, v.Int32):
+        return v.Int32(int.__int__(value))
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        number = float.__float__(value)
+        if math.isnan(number):
+            raise ValueError(f"property {name!r} is NaN, which equals nothing")
+        return number
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, _dt.datetime):
+        return _dt.datetime(
+            value.year,
+            value.month,
+            value.day,
+            value.hour,
+            value.minute,
+            value.second,
+            value.microsecond,
+            value.tzinfo,
+            fold=value.fold,
+        )
+    if isinstance(value, _dt.timedelta):
+        return _dt.timedelta(value.days, value.seconds, value.microseconds)
+    if isinstance(value, uuid.UUID):
+        return uuid.UUID(int=value.int)
+    raise ValueError(
+        f"property {name!r} has a value {_describe(value)}; a correlation filter holds str, "
+        "bool, int, Int32, float, datetime, timedelta, UUID or None"
+    )
 
 
 def correlation_equal(found: Any, wanted: Any) -> bool:
@@ -97,15 +143,12 @@ class CorrelationFilter(Filter):
                 continue
             if not isinstance(value, str):
                 raise ValueError(f"{argument} must be a string, not {type(value).__name__}")
-            fields[FIELDS[argument]] = value
-        props = dict(properties or {})
-        for name, value in props.items():
+            fields[FIELDS[argument]] = str.__str__(value)
+        props: dict[str, Any] = {}
+        for name, value in (properties or {}).items():
             if not isinstance(name, str) or not name:
-                raise ValueError(f"invalid property name {name!r}")
-            if not isinstance(value, _PROPERTY_TYPES) or (
-                isinstance(value, float) and math.isnan(value)
-            ):
-                raise ValueError(f"property {name!r} has an unsupported value {value!r}")
+                raise ValueError(f"invalid property name {_describe(name)}")
+            props[str.__str__(name)] = exact_value(str.__str__(name), value)
         if not fields and not props:
             raise ValueError("a correlation filter needs at least one field or property")
         self.fields: Mapping[str, str] = fields
@@ -116,6 +159,8 @@ class CorrelationFilter(Filter):
         self.matches = function
 
     def _compile(self) -> tuple[str, Any]:
+        # No caller value is written into the source: names and values are closure variables,
+        # already coerced to exact built-in types by __init__.
         closure: dict[str, Any] = {
             "_M": v.UNKNOWN,
             "_uci": sysprops.lookup_user_folded,
@@ -123,19 +168,22 @@ class CorrelationFilter(Filter):
             "_ceq": correlation_equal,
         }
         body: list[str] = []
-        for name, value in self.fields.items():
+        for index, (name, value) in enumerate(self.fields.items()):
             prop = sysprops.resolve(name)
             assert prop is not None
+            closure[f"_s{index}"] = value
             body.append(f"t = system.get({prop.name!r}, _M)")
             body.append(f"if t is _M: t = _sci(system, {prop.folded!r})")
-            body.append(f"if t != {value!r}: return False")
+            body.append(f"if t != _s{index}: return False")
         for index, (name, value) in enumerate(self.properties.items()):
-            body.append(f"t = user.get({name!r}, _M)")
-            body.append(f"if t is _M: t = _uci(user, {sysprops.fold(name)!r})")
+            closure[f"_n{index}"] = name
+            closure[f"_f{index}"] = sysprops.fold(name)
+            closure[f"_k{index}"] = value
+            body.append(f"t = user.get(_n{index}, _M)")
+            body.append(f"if t is _M: t = _uci(user, _f{index})")
             if type(value) is str:
-                body.append(f"if t != {value!r}: return False")
+                body.append(f"if t != _k{index}: return False")
             else:
-                closure[f"_k{index}"] = value
                 body.append(f"if not _ceq(t, _k{index}): return False")
         body.append("return True")
         names = sorted(closure)

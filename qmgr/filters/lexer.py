@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -56,6 +57,21 @@ _OPERATORS: Final = (
     ".",
     ";",
 )
+# MQ message selectors (the JMS grammar, `selector.py`): their own reserved words (EXISTS, SET
+# and REMOVE are ordinary names there), no '%', '!=', ';' or '.', no [ ] / " " / @ forms.
+SELECTOR_KEYWORDS: Final = frozenset(
+    {"AND", "OR", "NOT", "LIKE", "ESCAPE", "IN", "IS", "NULL", "TRUE", "FALSE", "BETWEEN"}
+)
+_SELECTOR_OPERATORS: Final = tuple(op for op in _OPERATORS if op not in ("!=", "%", ";", "."))
+_SELECTOR_HINTS: Final = {
+    "[": "bracketed names are not part of the selector grammar",
+    '"': "quoted names are not part of the selector grammar; strings use single quotes",
+    "@": "selectors have no parameters",
+    "%": "selectors have no '%' operator",
+    ".": "property names in selectors cannot contain '.'",
+    ";": "a selector is a single condition",
+    "!=": "write '<>' for 'not equal'",
+}
 _NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
@@ -102,8 +118,42 @@ def is_keyword(name: str) -> bool:
     return name.isascii() and name.upper() in KEYWORDS
 
 
-def tokenize(text: str) -> list[Token]:
-    """Split `text` into tokens; raises FilterSyntaxError at the first invalid character."""
+def is_selector_ident_start(ch: str) -> bool:
+    """A Java identifier start, as JMS selectors use (letters, '_' and '$')."""
+    return ch.isalpha() or ch in "_$"
+
+
+def is_selector_ident_part(ch: str) -> bool:
+    return ch.isalpha() or ch.isdecimal() or ch in "_$"
+
+
+@dataclass(frozen=True, slots=True)
+class _Dialect:
+    ident_start: Callable[[str], bool]
+    ident_part: Callable[[str], bool]
+    keywords: frozenset[str]
+    operators: tuple[str, ...]
+    names_and_parameters: bool  # [name], "name" and @parameter
+    hints: dict[str, str]
+
+
+_SERVICE_BUS: Final = _Dialect(is_ident_start, is_ident_part, KEYWORDS, _OPERATORS, True, {})
+_SELECTOR: Final = _Dialect(
+    is_selector_ident_start,
+    is_selector_ident_part,
+    SELECTOR_KEYWORDS,
+    _SELECTOR_OPERATORS,
+    False,
+    _SELECTOR_HINTS,
+)
+
+
+def tokenize(text: str, *, selector: bool = False) -> list[Token]:
+    """Split `text` into tokens; raises FilterSyntaxError at the first invalid character.
+
+    `selector=True` reads the MQ message selector dialect (see `selector.py`).
+    """
+    dialect = _SELECTOR if selector else _SERVICE_BUS
     tokens: list[Token] = []
     i = 0
     n = len(text)
@@ -116,48 +166,57 @@ def tokenize(text: str) -> list[Token]:
         if ch == "'":
             value, i = _quoted(text, i, "'", "string constant")
             tokens.append(Token(STRING, value, start, i))
-        elif ch == "[":
-            value, i = _quoted(text, i, "]", "delimited identifier")
-            if not value:
-                raise FilterSyntaxError("empty delimited identifier", text, start)
-            tokens.append(Token(DELIMITED, value, start, i))
-        elif ch == '"':
-            value, i = _quoted(text, i, '"', "quoted identifier")
-            if not value:
-                raise FilterSyntaxError("empty quoted identifier", text, start)
-            tokens.append(Token(DELIMITED, value, start, i))
+        elif dialect.names_and_parameters and ch in '["@':
+            tokens.append(_name_or_parameter(text, i))
+            i = tokens[-1].end
         elif (
             ch.isdigit()
             and ch.isascii()
             or (ch == "." and i + 1 < n and text[i + 1] in "0123456789")
         ):
-            tokens.append(_number(text, i))
+            tokens.append(_number(text, i, dialect.ident_part))
             i = tokens[-1].end
-        elif is_ident_start(ch):
-            while i < n and is_ident_part(text[i]):
+        elif dialect.ident_start(ch):
+            while i < n and dialect.ident_part(text[i]):
                 i += 1
             name = text[start:i]
-            if is_keyword(name):
+            if name.isascii() and name.upper() in dialect.keywords:
                 tokens.append(Token(KEYWORD, name.upper(), start, i))
             else:
                 tokens.append(Token(IDENT, name, start, i))
-        elif ch == "@":
-            i += 1
-            while i < n and is_ident_part(text[i]):
-                i += 1
-            if i == start + 1:
-                raise FilterSyntaxError("a parameter name must follow '@'", text, start)
-            tokens.append(Token(PARAMETER, text[start + 1 : i], start, i))
         else:
-            for op in _OPERATORS:
+            for op in dialect.operators:
                 if text.startswith(op, i):
                     tokens.append(Token(OP, op, start, i + len(op)))
                     i += len(op)
                     break
             else:
-                raise FilterSyntaxError(f"unexpected character {ch!r}", text, start)
+                hint = dialect.hints.get(text[i : i + 2]) or dialect.hints.get(ch)
+                message = f"unexpected character {ch!r}" + (f" ({hint})" if hint else "")
+                raise FilterSyntaxError(message, text, start)
     tokens.append(Token(EOF, None, n, n))
     return tokens
+
+
+def _name_or_parameter(text: str, start: int) -> Token:
+    """A [delimited] or "quoted" identifier, or an @parameter (Service Bus only)."""
+    ch = text[start]
+    if ch == "@":
+        i = start + 1
+        while i < len(text) and is_ident_part(text[i]):
+            i += 1
+        if i == start + 1:
+            raise FilterSyntaxError("a parameter name must follow '@'", text, start)
+        return Token(PARAMETER, text[start + 1 : i], start, i)
+    if ch == "[":
+        value, i = _quoted(text, start, "]", "delimited identifier")
+        what = "delimited"
+    else:
+        value, i = _quoted(text, start, '"', "quoted identifier")
+        what = "quoted"
+    if not value:
+        raise FilterSyntaxError(f"empty {what} identifier", text, start)
+    return Token(DELIMITED, value, start, i)
 
 
 def _quoted(text: str, start: int, close: str, what: str) -> tuple[str, int]:
@@ -177,11 +236,11 @@ def _quoted(text: str, start: int, close: str, what: str) -> tuple[str, int]:
         return "".join(parts), j + 1
 
 
-def _number(text: str, start: int) -> Token:
+def _number(text: str, start: int, ident_part: Callable[[str], bool] = is_ident_part) -> Token:
     match = _NUMBER.match(text, start)
     assert match is not None
     end = match.end()
-    if end < len(text) and (is_ident_part(text[end]) or text[end] == "."):
+    if end < len(text) and (ident_part(text[end]) or text[end] == "."):
         raise FilterSyntaxError("invalid number", text, start)
     literal = match.group()
     if "." in literal or "e" in literal or "E" in literal:

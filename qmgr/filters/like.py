@@ -1,9 +1,17 @@
 """LIKE patterns: `%` any run of characters, `_` exactly one, the escape character first.
 
 A pattern is compiled once into a `LikePlan`: the common shapes (exact text, prefix, suffix,
-contains, prefix+suffix) become plain string operations; anything else becomes an anchored
-regular expression. Matching is case-sensitive and ordinal; `%` and `_` match any character,
-including line breaks.
+contains, prefix+suffix) become plain string operations; anything else becomes a regular
+expression that cannot backtrack more than once. The pattern is split on `%` into
+fixed-length segments (literal text with `.` for `_`): the first is anchored at the start, the
+last at the end, and each one between them is taken at its leftmost place after the previous
+one, inside an atomic group `(?>.*?segment)` so a later failure never retries it. Leftmost is
+always the best choice, since a `%` follows, so the answer is that of the plain translation,
+and the cost is O(len(pattern) × len(value)) for any pattern. (The plain translation
+`.*a.*a.*a…` backtracks exponentially: `'%a%a%a%a%a%a_b'` on 100 characters took seconds.)
+
+Matching is case-sensitive and ordinal; `%` and `_` match any character, including line
+breaks; `_` is one code point.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ SUFFIX: Final = "suffix"
 CONTAINS: Final = "contains"
 AFFIX: Final = "affix"  # prefix%suffix
 ANYTHING: Final = "anything"
-REGEX: Final = "regex"
+REGEX: Final = "regex"  # an atomic-group regular expression (see the module docstring)
 
 _ANY: Final = object()  # '%'
 _ONE: Final = object()  # '_'
@@ -58,27 +66,41 @@ def _tokens(pattern: str, escape: str | None) -> list[object]:
     return out
 
 
+def _segments(tokens: list[object]) -> list[list[object]]:
+    """The fixed-length runs between `%` (a leading or trailing `%` gives an empty one)."""
+    segments: list[list[object]] = [[]]
+    for token in tokens:
+        if token is _ANY:
+            segments.append([])
+        else:
+            segments[-1].append(token)
+    return segments
+
+
+def _regex(segments: list[list[object]]) -> re.Pattern[str]:
+    def text(segment: list[object]) -> str:
+        return "".join("." if token is _ONE else re.escape(str(token)) for token in segment)
+
+    parts = [text(segments[0])]
+    if len(segments) > 1:
+        parts.extend(f"(?>.*?{text(segment)})" for segment in segments[1:-1])
+        parts.append(".*" + text(segments[-1]))
+    return re.compile("".join(parts), re.DOTALL)
+
+
 def compile_like(pattern: str, escape: str | None) -> LikePlan:
     """Compile a pattern; raises FilterEvaluationError for a bad escape or pattern."""
     if escape is not None and len(escape) != 1:
         raise FilterEvaluationError("the LIKE escape must be a string of exactly one character")
     tokens = _tokens(pattern, escape)
+    segments = _segments(tokens)
     if _ONE not in tokens:
-        literal_runs: list[str] = []
-        current: list[str] = []
-        for token in tokens:
-            if token is _ANY:
-                literal_runs.append("".join(current))
-                current = []
-            else:
-                assert isinstance(token, str)
-                current.append(token)
-        literal_runs.append("".join(current))
-        if len(literal_runs) == 1:
-            text = literal_runs[0]
+        runs = ["".join(str(token) for token in segment) for segment in segments]
+        if len(runs) == 1:
+            text = runs[0]
             return LikePlan(EXACT, text, match=lambda s: s == text)
-        if len(literal_runs) == 2:
-            head, tail = literal_runs
+        if len(runs) == 2:
+            head, tail = runs
             if not head and not tail:
                 return LikePlan(ANYTHING, match=lambda s: True)
             if not tail:
@@ -92,19 +114,10 @@ def compile_like(pattern: str, escape: str | None) -> LikePlan:
                 tail,
                 match=lambda s: len(s) >= size and s.startswith(head) and s.endswith(tail),
             )
-        if len(literal_runs) == 3 and not literal_runs[0] and not literal_runs[2]:
-            middle = literal_runs[1]
+        if len(runs) == 3 and not runs[0] and not runs[2]:
+            middle = runs[1]
             return LikePlan(CONTAINS, middle, match=lambda s: middle in s)
-    parts = []
-    for token in tokens:
-        if token is _ANY:
-            parts.append(".*")
-        elif token is _ONE:
-            parts.append(".")
-        else:
-            assert isinstance(token, str)
-            parts.append(re.escape(token))
-    regex = re.compile("".join(parts), re.DOTALL)
+    regex = _regex(segments)
     fullmatch = regex.fullmatch
     return LikePlan(REGEX, regex=regex, match=lambda s: fullmatch(s) is not None)
 

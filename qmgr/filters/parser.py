@@ -27,7 +27,7 @@ _FUNCTIONS: Final = ("newid", "property", "p")
 
 def parse_filter(text: str) -> a.Condition:
     """Parse a whole filter condition."""
-    parser = _Parser(text, "filter")
+    parser = Parser(text, "filter")
     node = parser.condition_or_value()
     parser.expect_end()
     if not a.is_condition(node):
@@ -41,7 +41,7 @@ def parse_filter(text: str) -> a.Condition:
 
 def parse_expression(text: str) -> a.Expr:
     """Parse a value expression (used by tests and tools)."""
-    parser = _Parser(text, "expression")
+    parser = Parser(text, "expression")
     node = parser.value()
     parser.expect_end()
     parser.check_size(node)
@@ -51,7 +51,7 @@ def parse_expression(text: str) -> a.Expr:
 
 def parse_action(text: str) -> tuple[a.Statement, ...]:
     """Parse `SET p = expr` / `REMOVE p` statements separated by optional semicolons."""
-    parser = _Parser(text, "action")
+    parser = Parser(text, "action")
     statements = parser.statements()
     total = 0
     for statement in statements:
@@ -61,16 +61,30 @@ def parse_action(text: str) -> tuple[a.Statement, ...]:
     return statements
 
 
-class _Parser:
+class Parser:
+    selector_dialect: bool = False  # the MQ message selector grammar (selector.py)
+
+    @property
+    def max_text(self) -> int:
+        return MAX_TEXT_LENGTH
+
+    @property
+    def max_depth(self) -> int:
+        return MAX_DEPTH
+
+    @property
+    def max_nodes(self) -> int:
+        return MAX_NODES
+
     def __init__(self, text: str, what: str) -> None:
         if not isinstance(text, str):
             raise FilterSyntaxError(f"the {what} text must be a string", "", 0)
-        if len(text) > MAX_TEXT_LENGTH:
+        if len(text) > self.max_text:
             raise FilterSyntaxError(
-                f"the {what} is longer than {MAX_TEXT_LENGTH} characters", text, MAX_TEXT_LENGTH
+                f"the {what} is longer than {self.max_text} characters", text, self.max_text
             )
         self.text = text
-        self.tokens = lx.tokenize(text)
+        self.tokens = lx.tokenize(text, selector=self.selector_dialect)
         self.index = 0
         self.nesting = 0
         self.depths: dict[int, int] = {}
@@ -120,12 +134,15 @@ class _Parser:
 
     # -- size limits -------------------------------------------------------------------------
 
+    def depth_of(self, node: a.Node) -> int:
+        return 1 + max((self.depths.get(id(child), 1) for child in a.children(node)), default=0)
+
     def made(self, node: a.Node) -> a.Node:
-        """Record a new node's depth and reject trees deeper than MAX_DEPTH."""
-        depth = 1 + max((self.depths.get(id(child), 1) for child in a.children(node)), default=0)
-        if depth > MAX_DEPTH:
+        """Record a new node's depth and reject trees deeper than max_depth."""
+        depth = self.depth_of(node)
+        if depth > self.max_depth:
             raise self.error(
-                f"expression is too complex (deeper than {MAX_DEPTH} levels)", node.pos
+                f"expression is too complex (deeper than {self.max_depth} levels)", node.pos
             )
         self.depths[id(node)] = depth
         return node
@@ -137,8 +154,8 @@ class _Parser:
             node = stack.pop()
             count += 1
             stack.extend(a.children(node))
-        if count > MAX_NODES:
-            raise self.error(f"expression is too complex (more than {MAX_NODES} nodes)", 0)
+        if count > self.max_nodes:
+            raise self.error(f"expression is too complex (more than {self.max_nodes} nodes)", 0)
         return count
 
     def need_value(self, node: a.Node) -> a.Expr:
@@ -209,18 +226,22 @@ class _Parser:
             self.advance()
             return self.in_list(self.need_value(left), negated)
         if token.is_keyword("IS"):
-            self.advance()
-            is_not = False
-            if self.tok.is_keyword("NOT"):
-                self.advance()
-                is_not = True
-            if not self.tok.is_keyword("NULL"):
-                raise self.unexpected("NULL")
-            self.advance()
-            if not isinstance(left, (a.Property, a.PropertyCall)):
-                raise self.error("IS [NOT] NULL can only test a property", left.pos)
-            return self.made(a.IsNull(left, is_not, left.pos))
+            return self.is_null(left)
         return left
+
+    def is_null(self, left: a.Node) -> a.Node:
+        """`IS [NOT] NULL` after `left` (the current token is IS)."""
+        self.advance()
+        is_not = False
+        if self.tok.is_keyword("NOT"):
+            self.advance()
+            is_not = True
+        if not self.tok.is_keyword("NULL"):
+            raise self.unexpected("NULL")
+        self.advance()
+        if not isinstance(left, (a.Property, a.PropertyCall)):
+            raise self.error("IS [NOT] NULL can only test a property", left.pos)
+        return self.made(a.IsNull(left, is_not, left.pos))
 
     def exists(self) -> a.Node:
         start = self.advance().pos

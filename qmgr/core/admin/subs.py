@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from qmgr.core import selection
 from qmgr.core.admin.queues import name_matches
 from qmgr.core.admin.records import Record, date_time, select, yes_no
 from qmgr.core.errors import MQError
@@ -40,6 +41,8 @@ def define_sub(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
     name = cmd.name or ""
     topic, obj_name = _full_topic(qm, cmd)
     replace = "REPLACE" in cmd.params
+    if cmd.params.get("SELECTOR"):
+        selection.parse(cmd.params["SELECTOR"] or "")  # MQRC_SELECTOR_SYNTAX_ERROR, nothing made
     if name in qm.pubsub.subs:
         if not replace:
             raise MQError("MQRC_SUB_ALREADY_EXISTS", f"subscription {name} exists")
@@ -68,6 +71,16 @@ def _find(qm: QueueManager, cmd: MqscCommand) -> Subscription:
 
 def alter_sub(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
     sub = _find(qm, cmd)
+    if "SELECTOR" in cmd.params:  # DEFINE SUB REPLACE (ALTER SUB rejects SELECTOR outright)
+        selector = cmd.params["SELECTOR"] or ""
+        if selector:
+            selection.parse(selector)
+        if selector != sub.selector:
+            raise MQError(
+                "MQRC_SELECTOR_NOT_ALTERABLE",
+                f"SELECTOR of subscription {sub.name} cannot be altered "
+                f"(it is {sub.selector!r}); delete and define it again",
+            )
     changes: dict[str, str] = {}
     for key, value in cmd.params.items():
         if key in ("TOPICSTR", "TOPICOBJ") and value is not None:
@@ -109,6 +122,7 @@ def sub_attrs(sub: Subscription) -> list[tuple[str, str]]:
         ("PSPROP", sub.psprop),
         ("PUBPRTY", sub.pubprty),
         ("SELECTOR", sub.selector),
+        ("SELTYPE", selection.seltype(sub.selector)),
         ("SUBSCOPE", sub.subscope),
         ("SUBUSER", sub.subuser),
         ("TOPICOBJ", sub.topic_obj),
