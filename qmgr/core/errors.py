@@ -5,10 +5,13 @@ from __future__ import annotations
 # Reason codes as IBM MQ numbers them (cmqc.h).
 REASONS: dict[str, int] = {
     "MQRC_BACKED_OUT": 2003,
+    "MQRC_EXPIRY_ERROR": 2013,
     "MQRC_GET_INHIBITED": 2016,
     "MQRC_MSG_TOO_BIG_FOR_Q": 2030,
     "MQRC_NO_MSG_AVAILABLE": 2033,
+    "MQRC_MD_ERROR": 2026,
     "MQRC_OBJECT_IN_USE": 2042,
+    "MQRC_PRIORITY_ERROR": 2050,
     "MQRC_PUT_INHIBITED": 2051,
     "MQRC_Q_FULL": 2053,
     "MQRC_Q_NOT_EMPTY": 2055,

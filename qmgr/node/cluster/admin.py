@@ -250,13 +250,15 @@ class ClusterAdmin:
                 ("STATUS", ch.status.value),
                 ("SUBSTATE", "MQGET" if ch.status is ChannelStatus.RUNNING else ""),
                 ("XMITQ", ch.xmitq),
-                ("MSGS", str(ch.acked)),
-                ("BATCHES", str(ch.batches)),
+                ("MSGS", str(ch.sm.acked)),
+                ("BATCHES", str(ch.sm.batches)),
                 ("XQMSGSA", str(ch.depth)),
-                ("INDOUBT", yes_no(bool(ch.inflight))),
+                ("MAXDEPTH", str(ch.sm.maxdepth)),
+                ("INDOUBT", yes_no(ch.sm.in_doubt)),
+                ("LSTERROR", ch.last_error),
             ]
             out.append(Record("AMQ8417I", "Display Channel Status details.", attrs))
-        for sender, peer_in in sorted(agent.inbound.items()):
+        for peer_in in sorted(agent.receiver.peers.values(), key=lambda p: (p.name, p.qmid)):
             name = channel_name(agent.cluster, agent.name)
             if not peer_in.connected or not name_matches(pattern, name):
                 continue
@@ -265,10 +267,11 @@ class ClusterAdmin:
                 ("CHLTYPE", "CLUSRCVR"),
                 ("CONNAME", peer_in.address),
                 ("CURRENT", ""),
-                ("RQMNAME", sender),
+                ("RQMNAME", peer_in.name),
+                ("RQMID", peer_in.qmid),
                 ("STATUS", ChannelStatus.RUNNING.value),
                 ("MSGS", str(peer_in.items)),
-                ("LSTSEQNO", f"{peer_in.last[0]}.{peer_in.last[1]}"),
+                ("LSTSEQNO", f"{peer_in.committed[0]}.{peer_in.committed[1]}"),
             ]
             out.append(Record("AMQ8417I", "Display Channel Status details.", attrs))
         if not out and not pattern.endswith("*"):
