@@ -211,6 +211,15 @@ class ChannelSender(Generic[T]):
                 mark = top
         return Send(tuple(batch), mark)
 
+    def discard(self, item: T) -> Remove[T]:
+        """``item`` (sent or about to be) can never be sent: forget it."""
+        for queue in (self.inflight, self.pending):
+            if item in queue:
+                queue.remove(item)
+                if item.counts:
+                    self.publications -= 1
+        return Remove((item,))
+
     def ack(self, upto: Key) -> Remove[T] | None:
         return self._acknowledged(upto)
 

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any, TypeAlias
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from qmgr.core.errors import MQError
 from qmgr.node.runtime import NodeRuntime
@@ -32,6 +33,21 @@ log = logging.getLogger("qmgr.node.channels")
 ACK_QUEUE = 16  # batches applied and waiting for their acknowledgement
 
 
+async def _decoded(
+    requests: AsyncIterator[cpb.ChannelRequest],
+) -> AsyncIterator[cpb.ChannelRequest]:
+    """The requests of a channel; undecodable input raises ChannelInputError."""
+    it = requests.__aiter__()
+    while True:
+        try:
+            request = await it.__anext__()
+        except StopAsyncIteration:
+            return
+        except DecodeError as exc:
+            raise ChannelInputError(f"undecodable request: {exc}") from None
+        yield request
+
+
 class PeerServicer(crpc.PeerServicer):
     def __init__(self, runtime: NodeRuntime) -> None:
         self.rt = runtime
@@ -43,11 +59,13 @@ class PeerServicer(crpc.PeerServicer):
         if agent is None:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "not a cluster member")
             return
-        requests = request_iterator.__aiter__()
+        requests = _decoded(request_iterator)
         try:
             first = await requests.__anext__()
-        except StopAsyncIteration:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a channel starts with a hello")
+        except (StopAsyncIteration, ChannelInputError) as exc:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"a channel starts with a hello ({exc})"
+            )
             return
         if first.WhichOneof("kind") != "hello" or not first.hello.sender:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a channel starts with a hello")

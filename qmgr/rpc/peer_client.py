@@ -82,12 +82,20 @@ class PeerConnection:
         self.receiver = ack.receiver
         return (ack.epoch, ack.seq)
 
-    def send(self, items: Sequence[Item]) -> None:
+    def send(self, items: Sequence[Item]) -> list[tuple[Item, Exception]]:
+        """Send one batch; returns the items left out because they cannot be encoded."""
         batch = cpb.ChannelBatch()
         add = batch.items.add
+        bad: list[tuple[Item, Exception]] = []
         for item in items:
-            item_to_wire(item, add())
-        self._requests.put_nowait(cpb.ChannelRequest(batch=batch))
+            try:
+                item_to_wire(item, add())
+            except (ValueError, OverflowError, TypeError) as exc:
+                del batch.items[-1]
+                bad.append((item, exc))
+        if batch.items:
+            self._requests.put_nowait(cpb.ChannelRequest(batch=batch))
+        return bad
 
     async def next_ack(self) -> Key:
         try:

@@ -30,6 +30,7 @@ from qmgr.core.admin.subs import display_sub
 from qmgr.core.errors import MQError
 from qmgr.core.qmgr import QueueManager
 from qmgr.mqsc import MqscCommand, MqscError, parse_command
+from qmgr.node.cluster.items import XMITQ_PREFIX
 from qmgr.node.cluster.repolink import RaftLink
 
 if TYPE_CHECKING:
@@ -90,7 +91,22 @@ class ClusterAdmin:
             return await self._reset(cmd)
         if key[1] == "TOPIC" and cmd.verb in ("DEFINE", "ALTER", "DELETE"):
             return await self._topic(cmd)
+        if key == ("ALTER", "QLOCAL") and (cmd.name or "").startswith(XMITQ_PREFIX):
+            return self._xmitq(cmd)
         return execute_command(agent.qm, cmd, self.display)
+
+    def _xmitq(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
+        """ALTER QLOCAL(SYSTEM.CLUSTER.TRANSMIT.<peer>) MAXDEPTH(n): the only attribute of a
+        transmission queue that can be changed here."""
+        other = sorted(k for k in cmd.params if k != "MAXDEPTH")
+        if other or "MAXDEPTH" not in cmd.params:
+            return False, _error(
+                "MQRCCF_PARM_SYNTAX_ERROR",
+                f"only MAXDEPTH can be altered on a transmission queue (not {', '.join(other)})",
+            )
+        peer = (cmd.name or "")[len(XMITQ_PREFIX) :]
+        self.agent.set_xmitq_maxdepth(peer, int(str(cmd.params["MAXDEPTH"])))
+        return True, [Record("AMQ8008I", "IBM MQ queue changed.")]
 
     # ---------------------------------------------------------------- changes
 

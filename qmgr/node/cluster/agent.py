@@ -64,6 +64,7 @@ log = logging.getLogger("qmgr.node.cluster")
 CLUSRCVR_KIND = "clusrcvr"
 CHANSEQ_KIND = "chanseq"
 PROXY_KIND = "proxy"
+XMITQ_KIND = "xmitq"  # transmission queue attributes (MAXDEPTH)
 VIEW_KEY = "cluster.view"
 
 
@@ -86,6 +87,7 @@ class ClusterAgent:
         self.balancer = WorkloadBalancer()
         self.table = ProxyTable()
         self.receiver = ChannelReceiver()
+        self.dropped = 0  # non-persistent publications not passed on (full transmission queue)
         self.workload = WorkloadAttrs()
         self.clusrcvr: dict[str, str] = {}
         saved = runtime.loaded_objects
@@ -99,6 +101,9 @@ class ClusterAgent:
             )
         for data in saved.get(PROXY_KIND, {}).values():
             self.table.add(str(data["peer"]), str(data["topic"]))
+        xmitq_maxdepth = {
+            peer: int(data["maxdepth"]) for peer, data in saved.get(XMITQ_KIND, {}).items()
+        }
         for data in saved.get(CLUSRCVR_KIND, {}).values():
             self.clusrcvr = dict(data.get("attrs", {}))
             self.workload = WorkloadAttrs.from_dict(data.get("workload", {}))
@@ -125,7 +130,9 @@ class ClusterAgent:
             self.planner.for_peer,
             self._channel_status,
             runtime.durable,
+            self._undeliverable,
         )
+        self.channels.maxdepths.update(xmitq_maxdepth)
         self.plans = PlanCache(
             lambda: self.topology, self.table, self.balancer, self.channels.statuses
         )
@@ -291,6 +298,27 @@ class ClusterAgent:
             return member.address
         inbound = self.receiver.by_name(peer)
         return inbound.address if inbound is not None and inbound.address else None
+
+    def set_xmitq_maxdepth(self, peer: str, maxdepth: int) -> None:
+        self.channels.set_maxdepth(peer, maxdepth)
+        self.qm.journal.object_saved(XMITQ_KIND, peer, {"maxdepth": maxdepth})
+
+    def _undeliverable(self, peer: str, item: Item, reason: str, text: str) -> None:
+        """A queued publication that cannot be sent at all (it cannot be encoded): it goes to
+        this node's dead-letter queue instead of blocking its channel."""
+        assert item.publication is not None
+        pub = item.publication
+        log.error("publication on %s for %s dead-lettered: %s (%s)", pub.topic, peer, reason, text)
+        try:
+            dead_letter(
+                self.qm,
+                pub.message.copy(topic=pub.topic),
+                reason,
+                dest_queue=xmitq(peer),
+                dest_qmgr=peer,
+            )
+        except MQError as exc:
+            log.error("publication on %s for %s discarded: %s", pub.topic, peer, exc)
 
     def channel_statuses(self) -> dict[str, ChannelStatus]:
         return self.channels.statuses()
@@ -472,6 +500,20 @@ class ClusterAgent:
         )
         return bool(msg.persistent)
 
+    def _cannot_pass_on(self, fwd: Forwarded, peer: str) -> None:
+        """The transmission queue to ``peer`` is full: a persistent publication goes to the
+        dead-letter queue (MQRC_Q_FULL); a non-persistent one too, unless the topic's
+        NPMSGDLV is ALLAVAIL, which lets it be lost for that peer."""
+        if not fwd.persistent:
+            try:
+                rule = self.qm.pubsub.policy(fwd.topic).npmsgdlv
+            except MQError:
+                rule = "ALLAVAIL"
+            if rule == "ALLAVAIL":
+                self.dropped += 1
+                return
+        self._dead_letter(fwd, "MQRC_Q_FULL", f"{xmitq(peer)} is full", peer)
+
     def _receive_publication(self, fwd: Forwarded) -> bool:
         try:
             plan = self.plans.plan(fwd.topic, fwd.route, fwd.purpose)
@@ -495,7 +537,7 @@ class ClusterAgent:
             group = self.plans.group(fwd.topic) if plan.purpose is Purpose.ROUTE else ""
             for peer in plan.forwards:
                 if self.channels.full(peer):
-                    self._dead_letter(fwd, "MQRC_Q_FULL", f"{xmitq(peer)} is full", peer)
+                    self._cannot_pass_on(fwd, peer)
                     continue
                 self.channels.send_publication(peer, fwd.passed_on(plan.route, plan.purpose, group))
         return persistent

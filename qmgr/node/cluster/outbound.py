@@ -52,7 +52,9 @@ class OutboundChannel:
     def __init__(self, peer: str, manager: ChannelManager) -> None:
         self.peer = peer
         self.manager = manager
-        self.sm: ChannelSender[Item] = ChannelSender(maxdepth=manager.maxdepth)
+        self.sm: ChannelSender[Item] = ChannelSender(
+            maxdepth=manager.maxdepths.get(peer, manager.maxdepth)
+        )
         self.address = ""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -99,6 +101,15 @@ class OutboundChannel:
                     journal.message_removed(self.xmitq, item.stored)
         else:
             self.manager.on_status(self.peer, action.status, action.reason)
+
+    def _undeliverable(self, item: Item, exc: Exception) -> None:
+        """An item that cannot be encoded (values out of range): dead-lettered here, never
+        retried."""
+        self._apply(self.sm.discard(item))
+        if item.publication is not None:
+            self.manager.undeliverable(self.peer, item, "MQRC_MD_ERROR", describe(exc))
+        else:
+            log.error("proxy item for %s dropped: %s", self.peer, describe(exc))
 
     def _failed(self, exc: BaseException) -> None:
         reason = describe(exc)
@@ -164,7 +175,8 @@ class OutboundChannel:
                         SENT_KIND, self.peer, {"epoch": epoch, "seq": seq}
                     )
                     await self.manager.durable()
-                conn.send(send.items)
+                for item, exc in conn.send(send.items):
+                    self._undeliverable(item, exc)
         finally:
             reader.cancel()
             with contextlib.suppress(BaseException):
@@ -196,6 +208,7 @@ class ChannelManager:
         proxies_for: Callable[[str], Iterable[str]],
         on_status: Callable[[str, ChannelStatus, str], None],
         durable: Callable[[], Awaitable[None]],
+        undeliverable: Callable[[str, Item, str, str], None],
         maxdepth: int = MAXDEPTH,
     ) -> None:
         self.identity = identity
@@ -209,6 +222,8 @@ class ChannelManager:
         self.on_status = on_status
         self.channels: dict[str, OutboundChannel] = {}
         self.maxdepth = maxdepth
+        self.maxdepths: dict[str, int] = {}  # altered per transmission queue
+        self.undeliverable = undeliverable
         self.stopping = False
 
     def next_key(self) -> Key:
@@ -223,6 +238,10 @@ class ChannelManager:
 
     def statuses(self) -> dict[str, ChannelStatus]:
         return {peer: ch.status for peer, ch in self.channels.items()}
+
+    def set_maxdepth(self, peer: str, maxdepth: int) -> None:
+        self.maxdepths[peer] = maxdepth
+        self.channel(peer).sm.maxdepth = maxdepth
 
     def full(self, peer: str) -> bool:
         """The transmission queue to ``peer`` holds MAXDEPTH publications."""
