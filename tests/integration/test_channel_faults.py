@@ -75,6 +75,37 @@ def test_a_channel_that_cannot_go_on_shows_why_and_recovers_without_duplicates(
         cl.stop()
 
 
+def test_a_publication_that_cannot_be_sent_does_not_stop_its_channel(tmp_path: Path) -> None:
+    """An expiry the wire cannot carry (a poison value from an application): rejected at the
+    edge or dead-lettered on the publishing node; either way the channel goes on."""
+    cl = Cluster(tmp_path).start(["FR1"], ["PUB1", "SUB1"])
+    try:
+        cl.define_topic("PUB1", "POISON", "Poison", clroute="DIRECT")
+        cl.wait_definition("POISON", ["PUB1"], on=["SUB1"])
+        sub = cl["SUB1"].c.subscribe("Poison/x", name="POISON", durable=True)
+        cl.wait_proxy("PUB1", "SUB1", "Poison/x")
+        pub = cl["PUB1"]
+        try:
+            pub.c.publish("Poison/x", OutgoingMessage("poison", persistent=True, ttl_ms=2**63 - 1))
+        except MQClientError as exc:
+            assert exc.reason_name == "MQRC_EXPIRY_ERROR"
+        else:
+            # (its expiry still cannot be encoded: it is counted, not browsed)
+            wait_for("the poison dead-lettered", lambda: depth(pub, DLQ) == 1)
+        for i in range(3):
+            pub.c.publish("Poison/x", OutgoingMessage(f"after {i}", persistent=True))
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 3 and time.monotonic() < deadline:
+            got.extend(m.body for m in sub.receive_batch(timeout=1))
+        assert got == [b"after 0", b"after 1", b"after 2"]
+        wait_for("PUB1's queue for SUB1 empty", lambda: pub.chstatus()["SUB1"]["XQMSGSA"] == "0")
+        assert pub.chstatus()["SUB1"]["STATUS"] == "RUNNING"
+        sub.close()
+    finally:
+        cl.stop()
+
+
 def test_a_re_created_member_with_the_same_name_has_its_publications_delivered(
     tmp_path: Path,
 ) -> None:
