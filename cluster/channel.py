@@ -315,13 +315,21 @@ class ChannelReceiver:
         state.applied = key
         state.items += 1
 
-    def batch_end(self, qmid: str, position: int) -> Key:
-        """The changes of the items applied so far reach journal ``position``; returns the
-        highest key applied."""
+    def batch_end(self, qmid: str, position: int | None) -> Key:
+        """The changes of the items applied so far reach journal ``position`` (None: the batch
+        changed nothing durable, so it is committed as soon as what came before it); returns
+        the highest key applied."""
         state = self.peers[qmid]
-        if state.applied > state.committed and (
-            not state.uncommitted or state.uncommitted[-1][1] != state.applied
-        ):
+        if state.applied <= state.committed:
+            return state.applied
+        if position is None:
+            if not state.uncommitted:
+                state.committed = state.applied
+                return state.applied
+            position = state.uncommitted[-1][0]
+        if state.uncommitted and state.uncommitted[-1][0] == position:
+            state.uncommitted[-1] = (position, state.applied)
+        else:
             state.uncommitted.append((position, state.applied))
         return state.applied
 

@@ -30,7 +30,8 @@ from qmgr.wire import cluster_pb2_grpc as crpc
 Ctx: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 log = logging.getLogger("qmgr.node.channels")
 
-ACK_QUEUE = 16  # batches applied and waiting for their acknowledgement
+ACK_QUEUE = 1024  # batches applied and waiting for their acknowledgement (a sender has at
+# most WINDOW items in flight, so only a sender of tiny batches meets the bound)
 
 
 async def _decoded(
@@ -151,4 +152,5 @@ class PeerServicer(crpc.PeerServicer):
             log.warning("channel from %s stopped: %s", sender, exc)
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         if exc is not None:
+            log.error("channel from %s failed", sender, exc_info=exc)
             raise exc

@@ -471,7 +471,7 @@ class ClusterAgent:
         finally:
             if persistent:
                 self._save_inbound(state)
-            key = rx.batch_end(qmid, self.rt.position)
+            key = rx.batch_end(qmid, self.rt.position if persistent else None)
         return key, persistent
 
     def _receive_proxy(self, sender: str, topic: str, add: bool) -> bool:

@@ -33,10 +33,11 @@ class It:
     pid: int
     sent: bool = False
     poison: bool = False
+    durable: bool = True
 
     @property
     def persistent(self) -> bool:
-        return True
+        return self.durable
 
     @property
     def counts(self) -> bool:
@@ -107,15 +108,19 @@ class Sender:
         self.add(host, It(self.next_key(), pid))
         self.unconfirmed.append(pid)
 
+    def publish_np(self, host: str, pid: int) -> None:
+        self.channels[host].enqueue(It(self.next_key(), pid, durable=False))
+
     def remove(self, host: str, action: Remove[It] | StatusChange | None) -> None:
         if isinstance(action, Remove):
             for item in action.items:
-                self.store.write(f"xmitq/{host}/{item.key}", None)
+                if item.durable:
+                    self.store.write(f"xmitq/{host}/{item.key}", None)
 
     def redrive(self, dead: str) -> None:
         """The channel to ``dead`` failed: its never-sent items go to the other host."""
         other = next(h for h in HOSTS if h != dead)
-        for item in self.channels[dead].take_unsent(lambda i: True):
+        for item in self.channels[dead].take_unsent(lambda i: i.durable):
             self.store.write(f"xmitq/{dead}/{item.key}", None)
             self.add(other, It(self.next_key(), item.pid))
 
@@ -147,17 +152,23 @@ class Receiver:
             self.store.write(f"state/{old}", None)
         return key
 
-    def apply(self, qmid: str, items: list[tuple[Key, int, bool]]) -> tuple[Key, int]:
-        for key, pid, poison in items:
+    def apply(self, qmid: str, items: list[tuple[Key, int, bool, bool]]) -> tuple[Key, int]:
+        durable = False
+        for key, pid, poison, persistent in items:
             verdict = self.rx.offer(qmid, key, "MQRC_PRIORITY_ERROR" if poison else None)
             if verdict is Verdict.DUPLICATE:
                 continue
-            if verdict is Verdict.DEAD_LETTER:
+            if not persistent:
+                self.delivered_memory.append(pid)
+            elif verdict is Verdict.DEAD_LETTER:
                 self.store.write(f"dlq/{pid}", pid)
             else:
                 self.store.write(f"delivered/{pid}/{qmid}/{key}", pid)
+            durable = durable or persistent
             self.rx.done(qmid, key)
         state = self.rx.peers[qmid]
+        if not durable:  # a non-persistent batch: nothing stored, no commit to wait for
+            return self.rx.batch_end(qmid, None), 0
         self.store.write(f"state/{qmid}", (state.name, state.applied))
         return self.rx.batch_end(qmid, self.store.position), self.store.position
 
@@ -184,11 +195,11 @@ class Link:
     batches on the wire, acknowledgements waiting for the host's commit, acks on the wire."""
 
     up: bool = False
-    held: list[list[tuple[Key, int, bool]]] = field(default_factory=list)
-    wire: deque[list[tuple[Key, int, bool]]] = field(default_factory=deque)
+    held: list[list[tuple[Key, int, bool, bool]]] = field(default_factory=list)
+    wire: deque[list[tuple[Key, int, bool, bool]]] = field(default_factory=deque)
     waiting: list[tuple[int, Key]] = field(default_factory=list)
     acks: deque[Key] = field(default_factory=deque)
-    stale: deque[list[tuple[Key, int, bool]]] = field(default_factory=deque)
+    stale: deque[list[tuple[Key, int, bool, bool]]] = field(default_factory=deque)
 
 
 class World:
@@ -210,6 +221,9 @@ class World:
         if op == "publish":
             self.pid += 1
             s.publish(host, self.pid)
+        elif op == "publish_np":
+            self.pid += 1
+            s.publish_np(host, self.pid)
         elif op == "connect" and not link.up:
             link.up = True
             for action in ch.hello_answer(r.hello(s.qmid, "S")):
@@ -217,7 +231,7 @@ class World:
         elif op == "pump" and link.up:
             send = ch.next_send()
             if isinstance(send, Send):
-                batch = [(i.key, i.pid, i.poison) for i in send.items]
+                batch = [(i.key, i.pid, i.poison, i.durable) for i in send.items]
                 if send.sent_mark is not None:
                     s.store.write(f"mark/{host}", send.sent_mark)
                     link.held.append(batch)  # waits for the commit
@@ -277,6 +291,7 @@ OPS = st.sampled_from(
     [
         "publish",
         "publish",
+        "publish_np",
         "connect",
         "pump",
         "pump",
@@ -315,6 +330,17 @@ def test_exactly_once_across_reconnects_crashes_and_redrive(
     delivered = Counter(p for r in world.hosts.values() for p in r.delivered())
     missing = world.sender.acknowledged - set(delivered)
     assert not missing, f"acknowledged but never delivered: {sorted(missing)}"
+
+
+def test_a_non_persistent_batch_does_not_announce_an_uncommitted_persistent_one() -> None:
+    world = World()
+    for op in ("publish", "connect", "send", "publish_np", "send", "lose", "connect"):
+        world.step(op, "R1")
+    world.step("sender_commit", "R1")  # the sender took the hello answer as committed
+    world.crash("R1")  # the persistent publication was applied on R1, not committed
+    world.heal()
+    delivered = [p for r in world.hosts.values() for p in r.delivered()]
+    assert delivered == [1]
 
 
 # ------------------------------------------------------------------ sender
@@ -401,6 +427,22 @@ def test_hello_answers_the_committed_key_not_the_applied_one() -> None:
     assert rx.offer("S_1", (1, 2), None) is Verdict.DUPLICATE
 
 
+def test_a_batch_that_changed_nothing_durable_commits_after_what_came_before() -> None:
+    rx = ChannelReceiver()
+    rx.hello("S_1", "S", "a")
+    rx.done("S_1", (1, 1))
+    assert rx.batch_end("S_1", None) == (1, 1)  # nothing before it: committed at once
+    assert rx.peers["S_1"].committed == (1, 1)
+    rx.done("S_1", (1, 2))
+    rx.batch_end("S_1", 7)  # persistent: waits for position 7
+    rx.done("S_1", (1, 3))
+    rx.batch_end("S_1", None)  # non-persistent after it: waits for the same position
+    assert rx.peers["S_1"].committed == (1, 1)
+    assert len(rx.peers["S_1"].uncommitted) == 1
+    rx.committed(7)
+    assert rx.peers["S_1"].committed == (1, 3) and not rx.peers["S_1"].uncommitted
+
+
 def test_a_new_qmid_for_a_known_name_starts_afresh() -> None:
     """A member re-created with an empty store (new QMID, keys from (1, 1) again) is not taken
     for a replay of the old one."""
@@ -430,7 +472,7 @@ def test_poison_item_is_dead_lettered_and_the_batch_advances_per_item() -> None:
     assert r.rx.offer("S_1", (1, 1), None) is Verdict.DELIVER
     r.rx.done("S_1", (1, 1))  # ... and the delivery of item 2 failed: the stream ended
     r.rx.batch_end("S_1", r.store.position)
-    r.apply("S_1", [((1, 1), 1, False), ((1, 2), 2, True), ((1, 3), 3, False)])
+    r.apply("S_1", [((1, 1), 1, False, True), ((1, 2), 2, True, True), ((1, 3), 3, False, True)])
     r.commit()
     assert sorted(k for k in r.store.data if not k.startswith("state/")) == [
         "delivered/3/S_1/(1, 3)",
