@@ -186,7 +186,12 @@ def test_a_dead_subscriber_node_fills_its_hosts_transmission_queue_up_to_maxdept
         # the limit is stored: after a restart it still holds
         host.kill()
         host.start()
-        assert host.chstatus().get("SUB1", {}).get("MAXDEPTH", "1000") == "1000"
+        cl["PUB1"].c.publish("Bp/x", OutgoingMessage("after restart", persistent=True))
+        wait_for(
+            "HOST1's channel to SUB1 with MAXDEPTH 1000",
+            lambda: host.chstatus()["SUB1"]["MAXDEPTH"] == "1000",
+            30,
+        )
         # a publisher whose own transmission queue is full is told so (PMSGDLV ALLDUR)
         cl["PUB1"].mqsc("ALTER QLOCAL(SYSTEM.CLUSTER.TRANSMIT.HOST1) MAXDEPTH(20)")
         host.kill()
