@@ -389,7 +389,7 @@ class ClusterAgent:
         if rule != "ALLAVAIL":
             raise MQError(
                 "MQRC_Q_FULL",
-                f"transmission queue to {full[0]} is full (MAXDEPTH {self.channels.maxdepth})",
+                f"{xmitq(full[0])} is full (MAXDEPTH {self.channels.maxdepth_of(full[0])})",
             )
         return tuple(p for p in peers if p not in full)
 

@@ -52,9 +52,7 @@ class OutboundChannel:
     def __init__(self, peer: str, manager: ChannelManager) -> None:
         self.peer = peer
         self.manager = manager
-        self.sm: ChannelSender[Item] = ChannelSender(
-            maxdepth=manager.maxdepths.get(peer, manager.maxdepth)
-        )
+        self.sm: ChannelSender[Item] = ChannelSender(maxdepth=manager.maxdepth_of(peer))
         self.address = ""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -242,6 +240,9 @@ class ChannelManager:
     def set_maxdepth(self, peer: str, maxdepth: int) -> None:
         self.maxdepths[peer] = maxdepth
         self.channel(peer).sm.maxdepth = maxdepth
+
+    def maxdepth_of(self, peer: str) -> int:
+        return self.maxdepths.get(peer, self.maxdepth)
 
     def full(self, peer: str) -> bool:
         """The transmission queue to ``peer`` holds MAXDEPTH publications."""
