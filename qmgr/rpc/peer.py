@@ -1,19 +1,52 @@
-"""The Peer service: the receiving end of cluster channels."""
+"""The Peer service: the receiving end of cluster channels (a thin driver of the receiver
+state machine in ``cluster.channel``, applied through the cluster agent).
+
+- The first request must be a hello; its answer is the last key committed from the sender's
+  QMID: everything applied so far is committed before it is announced.
+- Each batch is applied item by item; its acknowledgement (coalesced with those waiting) is
+  sent once the batch's changes are committed.
+- Garbage, a missing hello, a second hello or an invalid item end the stream with
+  INVALID_ARGUMENT; a batch that cannot be applied (the dead-letter queue is full ...) ends it
+  with the MQ reason, never with OK. The queue of acknowledgements waiting is bounded: a sender
+  that does not read them stops being read.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any, TypeAlias
 
 import grpc
+from google.protobuf.message import DecodeError
 
+from qmgr.core.errors import MQError
 from qmgr.node.runtime import NodeRuntime
-from qmgr.rpc.peer_convert import item_from_wire
+from qmgr.rpc.peer_convert import ChannelInputError, items_from_wire
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import cluster_pb2_grpc as crpc
 
 Ctx: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
+log = logging.getLogger("qmgr.node.channels")
+
+ACK_QUEUE = 1024  # batches applied and waiting for their acknowledgement (a sender has at
+# most WINDOW items in flight, so only a sender of tiny batches meets the bound)
+
+
+async def _decoded(
+    requests: AsyncIterator[cpb.ChannelRequest],
+) -> AsyncIterator[cpb.ChannelRequest]:
+    """The requests of a channel; undecodable input raises ChannelInputError."""
+    it = requests.__aiter__()
+    while True:
+        try:
+            request = await it.__anext__()
+        except StopAsyncIteration:
+            return
+        except DecodeError as exc:
+            raise ChannelInputError(f"undecodable request: {exc}") from None
+        yield request
 
 
 class PeerServicer(crpc.PeerServicer):
@@ -27,9 +60,15 @@ class PeerServicer(crpc.PeerServicer):
         if agent is None:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "not a cluster member")
             return
-        requests = request_iterator.__aiter__()
-        first = await requests.__anext__()
-        if first.WhichOneof("kind") != "hello":
+        requests = _decoded(request_iterator)
+        try:
+            first = await requests.__anext__()
+        except (StopAsyncIteration, ChannelInputError) as exc:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"a channel starts with a hello ({exc})"
+            )
+            return
+        if first.WhichOneof("kind") != "hello" or not first.hello.sender:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a channel starts with a hello")
             return
         hello = first.hello
@@ -40,32 +79,35 @@ class PeerServicer(crpc.PeerServicer):
             )
             return
         sender = hello.sender
-        epoch, seq = agent.hello(sender, hello.address, list(hello.proxies))
+        qmid = hello.qmid or f"{sender}_"  # a sender that does not say its QMID
+        rt = self.rt
+        # announce only what is committed
+        position = rt.position
+        await rt.durable(position)
+        agent.receiver.committed(position)
+        epoch, seq = agent.hello(qmid, sender, hello.address, list(hello.proxies))
         yield cpb.ChannelAck(epoch=epoch, seq=seq, receiver=agent.name)
         # (highest key applied, journal position to be committed first, or None)
-        acks: asyncio.Queue[tuple[tuple[int, int], int | None] | None] = asyncio.Queue()
-        rt = self.rt
+        acks: asyncio.Queue[tuple[tuple[int, int], int | None] | None] = asyncio.Queue(ACK_QUEUE)
 
         async def reader() -> None:
-            try:
-                async for request in requests:
-                    if request.WhichOneof("kind") != "batch":
-                        continue
-                    items = [item_from_wire(w) for w in request.batch.items]
-                    key, persistent = agent.receive(sender, items)
-                    await acks.put((key, rt.position if persistent else None))
-            finally:
-                await acks.put(None)
+            async for request in requests:
+                if request.WhichOneof("kind") != "batch":
+                    raise ChannelInputError("only batches follow the hello")
+                items = items_from_wire(request.batch)
+                key, persistent = agent.receive(qmid, items)
+                await acks.put((key, rt.position if persistent else None))
+            await acks.put(None)
 
         task = asyncio.get_running_loop().create_task(reader())
         try:
-            ended = False
-            while not ended:
-                got = await acks.get()
+            while True:
+                got = await self._next(acks, task)
                 if got is None:
                     break
                 # one acknowledgement for everything applied so far, after one commit
                 key, target = got
+                ended = False
                 while not acks.empty():
                     more = acks.get_nowait()
                     if more is None:
@@ -76,7 +118,39 @@ class PeerServicer(crpc.PeerServicer):
                         target = more[1]
                 if target is not None:
                     await rt.durable(target)
+                    agent.receiver.committed(target)
                 yield cpb.ChannelAck(epoch=key[0], seq=key[1])
+                if ended:
+                    break
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                await self._failed(context, sender, task.exception())
         finally:
             task.cancel()
-            agent.disconnected(sender)
+            agent.disconnected(qmid)
+
+    @staticmethod
+    async def _next(
+        acks: asyncio.Queue[tuple[tuple[int, int], int | None] | None], task: asyncio.Task[None]
+    ) -> tuple[tuple[int, int], int | None] | None:
+        """The next acknowledgement waiting, or None when the reader ended (or failed)."""
+        if not acks.empty() or not task.done():
+            getter = asyncio.ensure_future(acks.get())
+            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                return getter.result()
+            getter.cancel()
+            if not acks.empty():
+                return acks.get_nowait()
+        return None
+
+    @staticmethod
+    async def _failed(context: Ctx, sender: str, exc: BaseException | None) -> None:
+        if isinstance(exc, ChannelInputError):
+            log.warning("channel from %s: invalid input: %s", sender, exc)
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if isinstance(exc, MQError):
+            log.warning("channel from %s stopped: %s", sender, exc)
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        if exc is not None:
+            log.error("channel from %s failed", sender, exc_info=exc)
+            raise exc

@@ -30,6 +30,14 @@ class ChannelLost(Exception):
     """The channel's stream ended or failed."""
 
 
+def describe(exc: BaseException) -> str:
+    """A one-line reason for a channel failure (DISPLAY CHSTATUS)."""
+    if isinstance(exc, grpc.RpcError) and hasattr(exc, "code"):
+        return f"{exc.code().name}: {exc.details()}"
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, ChannelLost) else f"{type(exc).__name__}: {text}"
+
+
 class PeerConnection:
     """One open channel stream to a peer: send batches, read acknowledgements."""
 
@@ -49,34 +57,51 @@ class PeerConnection:
             yield req
 
     async def open(
-        self, sender: str, address: str, cluster: str, proxies: Sequence[str], timeout: float
+        self,
+        sender: str,
+        address: str,
+        cluster: str,
+        proxies: Sequence[str],
+        timeout: float,
+        *,
+        qmid: str = "",
     ) -> Key:
-        """Say hello; returns the highest key the receiver has applied from us."""
-        hello = cpb.ChannelHello(sender=sender, address=address, cluster=cluster)
+        """Say hello; returns the highest key the receiver has committed from us."""
+        hello = cpb.ChannelHello(sender=sender, address=address, cluster=cluster, qmid=qmid)
         hello.proxies.extend(sorted(proxies))
         self._requests.put_nowait(cpb.ChannelRequest(hello=hello))
         self._call = self._stub.Channel(self._iter())
         try:
             ack = await asyncio.wait_for(self._call.read(), timeout)
-        except (grpc.RpcError, TimeoutError) as exc:
-            raise ChannelLost(str(exc)) from None
+        except grpc.RpcError as exc:
+            raise ChannelLost(describe(exc)) from None
+        except TimeoutError:
+            raise ChannelLost(f"no answer to the hello within {timeout} s") from None
         if ack is grpc.aio.EOF:
             raise ChannelLost("the receiver closed the channel")
         self.receiver = ack.receiver
         return (ack.epoch, ack.seq)
 
-    def send(self, items: Sequence[Item]) -> None:
+    def send(self, items: Sequence[Item]) -> list[tuple[Item, Exception]]:
+        """Send one batch; returns the items left out because they cannot be encoded."""
         batch = cpb.ChannelBatch()
         add = batch.items.add
+        bad: list[tuple[Item, Exception]] = []
         for item in items:
-            item_to_wire(item, add())
-        self._requests.put_nowait(cpb.ChannelRequest(batch=batch))
+            try:
+                item_to_wire(item, add())
+            except (ValueError, OverflowError, TypeError) as exc:
+                del batch.items[-1]
+                bad.append((item, exc))
+        if batch.items:
+            self._requests.put_nowait(cpb.ChannelRequest(batch=batch))
+        return bad
 
     async def next_ack(self) -> Key:
         try:
             ack = await self._call.read()
         except grpc.RpcError as exc:
-            raise ChannelLost(str(exc.details() if hasattr(exc, "details") else exc)) from None
+            raise ChannelLost(describe(exc)) from None
         if ack is grpc.aio.EOF:
             raise ChannelLost("the receiver closed the channel")
         return (ack.epoch, ack.seq)

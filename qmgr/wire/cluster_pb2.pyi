@@ -159,11 +159,14 @@ class ChannelHello(_message.Message):
     ADDRESS_FIELD_NUMBER: _builtins.int
     CLUSTER_FIELD_NUMBER: _builtins.int
     PROXIES_FIELD_NUMBER: _builtins.int
+    QMID_FIELD_NUMBER: _builtins.int
     sender: _builtins.str
     """queue manager name of the sending node"""
     address: _builtins.str
     """its gRPC address (for channels back to it)"""
     cluster: _builtins.str
+    qmid: _builtins.str
+    """the sender's QMID: the receiver keeps its position per"""
     @_builtins.property
     def proxies(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """every proxy topic the sender holds at this receiver"""
@@ -175,10 +178,11 @@ class ChannelHello(_message.Message):
         address: _builtins.str = ...,
         cluster: _builtins.str = ...,
         proxies: _abc.Iterable[_builtins.str] | None = ...,
+        qmid: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["address", b"address", "cluster", b"cluster", "proxies", b"proxies", "sender", b"sender"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["address", b"address", "cluster", b"cluster", "proxies", b"proxies", "qmid", b"qmid", "sender", b"sender"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -169,8 +169,11 @@ class PeerServicer:
     """
 
     def Channel(self, request_iterator, context):
-        """One channel from a sender: the first request is a ChannelHello; then batches of items,
-        each acknowledged (after the receiver committed it) with the highest sequence applied.
+        """One channel from a sender: the first request is a ChannelHello, answered with the last key
+        the receiver committed from that QMID; then batches of items, each acknowledged (after the
+        receiver committed it) with the highest key applied. An item that cannot be delivered goes
+        to the receiver's dead-letter queue. Anything but a hello first, or a batch after it, or an
+        item without a key or body ends the stream with INVALID_ARGUMENT.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

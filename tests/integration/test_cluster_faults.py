@@ -152,7 +152,9 @@ def test_restarted_subscriber_gets_durable_subscription_proxies_and_held_publica
             got.extend(m.body.decode() for m in batch)
             routes.update(str(m.properties[ROUTE]).split(",")[1] for m in batch)
         assert sorted(got, key=int) == [str(i) for i in range(110)]
-        assert routes == {"HOST1": 105, "HOST2": 5}
+        # the 100 held went through HOST1; the 10 new alternate between the hosts, or all go
+        # through HOST2 while PUB1's channel to the restarted HOST1 is not running yet
+        assert set(routes) == {"HOST1", "HOST2"} and 100 <= routes["HOST1"] <= 105, routes
         # with every full repository gone, existing routes keep working
         cl["FR1"].kill()
         cl["PUB1"].c.publish("Prices/Held", OutgoingMessage("no FR", persistent=True))

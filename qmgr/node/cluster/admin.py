@@ -30,6 +30,7 @@ from qmgr.core.admin.subs import display_sub
 from qmgr.core.errors import MQError
 from qmgr.core.qmgr import QueueManager
 from qmgr.mqsc import MqscCommand, MqscError, parse_command
+from qmgr.node.cluster.items import XMITQ_PREFIX
 from qmgr.node.cluster.repolink import RaftLink
 
 if TYPE_CHECKING:
@@ -90,7 +91,22 @@ class ClusterAdmin:
             return await self._reset(cmd)
         if key[1] == "TOPIC" and cmd.verb in ("DEFINE", "ALTER", "DELETE"):
             return await self._topic(cmd)
+        if key == ("ALTER", "QLOCAL") and (cmd.name or "").startswith(XMITQ_PREFIX):
+            return self._xmitq(cmd)
         return execute_command(agent.qm, cmd, self.display)
+
+    def _xmitq(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
+        """ALTER QLOCAL(SYSTEM.CLUSTER.TRANSMIT.<peer>) MAXDEPTH(n): the only attribute of a
+        transmission queue that can be changed here."""
+        other = sorted(k for k in cmd.params if k != "MAXDEPTH")
+        if other or "MAXDEPTH" not in cmd.params:
+            return False, _error(
+                "MQRCCF_PARM_SYNTAX_ERROR",
+                f"only MAXDEPTH can be altered on a transmission queue (not {', '.join(other)})",
+            )
+        peer = (cmd.name or "")[len(XMITQ_PREFIX) :]
+        self.agent.set_xmitq_maxdepth(peer, int(str(cmd.params["MAXDEPTH"])))
+        return True, [Record("AMQ8008I", "IBM MQ queue changed.")]
 
     # ---------------------------------------------------------------- changes
 
@@ -250,13 +266,15 @@ class ClusterAdmin:
                 ("STATUS", ch.status.value),
                 ("SUBSTATE", "MQGET" if ch.status is ChannelStatus.RUNNING else ""),
                 ("XMITQ", ch.xmitq),
-                ("MSGS", str(ch.acked)),
-                ("BATCHES", str(ch.batches)),
+                ("MSGS", str(ch.sm.acked)),
+                ("BATCHES", str(ch.sm.batches)),
                 ("XQMSGSA", str(ch.depth)),
-                ("INDOUBT", yes_no(bool(ch.inflight))),
+                ("MAXDEPTH", str(ch.sm.maxdepth)),
+                ("INDOUBT", yes_no(ch.sm.in_doubt)),
+                ("LSTERROR", ch.last_error),
             ]
             out.append(Record("AMQ8417I", "Display Channel Status details.", attrs))
-        for sender, peer_in in sorted(agent.inbound.items()):
+        for peer_in in sorted(agent.receiver.peers.values(), key=lambda p: (p.name, p.qmid)):
             name = channel_name(agent.cluster, agent.name)
             if not peer_in.connected or not name_matches(pattern, name):
                 continue
@@ -265,10 +283,11 @@ class ClusterAdmin:
                 ("CHLTYPE", "CLUSRCVR"),
                 ("CONNAME", peer_in.address),
                 ("CURRENT", ""),
-                ("RQMNAME", sender),
+                ("RQMNAME", peer_in.name),
+                ("RQMID", peer_in.qmid),
                 ("STATUS", ChannelStatus.RUNNING.value),
                 ("MSGS", str(peer_in.items)),
-                ("LSTSEQNO", f"{peer_in.last[0]}.{peer_in.last[1]}"),
+                ("LSTSEQNO", f"{peer_in.committed[0]}.{peer_in.committed[1]}"),
             ]
             out.append(Record("AMQ8417I", "Display Channel Status details.", attrs))
         if not out and not pattern.endswith("*"):

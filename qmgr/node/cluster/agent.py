@@ -10,8 +10,16 @@ repository link and the channels.
 - Publications: ``plan_publication`` decides local delivery and the forwarded copies; the copies
   go on the channels with the route fingerprint and their purpose.
 - Re-drive: when the channel to a topic host fails, the publications queued for it that were
-  never sent are re-planned with the workload algorithm; those already sent (in doubt) wait for
-  the host, which acknowledges or de-duplicates them when it is back.
+  never sent are re-planned with the workload algorithm; those already sent (in doubt, also
+  after a restart: see the sent mark in ``outbound``) wait for the host, which acknowledges or
+  de-duplicates them when it is back.
+- Receiving: the pure ``ChannelReceiver`` keeps each sender's position by QMID; a batch advances
+  per item, and an item that cannot be delivered (invalid values, a delivery the publication
+  rules fail, a full transmission queue when passing it on) goes to the dead-letter queue with a
+  dead-letter header instead of failing the batch.
+- Back-pressure: a publication from a local application meets a full transmission queue as MQ
+  rules say (PMSGDLV/NPMSGDLV ALLAVAIL: not sent to that peer; otherwise MQRC_Q_FULL and nothing
+  delivered).
 """
 
 from __future__ import annotations
@@ -20,15 +28,16 @@ import json
 import logging
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from cluster.channel import LEGACY, ChannelReceiver, InboundState, Verdict, legacy_qmid
 from cluster.proxies import ProxyDiff, ProxyPlanner, ProxyTable
 from cluster.records import ChannelStatus, ClusterTopology, RepoEvent, Role, WorkloadAttrs
 from cluster.repository import ApplyResult, ClusterRepository, Cmd, ErrorCode, RepoError
 from cluster.routing import DeliveryPlan, Purpose, branch_candidates
 from cluster.topics import TopicObject, TopicObjects
 from cluster.workload import QueuedPublication, SendState, WorkloadBalancer, redrive
+from qmgr.core.deadletter import dead_letter
 from qmgr.core.errors import MQError
 from qmgr.core.message import Message
 from qmgr.core.subscription import Subscription
@@ -40,8 +49,9 @@ from qmgr.node.cluster.items import (
     Item,
     Key,
     item_from_stored,
+    xmitq,
 )
-from qmgr.node.cluster.outbound import ChannelManager, Identity
+from qmgr.node.cluster.outbound import SENT_KIND, ChannelManager, Identity
 from qmgr.node.cluster.plans import PlanCache
 from qmgr.node.cluster.repolink import RaftLink, WatchLink
 from qmgr.node.config import ClusterSettings
@@ -54,17 +64,13 @@ log = logging.getLogger("qmgr.node.cluster")
 CLUSRCVR_KIND = "clusrcvr"
 CHANSEQ_KIND = "chanseq"
 PROXY_KIND = "proxy"
+XMITQ_KIND = "xmitq"  # transmission queue attributes (MAXDEPTH)
 VIEW_KEY = "cluster.view"
 
 
-@dataclass
-class InboundPeer:
-    """The receiving end of one peer's channel."""
-
-    address: str = ""
-    last: Key = (0, 0)
-    connected: int = 0  # open streams
-    items: int = 0
+def _stored_name(qmid: str) -> str:
+    """Name of the stored channel state of a sender QMID (by name before QMIDs were known)."""
+    return qmid.removeprefix(LEGACY) if qmid.startswith(LEGACY) else qmid
 
 
 class ClusterAgent:
@@ -80,17 +86,24 @@ class ClusterAgent:
             qm.attrs.repos = settings.cluster
         self.balancer = WorkloadBalancer()
         self.table = ProxyTable()
-        self.inbound: dict[str, InboundPeer] = {}
+        self.receiver = ChannelReceiver()
+        self.dropped = 0  # non-persistent publications not passed on (full transmission queue)
         self.workload = WorkloadAttrs()
         self.clusrcvr: dict[str, str] = {}
         saved = runtime.loaded_objects
         for name, data in saved.get(CHANSEQ_KIND, {}).items():
-            self.inbound[name] = InboundPeer(
-                address=str(data.get("address", "")),
-                last=(int(data["epoch"]), int(data["seq"])),
+            qmid = str(data.get("qmid") or legacy_qmid(name))
+            self.receiver.load(
+                qmid,
+                str(data.get("name", name)),
+                str(data.get("address", "")),
+                (int(data["epoch"]), int(data["seq"])),
             )
         for data in saved.get(PROXY_KIND, {}).values():
             self.table.add(str(data["peer"]), str(data["topic"]))
+        xmitq_maxdepth = {
+            peer: int(data["maxdepth"]) for peer, data in saved.get(XMITQ_KIND, {}).items()
+        }
         for data in saved.get(CLUSRCVR_KIND, {}).values():
             self.clusrcvr = dict(data.get("attrs", {}))
             self.workload = WorkloadAttrs.from_dict(data.get("workload", {}))
@@ -109,7 +122,7 @@ class ClusterAgent:
         self.planner = ProxyPlanner(self.topology)
         epoch = qm.epoch if runtime.store is not None else int(time.time() * 1000)
         self.channels = ChannelManager(
-            Identity(self.name, address, self.cluster),
+            Identity(self.name, address, self.cluster, qm.qmid),
             qm.journal,
             epoch,
             qm.next_sequence,
@@ -117,7 +130,9 @@ class ClusterAgent:
             self.planner.for_peer,
             self._channel_status,
             runtime.durable,
+            self._undeliverable,
         )
+        self.channels.maxdepths.update(xmitq_maxdepth)
         self.plans = PlanCache(
             lambda: self.topology, self.table, self.balancer, self.channels.statuses
         )
@@ -148,8 +163,10 @@ class ClusterAgent:
         await self.link.start(self.join_command(), self.settings.join_timeout)
         self._started = True
         self._repository_changed([])
+        marks = self.rt.loaded_objects.get(SENT_KIND, {})
         for peer, items in by_peer.items():
-            self.channels.restore(peer, items)
+            mark = marks.get(peer, {})
+            self.channels.restore(peer, items, (int(mark.get("epoch", 0)), int(mark.get("seq", 0))))
         for peer, _topic in self.planner.full_set():
             self.channels.start_channel(peer)
         await self.reconcile()
@@ -279,15 +296,37 @@ class ClusterAgent:
         member = self.repository.member(peer)
         if member is not None and member.address:
             return member.address
-        inbound = self.inbound.get(peer)
+        inbound = self.receiver.by_name(peer)
         return inbound.address if inbound is not None and inbound.address else None
+
+    def set_xmitq_maxdepth(self, peer: str, maxdepth: int) -> None:
+        self.channels.set_maxdepth(peer, maxdepth)
+        self.qm.journal.object_saved(XMITQ_KIND, peer, {"maxdepth": maxdepth})
+
+    def _undeliverable(self, peer: str, item: Item, reason: str, text: str) -> None:
+        """A queued publication that cannot be sent at all (it cannot be encoded): it goes to
+        this node's dead-letter queue instead of blocking its channel."""
+        assert item.publication is not None
+        pub = item.publication
+        log.error("publication on %s for %s dead-lettered: %s (%s)", pub.topic, peer, reason, text)
+        try:
+            dead_letter(
+                self.qm,
+                pub.message.copy(topic=pub.topic),
+                reason,
+                dest_queue=xmitq(peer),
+                dest_qmgr=peer,
+            )
+        except MQError as exc:
+            log.error("publication on %s for %s discarded: %s", pub.topic, peer, exc)
 
     def channel_statuses(self) -> dict[str, ChannelStatus]:
         return self.channels.statuses()
 
-    def _channel_status(self, peer: str, status: ChannelStatus) -> None:
+    def _channel_status(self, peer: str, status: ChannelStatus, reason: str) -> None:
         self.plans.invalidate()
-        log.info("channel to %s is %s", peer, status)
+        if status is ChannelStatus.RUNNING:
+            log.info("channel to %s is %s", peer, status)
         if status in (ChannelStatus.RETRYING, ChannelStatus.STOPPED):
             self._redrive(peer)
 
@@ -331,29 +370,51 @@ class ClusterAgent:
         plan = self.plans.plan(topic, scope_qmgr=scope_qmgr)
         if plan.rejected:
             raise MQError("MQRC_PUT_INHIBITED", f"'{topic}' is hosted here with PUB(DISABLED)")
+        forwards = self._room(topic, msg, plan.forwards)
         delivered = 0
         if plan.deliver_locally:
             delivered = qm.pubsub.publish(topic, msg, qm.clock.now(), retain=retain)
-        self._forward(topic, msg, plan, retain)
+        self._forward(topic, msg, plan, forwards, retain)
         return delivered
 
-    def _forward(self, topic: str, msg: Message, plan: DeliveryPlan, retain: bool) -> None:
-        if not plan.forwards:
+    def _room(self, topic: str, msg: Message, peers: tuple[str, ...]) -> tuple[str, ...]:
+        """The peers whose transmission queue takes a publication from an application. A full
+        one fails the publication (MQRC_Q_FULL) unless the topic's PMSGDLV (persistent) or
+        NPMSGDLV is ALLAVAIL, which delivers to the others only."""
+        full = [p for p in peers if self.channels.full(p)]
+        if not full:
+            return peers
+        policy = self.qm.pubsub.policy(topic)
+        rule = policy.pmsgdlv if msg.persistent else policy.npmsgdlv
+        if rule != "ALLAVAIL":
+            raise MQError(
+                "MQRC_Q_FULL",
+                f"{xmitq(full[0])} is full (MAXDEPTH {self.channels.maxdepth_of(full[0])})",
+            )
+        return tuple(p for p in peers if p not in full)
+
+    def _forward(
+        self, topic: str, msg: Message, plan: DeliveryPlan, peers: tuple[str, ...], retain: bool
+    ) -> None:
+        if not peers:
             return
         assert plan.purpose is not None
         group = self.plans.group(topic) if plan.purpose is Purpose.ROUTE else ""
-        for peer in plan.forwards:
+        for peer in peers:
             fwd = Forwarded(topic, msg, plan.route, plan.purpose, retain, group)
             self.channels.send_publication(peer, fwd)
 
     # ------------------------------------------------------------------ receiving
 
-    def hello(self, sender: str, address: str, proxies: Iterable[str]) -> Key:
-        """A peer opened its channel: remember its address and take its full proxy set."""
-        peer = self.inbound.setdefault(sender, InboundPeer())
-        peer.address = address
-        peer.connected += 1
-        self._save_inbound(sender, peer)
+    def hello(self, qmid: str, sender: str, address: str, proxies: Iterable[str]) -> Key:
+        """A peer opened its channel: remember its address and take its full proxy set.
+        Returns the last key committed from that QMID (the caller made sure everything applied
+        so far is committed and told the receiver)."""
+        key, forgotten = self.receiver.hello(qmid, sender, address)
+        for old in forgotten:
+            log.info("%s has a new QMID %s: state of %s forgotten", sender, qmid, old)
+            self.qm.journal.object_deleted(CHANSEQ_KIND, _stored_name(old))
+        self._save_inbound(self.receiver.peers[qmid])
         diff = self.table.replace_all(sender, proxies)
         if diff:
             self.plans.invalidate()
@@ -361,11 +422,17 @@ class ClusterAgent:
             self._proxy_saved(sender, topic, False)
         for _, topic in diff.add:
             self._proxy_saved(sender, topic, True)
-        return peer.last
+        return key
 
-    def _save_inbound(self, sender: str, peer: InboundPeer) -> None:
-        data = {"epoch": peer.last[0], "seq": peer.last[1], "address": peer.address}
-        self.qm.journal.object_saved(CHANSEQ_KIND, sender, data)
+    def _save_inbound(self, state: InboundState) -> None:
+        data = {
+            "qmid": state.qmid,
+            "name": state.name,
+            "epoch": state.applied[0],
+            "seq": state.applied[1],
+            "address": state.address,
+        }
+        self.qm.journal.object_saved(CHANSEQ_KIND, state.qmid, data)
 
     def _proxy_saved(self, sender: str, topic: str, add: bool) -> None:
         """Proxies received are kept in the store: a restarted host still forwards what it
@@ -376,41 +443,85 @@ class ClusterAgent:
         else:
             self.qm.journal.object_deleted(PROXY_KIND, key)
 
-    def disconnected(self, sender: str) -> None:
-        peer = self.inbound.get(sender)
-        if peer is not None:
-            peer.connected = max(0, peer.connected - 1)
+    def disconnected(self, qmid: str) -> None:
+        self.receiver.disconnected(qmid)
 
-    def receive(self, sender: str, items: list[Item]) -> tuple[Key, bool]:
-        """Apply one batch from ``sender``; returns the highest key applied and whether the
-        acknowledgement must wait for a commit. Runs without awaiting, so the batch's journal
-        entries and the new channel position are committed together."""
-        peer = self.inbound.setdefault(sender, InboundPeer())
-        last = peer.last
+    def receive(self, qmid: str, items: list[Item]) -> tuple[Key, bool]:
+        """Apply one batch from ``qmid``, item by item; returns the highest key applied and
+        whether the acknowledgement must wait for a commit. Runs without awaiting, so the
+        batch's journal entries and the new channel position are committed together. An item
+        that cannot be delivered is dead-lettered; if even that fails (MQError), the items
+        before it stay applied and the error ends the channel (the sender retries from it)."""
+        rx = self.receiver
+        state = rx.peers[qmid]
         persistent = False
-        for item in items:
-            if item.key <= last:
-                continue
-            last = item.key
-            peer.items += 1
-            if item.proxy is not None:
-                topic, add = item.proxy
-                changed = self.table.add(sender, topic) if add else self.table.remove(sender, topic)
-                if changed:
-                    self.plans.invalidate()
-                    self._proxy_saved(sender, topic, add)
-                    persistent = True
-            elif item.publication is not None:
-                persistent = self._receive_publication(item.publication) or persistent
-        peer.last = last
-        if persistent:
-            self._save_inbound(sender, peer)
-        return last, persistent
+        try:
+            for item in items:
+                verdict = rx.offer(qmid, item.key, item.problem[0] if item.problem else None)
+                if verdict is Verdict.DUPLICATE:
+                    continue
+                if verdict is Verdict.DEAD_LETTER:
+                    assert item.publication is not None and item.problem is not None
+                    persistent = self._dead_letter(item.publication, *item.problem) or persistent
+                elif item.proxy is not None:
+                    persistent = self._receive_proxy(state.name, *item.proxy) or persistent
+                elif item.publication is not None:
+                    persistent = self._receive_publication(item.publication) or persistent
+                rx.done(qmid, item.key)
+        finally:
+            if persistent:
+                self._save_inbound(state)
+            key = rx.batch_end(qmid, self.rt.position if persistent else None)
+        return key, persistent
+
+    def _receive_proxy(self, sender: str, topic: str, add: bool) -> bool:
+        changed = self.table.add(sender, topic) if add else self.table.remove(sender, topic)
+        if changed:
+            self.plans.invalidate()
+            self._proxy_saved(sender, topic, add)
+        return changed
+
+    def _dead_letter(self, fwd: Forwarded, reason: str, text: str, peer: str = "") -> bool:
+        """Put a publication received from the cluster on the dead-letter queue (its
+        destination: the topic, or the transmission queue to ``peer``); raises MQError when
+        the dead-letter queue cannot take it."""
+        origin = fwd.route[0] if fwd.route else ""
+        log.warning(
+            "publication on %s from %s dead-lettered: %s (%s)", fwd.topic, origin, reason, text
+        )
+        msg = fwd.message.copy(topic=fwd.topic)
+        dead_letter(
+            self.qm,
+            msg,
+            reason,
+            dest_queue=xmitq(peer) if peer else fwd.topic,
+            dest_qmgr=peer,
+            put_appl=origin,
+        )
+        return bool(msg.persistent)
+
+    def _cannot_pass_on(self, fwd: Forwarded, peer: str) -> None:
+        """The transmission queue to ``peer`` is full: a persistent publication goes to the
+        dead-letter queue (MQRC_Q_FULL); a non-persistent one too, unless the topic's
+        NPMSGDLV is ALLAVAIL, which lets it be lost for that peer."""
+        if not fwd.persistent:
+            try:
+                rule = self.qm.pubsub.policy(fwd.topic).npmsgdlv
+            except MQError:
+                rule = "ALLAVAIL"
+            if rule == "ALLAVAIL":
+                self.dropped += 1
+                return
+        self._dead_letter(fwd, "MQRC_Q_FULL", f"{xmitq(peer)} is full", peer)
 
     def _receive_publication(self, fwd: Forwarded) -> bool:
-        plan = self.plans.plan(fwd.topic, fwd.route, fwd.purpose)
+        try:
+            plan = self.plans.plan(fwd.topic, fwd.route, fwd.purpose)
+        except MQError as exc:
+            return self._dead_letter(fwd, exc.reason_name, exc.text)
         if not plan.route or plan.route[-1] != self.name:  # a loop: dropped
             return False
+        persistent = fwd.persistent
         if plan.deliver_locally and (fwd.retain or self.qm.pubsub.subscribers(fwd.topic)):
             msg = fwd.message
             props = dict(msg.properties)
@@ -419,13 +530,17 @@ class ClusterAgent:
             try:
                 self.qm.deliver_publication(fwd.topic, local, retain=fwd.retain)
             except MQError as exc:
-                log.warning("publication on %s from the cluster not delivered: %s", fwd.topic, exc)
+                cause = exc.__cause__ if isinstance(exc.__cause__, MQError) else exc
+                return self._dead_letter(fwd, cause.reason_name, exc.text)
         if plan.forwards:
             assert plan.purpose is not None
             group = self.plans.group(fwd.topic) if plan.purpose is Purpose.ROUTE else ""
             for peer in plan.forwards:
+                if self.channels.full(peer):
+                    self._cannot_pass_on(fwd, peer)
+                    continue
                 self.channels.send_publication(peer, fwd.passed_on(plan.route, plan.purpose, group))
-        return fwd.persistent
+        return persistent
 
     # ------------------------------------------------------------------ workload attributes
 

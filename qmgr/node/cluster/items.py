@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from cluster.channel import Key
 from cluster.routing import Purpose
 from qmgr.core.message import Message
 
@@ -26,7 +27,17 @@ ROUTE_PROPERTY = "qmgr.route"
 """Property on delivered copies of a publication that came through the cluster: the queue
 managers it passed through, origin first, this one last (comma-separated)."""
 
-Key = tuple[int, int]
+__all__ = [
+    "ROUTE_PROPERTY",
+    "XMITQ_PREFIX",
+    "XMIT_PROPERTY",
+    "Forwarded",
+    "Item",
+    "Key",
+    "item_from_stored",
+    "stored_copy",
+    "xmitq",
+]
 
 
 def xmitq(peer: str) -> str:
@@ -108,6 +119,16 @@ class Item:
     proxy: tuple[str, bool] | None = None
     sent: bool = False  # handed to the transport at least once (in doubt until acknowledged)
     stored: Message | None = field(default=None, repr=False)  # journaled copy on the xmitq
+    # why a received item cannot be delivered: (MQRC reason name, text); it is dead-lettered
+    problem: tuple[str, str] | None = None
+
+    @property
+    def persistent(self) -> bool:
+        return self.stored is not None
+
+    @property
+    def counts(self) -> bool:
+        return self.publication is not None
 
 
 def stored_copy(item: Item, sequence: int) -> Message:

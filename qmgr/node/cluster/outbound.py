@@ -1,13 +1,18 @@
 """Sending channels: one per peer, each a transmission queue of sequenced items sent in
-batches on a long-lived stream, with a window of unacknowledged items.
+batches on a long-lived stream, driven by the pure state machine ``cluster.channel``.
 
 - A persistent publication is journaled on the channel's transmission queue when it is queued
   (before the publisher is acknowledged) and removed when the receiver acknowledges it, that is
   after the receiver committed it.
-- On a reconnect the receiver's hello answer says the highest key it applied; everything up to
-  it is dropped, everything after it (the in-doubt batches first) is sent again.
-- Status: INACTIVE until first started, RUNNING while the stream is up, RETRYING while
-  reconnecting after a failure (every failure is reported, so routing can avoid the peer).
+- Before a batch with a persistent item goes out, the channel's sent mark (the highest key sent)
+  is stored and committed: after a crash, the stored items at or below it are in doubt and wait
+  for their receiver; only items never sent may be re-driven to another host.
+- On a reconnect the receiver's hello answer says the highest key it committed; everything up
+  to it is dropped, everything after it (the in-doubt batches first) is sent again.
+- Status: INACTIVE until first started, RUNNING while the stream is up, RETRYING with the
+  reason while reconnecting after a failure (every failure is logged once and reported, so
+  routing can avoid the peer); the task never ends on an error, it retries with back-off.
+- Back-pressure: a transmission queue holds at most MAXDEPTH publications (``full``).
 """
 
 from __future__ import annotations
@@ -15,21 +20,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from cluster.channel import MAXDEPTH, ChannelSender, Key, Remove, StatusChange
 from cluster.records import ChannelStatus
 from qmgr.core.journal import Journal
-from qmgr.node.cluster.items import Forwarded, Item, Key, stored_copy, xmitq
-from qmgr.rpc.peer_client import ChannelLost, PeerConnection, TransportError
+from qmgr.node.cluster.items import Forwarded, Item, stored_copy, xmitq
+from qmgr.rpc.peer_client import ChannelLost, PeerConnection, TransportError, describe
 
 log = logging.getLogger("qmgr.node.channels")
 
-BATCH = 512  # items per channel batch
-WINDOW = 8 * BATCH  # unacknowledged items allowed in flight
-RETRY_DELAYS = (0.05, 0.1, 0.2, 0.5, 1.0)
+RETRY_DELAYS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 HELLO_TIMEOUT = 5.0
+SENT_KIND = "xmitsent"  # stored sent mark of each transmission queue
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class Identity:
     name: str
     address: str
     cluster: str
+    qmid: str = ""
 
 
 class OutboundChannel:
@@ -47,15 +52,18 @@ class OutboundChannel:
     def __init__(self, peer: str, manager: ChannelManager) -> None:
         self.peer = peer
         self.manager = manager
-        self.status = ChannelStatus.INACTIVE
-        self.pending: deque[Item] = deque()
-        self.inflight: deque[Item] = deque()
-        self.acked = 0  # items acknowledged (MSGS)
-        self.batches = 0
+        self.sm: ChannelSender[Item] = ChannelSender(maxdepth=manager.maxdepth_of(peer))
         self.address = ""
-        self.last_error = ""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def status(self) -> ChannelStatus:
+        return self.sm.status
+
+    @property
+    def last_error(self) -> str:
+        return self.sm.reason
 
     @property
     def xmitq(self) -> str:
@@ -63,10 +71,10 @@ class OutboundChannel:
 
     @property
     def depth(self) -> int:
-        return len(self.pending) + len(self.inflight)
+        return self.sm.depth
 
     def enqueue(self, item: Item) -> None:
-        self.pending.append(item)
+        self.sm.enqueue(item)
         self._wake.set()
         self.start()
 
@@ -75,63 +83,70 @@ class OutboundChannel:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     def take_unsent(self, wanted: Callable[[Item], bool]) -> list[Item]:
-        """Remove and return the queued items never sent that ``wanted`` selects."""
-        keep: deque[Item] = deque()
-        taken: list[Item] = []
-        for item in self.pending:
-            (taken if not item.sent and wanted(item) else keep).append(item)
-        self.pending = keep
-        return taken
+        return self.sm.take_unsent(wanted)
 
     def put_back(self, items: list[Item]) -> None:
-        """Return items taken by ``take_unsent`` to their places (key order)."""
-        self.pending = deque(sorted([*self.pending, *items], key=lambda i: i.key))
+        self.sm.put_back(items)
         self._wake.set()
 
-    def _set_status(self, status: ChannelStatus) -> None:
-        if status is not self.status:
-            self.status = status
-            self.manager.on_status(self.peer, status)
-
-    def _acknowledged(self, upto: Key) -> None:
-        journal = self.manager.journal
-        n = 0
-        for queue in (self.inflight, self.pending):
-            while queue and queue[0].key <= upto:
-                item = queue.popleft()
+    def _apply(self, action: Remove[Item] | StatusChange | None) -> None:
+        if action is None:
+            return
+        if isinstance(action, Remove):
+            journal = self.manager.journal
+            for item in action.items:
                 if item.stored is not None:
                     journal.message_removed(self.xmitq, item.stored)
-                n += 1
-        self.acked += n
+        else:
+            self.manager.on_status(self.peer, action.status, action.reason)
+
+    def _undeliverable(self, item: Item, exc: Exception) -> None:
+        """An item that cannot be encoded (values out of range): dead-lettered here, never
+        retried."""
+        self._apply(self.sm.discard(item))
+        if item.publication is not None:
+            self.manager.undeliverable(self.peer, item, "MQRC_MD_ERROR", describe(exc))
+        else:
+            log.error("proxy item for %s dropped: %s", self.peer, describe(exc))
+
+    def _failed(self, exc: BaseException) -> None:
+        reason = describe(exc)
+        change = self.sm.lost(reason)
+        if change is not None:  # logged once per distinct reason
+            if isinstance(exc, (ChannelLost, TransportError, OSError)):
+                log.warning("channel to %s is RETRYING: %s", self.peer, reason)
+            else:
+                log.error("channel to %s failed, RETRYING: %s", self.peer, reason, exc_info=exc)
+        self._apply(change)
 
     async def _run(self) -> None:
         attempt = 0
         while not self.manager.stopping:
-            address = self.manager.address_of(self.peer)
-            if not address:
-                self.last_error = "address unknown"
-                self._set_status(ChannelStatus.RETRYING)
-            else:
+            try:
+                address = self.manager.address_of(self.peer)
+                if not address:
+                    raise ChannelLost(f"address of {self.peer} unknown")
                 self.address = address
                 conn = PeerConnection(address)
                 try:
                     me = self.manager.identity
                     proxies = sorted(self.manager.proxies_for(self.peer))
-                    upto = await conn.open(me.name, me.address, me.cluster, proxies, HELLO_TIMEOUT)
-                    self.pending.extendleft(reversed(self.inflight))
-                    self.inflight.clear()
-                    self._acknowledged(upto)
+                    upto = await conn.open(
+                        me.name, me.address, me.cluster, proxies, HELLO_TIMEOUT, qmid=me.qmid
+                    )
+                    for action in self.sm.hello_answer(upto):
+                        self._apply(action)
                     attempt = 0
-                    self._set_status(ChannelStatus.RUNNING)
                     await self._pump(conn)
-                except (ChannelLost, TransportError, OSError) as exc:
-                    self.last_error = str(exc)
                 finally:
                     with contextlib.suppress(Exception):
                         await conn.close()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
                 if self.manager.stopping:
                     return
-                self._set_status(ChannelStatus.RETRYING)
+                self._failed(exc)
             await asyncio.sleep(RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)])
             attempt += 1
 
@@ -142,25 +157,24 @@ class OutboundChannel:
                 if reader.done():
                     reader.result()
                     raise ChannelLost("acknowledgements ended")
-                if not self.pending or len(self.inflight) >= WINDOW:
+                send = self.sm.next_send()
+                if send is None:
                     self._wake.clear()
                     waiter = asyncio.ensure_future(self._wake.wait())
                     await asyncio.wait({waiter, reader}, return_when=asyncio.FIRST_COMPLETED)
                     waiter.cancel()
                     continue
-                batch: list[Item] = []
-                while self.pending and len(batch) < BATCH:
-                    item = self.pending.popleft()
-                    item.sent = True
-                    batch.append(item)
-                self.inflight.extend(batch)
-                if any(item.stored is not None for item in batch):
-                    # store and forward: a persistent item leaves only once it is committed
-                    # here (with whatever made this node accept it), so a crash can never
-                    # make this node send it again under another key
+                if send.sent_mark is not None:
+                    # store and forward: the batch leaves only once its items and the sent
+                    # mark are committed here, so after a crash an item is either known to be
+                    # in doubt or was never sent
+                    epoch, seq = send.sent_mark
+                    self.manager.journal.object_saved(
+                        SENT_KIND, self.peer, {"epoch": epoch, "seq": seq}
+                    )
                     await self.manager.durable()
-                conn.send(batch)
-                self.batches += 1
+                for item, exc in conn.send(send.items):
+                    self._undeliverable(item, exc)
         finally:
             reader.cancel()
             with contextlib.suppress(BaseException):
@@ -169,7 +183,7 @@ class OutboundChannel:
     async def _read_acks(self, conn: PeerConnection) -> None:
         while True:
             upto = await conn.next_ack()
-            self._acknowledged(upto)
+            self._apply(self.sm.ack(upto))
             self._wake.set()
 
     async def stop(self) -> None:
@@ -190,8 +204,10 @@ class ChannelManager:
         next_sequence: Callable[[], int],
         address_of: Callable[[str], str | None],
         proxies_for: Callable[[str], Iterable[str]],
-        on_status: Callable[[str, ChannelStatus], None],
+        on_status: Callable[[str, ChannelStatus, str], None],
         durable: Callable[[], Awaitable[None]],
+        undeliverable: Callable[[str, Item, str, str], None],
+        maxdepth: int = MAXDEPTH,
     ) -> None:
         self.identity = identity
         self.durable = durable
@@ -203,6 +219,9 @@ class ChannelManager:
         self.proxies_for = proxies_for
         self.on_status = on_status
         self.channels: dict[str, OutboundChannel] = {}
+        self.maxdepth = maxdepth
+        self.maxdepths: dict[str, int] = {}  # altered per transmission queue
+        self.undeliverable = undeliverable
         self.stopping = False
 
     def next_key(self) -> Key:
@@ -217,6 +236,18 @@ class ChannelManager:
 
     def statuses(self) -> dict[str, ChannelStatus]:
         return {peer: ch.status for peer, ch in self.channels.items()}
+
+    def set_maxdepth(self, peer: str, maxdepth: int) -> None:
+        self.maxdepths[peer] = maxdepth
+        self.channel(peer).sm.maxdepth = maxdepth
+
+    def maxdepth_of(self, peer: str) -> int:
+        return self.maxdepths.get(peer, self.maxdepth)
+
+    def full(self, peer: str) -> bool:
+        """The transmission queue to ``peer`` holds MAXDEPTH publications."""
+        ch = self.channels.get(peer)
+        return ch is not None and ch.sm.full
 
     def send_publication(self, peer: str, pub: Forwarded) -> Item:
         item = Item(self.next_key(), publication=pub)
@@ -236,11 +267,11 @@ class ChannelManager:
     def send_proxy(self, peer: str, topic: str, add: bool) -> None:
         self.channel(peer).enqueue(Item(self.next_key(), proxy=(topic, add)))
 
-    def restore(self, peer: str, items: list[Item]) -> None:
-        """Queue items found on a transmission queue after a restart (sorted by key)."""
+    def restore(self, peer: str, items: list[Item], sent_mark: Key) -> None:
+        """Queue items found on a transmission queue after a restart; those at or below the
+        stored sent mark are in doubt."""
         ch = self.channel(peer)
-        for item in sorted(items, key=lambda i: i.key):
-            ch.pending.append(item)
+        ch.sm.restore(items, sent_mark)
         if items:
             ch.start()
 
