@@ -234,7 +234,10 @@ class World:
                 batch = [(i.key, i.pid, i.poison, i.durable) for i in send.items]
                 if send.sent_mark is not None:
                     s.store.write(f"mark/{host}", send.sent_mark)
-                    link.held.append(batch)  # waits for the commit
+                if send.sent_mark is not None or link.held:
+                    # waits for the commit; the driver sends batches in order, so one
+                    # queued behind a held batch waits too
+                    link.held.append(batch)
                 else:
                     link.wire.append(batch)
         elif op == "sender_commit":
