@@ -6,6 +6,7 @@ node's business (it is told through ``on_message`` when a queue gets a message).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +49,11 @@ class QmgrAttrs:
 
 @dataclass
 class UnitOfWork:
-    got: list[tuple[str, Message]] = field(default_factory=list)
+    """Messages got under syncpoint, oldest first; ``owner`` is the connection (or stream)
+    that opened it, empty for one not tied to a connection."""
+
+    owner: str = ""
+    got: deque[tuple[str, Message]] = field(default_factory=deque)
 
 
 class QueueManager:
@@ -187,50 +192,100 @@ class QueueManager:
         queue: str,
         *,
         unit_of_work: str = "",
+        owner: str = "",
         message_id: str = "",
         correl_id: bytes = b"",
         limit: int = 1,
+        size: Callable[[Message], int] | None = None,
+        max_bytes: int = 0,
+        first_max_bytes: int = 0,
     ) -> list[Message]:
+        """Get up to ``limit`` messages (under syncpoint in ``unit_of_work`` when given, which
+        then belongs to ``owner``). With ``size``, messages that would take the batch past
+        ``max_bytes`` stay on the queue (the first one only has to fit ``first_max_bytes``
+        when that is given)."""
         q = self.queue(queue)
         now = self.clock.now()
-        if not unit_of_work and not message_id and not correl_id:
-            return q.get_batch(now, limit)
-        out: list[Message] = []
-        while len(out) < limit:
-            msg = q.get(
-                now, message_id=message_id, correl_id=correl_id, journal_removal=not unit_of_work
+        uow = self._enlist(unit_of_work, owner) if unit_of_work else None
+        if not message_id and not correl_id:
+            out = q.get_batch(
+                now,
+                limit,
+                size=size,
+                max_bytes=max_bytes,
+                first_max_bytes=first_max_bytes,
+                journal_removal=uow is None,
             )
-            if msg is None:
-                break
-            out.append(msg)
-            if unit_of_work:
-                q.uncommitted += 1
-                self.uows.setdefault(unit_of_work, UnitOfWork()).got.append((queue, msg))
-            if message_id:
-                break
+        else:
+            out = []
+            total = 0
+            while len(out) < limit:
+                if size is not None and out:
+                    nxt = q.peek(now)
+                    if nxt is None or total + size(nxt) > max_bytes:
+                        break
+                msg = q.get(
+                    now, message_id=message_id, correl_id=correl_id, journal_removal=uow is None
+                )
+                if msg is None:
+                    break
+                out.append(msg)
+                total += size(msg) if size is not None else 0
+                if message_id:
+                    break
+        if uow is not None and out:
+            q.uncommitted += len(out)
+            uow.got.extend((queue, msg) for msg in out)
         return out
+
+    def _enlist(self, unit_of_work: str, owner: str) -> UnitOfWork:
+        uow = self.uows.get(unit_of_work)
+        if uow is None:
+            uow = self.uows[unit_of_work] = UnitOfWork(owner)
+        elif uow.owner != owner:
+            raise MQError(
+                "MQRC_HCONN_ERROR", f"unit of work {unit_of_work} belongs to another connection"
+            )
+        return uow
+
+    def _owned(self, unit_of_work: str, owner: str) -> UnitOfWork | None:
+        uow = self.uows.get(unit_of_work)
+        if uow is not None and uow.owner != owner:
+            raise MQError(
+                "MQRC_HCONN_ERROR", f"unit of work {unit_of_work} belongs to another connection"
+            )
+        return uow
 
     def browse(self, queue: str, *, after: int = 0, limit: int = 1) -> list[Message]:
         return self.queue(queue).browse(self.clock.now(), after, limit)
 
-    def commit(self, unit_of_work: str) -> int:
-        uow = self.uows.pop(unit_of_work, None)
+    def commit(self, unit_of_work: str, *, owner: str = "", count: int | None = None) -> int:
+        """Commit the unit of work (only its ``count`` oldest messages when given: the rest
+        stay in it). Raises MQRC_HCONN_ERROR when it belongs to another connection."""
+        uow = self._owned(unit_of_work, owner)
         if uow is None:
             return 0
-        for qname, msg in uow.got:
+        got = uow.got
+        n = len(got) if count is None else min(count, len(got))
+        for _ in range(n):
+            qname, msg = got.popleft()
             q = self.queues.get(qname)
             if q is not None:
                 q.uncommitted -= 1
                 q.discard_stored(msg)
-        return len(uow.got)
+        if not got:
+            del self.uows[unit_of_work]
+        return n
 
-    def backout(self, unit_of_work: str) -> int:
+    def backout(self, unit_of_work: str, *, owner: str = "") -> int:
         """Return got messages to their queues (in their original order) with the backout
         count raised; a message whose count reaches BOTHRESH moves to BOQNAME if that queue
-        exists and accepts it."""
-        uow = self.uows.pop(unit_of_work, None)
+        exists and accepts it. Raises MQRC_HCONN_ERROR when it belongs to another
+        connection."""
+        uow = self._owned(unit_of_work, owner)
         if uow is None:
             return 0
+        del self.uows[unit_of_work]
         now = self.clock.now()
         for qname, msg in reversed(uow.got):
             q = self.queues.get(qname)
@@ -250,9 +305,14 @@ class QueueManager:
                     target.put(msg, now, check=False)
                     continue
             q.return_front(msg)
-            if msg.persistent:
+            if msg.persistent and not d.temporary:
                 self.journal.message_updated(qname, msg)
         return len(uow.got)
+
+    def backout_owned(self, owner: str) -> int:
+        """Back out every unit of work that ``owner`` opened (its connection ended)."""
+        names = [name for name, uow in self.uows.items() if uow.owner == owner]
+        return sum(self.backout(name, owner=owner) for name in names)
 
     # -- topics -----------------------------------------------------------------------------
 

@@ -137,22 +137,53 @@ class LocalQueue:
                 return msg
         return None
 
-    def get_batch(self, now: float, limit: int) -> list[Message]:
-        """Remove and return up to ``limit`` messages in delivery order."""
+    def get_batch(
+        self,
+        now: float,
+        limit: int,
+        *,
+        size: Callable[[Message], int] | None = None,
+        max_bytes: int = 0,
+        first_max_bytes: int = 0,
+        journal_removal: bool = True,
+    ) -> list[Message]:
+        """Remove and return up to ``limit`` messages in delivery order. With ``size``, stop
+        before a message that would take the batch past ``max_bytes``; the first message only
+        has to fit ``first_max_bytes`` (``max_bytes`` when 0). A message that does not fit is
+        not taken."""
         self.check_get()
         out: list[Message] = []
+        total = 0
+        budget = first_max_bytes or max_bytes
         for level in reversed(self._levels):
             while level and len(out) < limit:
-                msg = level.popleft()
-                self.depth -= 1
+                msg = level[0]
                 if msg.expired(now):
+                    level.popleft()
+                    self.depth -= 1
                     self.discard_stored(msg)
                     continue
-                self._taken(msg, now, True)
+                if size is not None:
+                    n = size(msg)
+                    if total + n > budget:
+                        return out
+                    total += n
+                    budget = max_bytes
+                level.popleft()
+                self.depth -= 1
+                self._taken(msg, now, journal_removal)
                 out.append(msg)
             if len(out) >= limit:
                 break
         return out
+
+    def peek(self, now: float) -> Message | None:
+        """The message a get would return next (not removed)."""
+        for level in reversed(self._levels):
+            for msg in level:
+                if not msg.expired(now):
+                    return msg
+        return None
 
     def _take_matching(
         self, level: deque[Message], now: float, message_id: str, correl_id: bytes, jr: bool
