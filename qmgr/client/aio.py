@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 
 from qmgr.client import convert
-from qmgr.client.errors import MQClientError, MqscCommandError, from_rpc_error
+from qmgr.client.errors import MQClientError, MqscCommandError, from_rpc_error, publish_error
 from qmgr.client.flow import (
     DEFAULT_PENDING_BYTES,
     DEFAULT_PENDING_MESSAGES,
@@ -260,6 +260,8 @@ class AsyncQueueManagerClient:
         for topic, msg in publications:
             convert.publication(topic, msg, retain, False, request.publications.add())
         resp = await self._call(self._msg.Publish, request)
+        if resp.HasField("error"):
+            raise publish_error(resp, resp.accepted)
         return PublishResult(resp.accepted, resp.deliveries)
 
     async def subscribe(

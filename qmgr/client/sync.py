@@ -13,7 +13,13 @@ from typing import Any
 import grpc
 
 from qmgr.client import convert
-from qmgr.client.errors import ConnectionFailed, MQClientError, MqscCommandError, from_rpc_error
+from qmgr.client.errors import (
+    ConnectionFailed,
+    MQClientError,
+    MqscCommandError,
+    from_rpc_error,
+    publish_error,
+)
 from qmgr.client.flow import (
     DEFAULT_PENDING_BYTES,
     DEFAULT_PENDING_MESSAGES,
@@ -194,8 +200,7 @@ class StreamPublisher:
                     self.accepted += resp.accepted
                     self.deliveries += resp.deliveries
                     if resp.HasField("error") and self._error is None:
-                        e = resp.error
-                        self._error = MQClientError(e.reason, e.reason_name, e.text)
+                        self._error = publish_error(resp, self.accepted)
                     self._outstanding -= 1
                     self._done.notify_all()
                 self._slots.release()
@@ -453,6 +458,8 @@ class QueueManagerClient:
         for topic, msg in publications:
             convert.publication(topic, msg, retain, scope_qmgr, request.publications.add())
         resp = self._call(self._msg.Publish, request)
+        if resp.HasField("error"):
+            raise publish_error(resp, resp.accepted)
         return PublishResult(resp.accepted, resp.deliveries)
 
     def stream_publisher(self, batch_size: int = 100, window: int = 8) -> StreamPublisher:

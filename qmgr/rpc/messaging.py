@@ -256,30 +256,38 @@ class MessagingServicer(rpc.MessagingServicer):
 
     # -- publish/subscribe ------------------------------------------------------------------
 
-    def _publish_batch(self, request: pb.PublishRequest) -> tuple[int, int, bool]:
-        """Publish in order; returns (accepted, deliveries, any persistent). Publications before
-        a failing one stay published."""
+    def _publish_batch(self, request: pb.PublishRequest) -> pb.PublishResponse:
+        """Publish a batch in order. Every publication is checked first (decoding, topic
+        string, PUB(DISABLED), priority, size), so a bad one rejects the batch with nothing
+        published (raised). A failure that only shows while delivering (e.g. a full queue under
+        PMSGDLV) stops the batch there: the response says how many were accepted and carries
+        the error."""
+        qm = self.qm
+        batch = [(p, message_from_wire(p.message)) for p in request.publications]
+        for p, msg in batch:
+            qm.accept_publication(p.topic, msg)
         deliveries = 0
-        persistent = False
         publish = self.rt.publish
-        for i, p in enumerate(request.publications):
-            msg = message_from_wire(p.message)
+        resp = pb.PublishResponse(batch_id=request.batch_id)
+        for i, (p, msg) in enumerate(batch):
             try:
                 deliveries += publish(p.topic, msg, retain=p.retain, scope_qmgr=p.scope_qmgr)
             except MQError as exc:
-                exc.accepted = i  # type: ignore[attr-defined]
-                raise
-            persistent = persistent or bool(msg.persistent)
-        return len(request.publications), deliveries, persistent
+                resp.accepted = i
+                resp.error.CopyFrom(error_to_wire(exc))
+                break
+        else:
+            resp.accepted = len(batch)
+        resp.deliveries = deliveries
+        return resp
 
     @translated
     async def Publish(self, request: pb.PublishRequest, context: Ctx) -> pb.PublishResponse:
-        accepted, deliveries, persistent = self._publish_batch(request)
-        if persistent:
+        position = self.rt.position
+        resp = self._publish_batch(request)
+        if self.rt.position != position:
             await self.rt.durable()
-        return pb.PublishResponse(
-            batch_id=request.batch_id, accepted=accepted, deliveries=deliveries
-        )
+        return resp
 
     async def PublishStream(
         self, request_iterator: AsyncIterator[pb.PublishRequest], context: Ctx
@@ -294,19 +302,15 @@ class MessagingServicer(rpc.MessagingServicer):
         async def reader() -> None:
             try:
                 async for request in request_iterator:
+                    position = self.rt.position
                     try:
-                        accepted, deliveries, persistent = self._publish_batch(request)
-                        resp = pb.PublishResponse(
-                            batch_id=request.batch_id, accepted=accepted, deliveries=deliveries
-                        )
+                        resp = self._publish_batch(request)
                     except MQError as exc:
                         resp = pb.PublishResponse(
-                            batch_id=request.batch_id,
-                            accepted=getattr(exc, "accepted", 0),
-                            error=error_to_wire(exc),
+                            batch_id=request.batch_id, error=error_to_wire(exc)
                         )
-                        persistent = True
-                    await acks.put((resp, self.rt.position if persistent else None))
+                    target = self.rt.position
+                    await acks.put((resp, target if target != position else None))
             except Exception as exc:  # the handler re-raises it
                 failure.append(exc)
             await acks.put(None)

@@ -132,7 +132,11 @@ class PublishResponse(_message.Message):
     """copies delivered to local subscriptions"""
     @_builtins.property
     def error(self) -> _messages_pb2.Error:
-        """set when the batch failed (stream only; unary uses status)"""
+        """Set when delivering failed part-way: the first `accepted` publications were published,
+        the rest were not (so retrying them makes no duplicate). Every publication is checked
+        before any is published: a batch rejected that way fails the call (unary Publish) or
+        answers accepted 0 with the error (PublishStream).
+        """
 
     def __init__(
         self,

@@ -97,7 +97,8 @@ class MessagingServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Publish(self, request, context):
-        """Publish a batch of publications; answered after persistent ones are committed.
+        """Publish a batch of publications; answered after persistent ones are committed. All or
+        nothing, except for a failure while delivering (see PublishResponse.error).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -143,8 +143,9 @@ def _kill_subscriber_midway(node: NodeProcess, qm: QueueManagerClient) -> tuple[
         assert proc.stdout is not None
         acked = int(proc.stdout.readline())
         assert acked >= 120
-        wait_until(lambda: sum(qstatus(qm, queue)) == 1000 - acked, what="acknowledgements")
-        in_flight = qstatus(qm, queue)[1]
+        # everything else was sent (the credit covers it) and is not acknowledged
+        wait_until(lambda: qstatus(qm, queue) == (0, 1000 - acked), what="acknowledgements")
+        in_flight = 1000 - acked
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -304,3 +305,35 @@ def test_slow_consumer_is_bounded_on_both_sides(node: NodeProcess) -> None:
         assert report["pending"] == 1000 and report["slow"] and report["events"] == 1
         assert report["rss_kib"] < 150 * 1024, report
         wait_until(lambda: qstatus(qm, "SLOW.Q") == (total, 0), what="in-flight ones back")
+
+
+def test_batch_publish_is_all_or_exactly_accepted(node: NodeProcess) -> None:
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(PP.Q) MAXDEPTH(3)")
+        qm.create_subscription("pp/#", name="PP", durable=True, destination="PP.Q")
+        good = OutgoingMessage("good", persistent=True)
+        for bad, reason in (
+            (("pp/#", good), "MQRC_TOPIC_STRING_ERROR"),
+            (("pp/c", OutgoingMessage("bad", priority=12)), None),
+        ):
+            with pytest.raises(MQClientError) as err:
+                qm.publish_many([("pp/a", good), bad, ("pp/b", good)])
+            assert reason is None or err.value.reason_name == reason
+            assert err.value.accepted == 0
+            assert qstatus(qm, "PP.Q") == (0, 0)  # nothing of the batch was published
+        batch = [(f"pp/{i}", OutgoingMessage(str(i), persistent=True)) for i in range(5)]
+        with pytest.raises(MQClientError) as err:
+            qm.publish_many(batch)  # the queue takes 3: delivering the 4th fails
+        assert err.value.reason_name == "MQRC_PUBLICATION_FAILURE"
+        assert err.value.accepted == 3
+        assert [m.text for m in qm.get_many("PP.Q", 10)] == ["0", "1", "2"]
+        assert qm.publish_many(batch[3:]).accepted == 2  # retrying the rest: no duplicate
+        assert [m.text for m in qm.get_many("PP.Q", 10)] == ["3", "4"]
+
+        pub = qm.stream_publisher(batch_size=5)
+        for topic, msg in batch:
+            pub.publish(topic, msg)
+        with pytest.raises(MQClientError) as err:
+            pub.flush()
+        assert err.value.accepted == 3
+        assert [m.text for m in qm.get_many("PP.Q", 10)] == ["0", "1", "2"]
