@@ -88,6 +88,8 @@ class AsyncSubscription(BufferedConsumer):
                 await self._call.write(self._control_type(ack=ack))
 
     async def _wait(self, timeout: float | None) -> bool:
+        if self._closing is not None:  # what was not handed out goes back to the queue
+            return False
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while not self._buf.ready() and not self._ended:
@@ -139,9 +141,19 @@ class AsyncSubscription(BufferedConsumer):
                 return
             yield msg
 
-    async def aclose(self, timeout: float = 10.0) -> None:
+    async def aclose(self) -> None:
         """Acknowledge what was handed out (``ack="auto"``), end the stream and wait for the
         node to put everything else back on the queue."""
+        self.close()
+        assert self._closing is not None
+        await self._closing
+
+    def close(self) -> None:
+        """Start closing (see :meth:`aclose`, which also waits for it)."""
+        if self._closing is None:
+            self._closing = asyncio.get_running_loop().create_task(self._shutdown())
+
+    async def _shutdown(self, timeout: float = 10.0) -> None:
         if self._reader is None:
             return
         await self._send_control(final=True)
@@ -152,11 +164,6 @@ class AsyncSubscription(BufferedConsumer):
             pass
         finally:
             self._call.cancel()
-
-    def close(self) -> None:
-        """Start :meth:`aclose` (await :meth:`aclose` to wait for it)."""
-        if self._closing is None:
-            self._closing = asyncio.get_running_loop().create_task(self.aclose())
 
 
 class AsyncQueueManagerClient:

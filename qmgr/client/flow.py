@@ -21,6 +21,14 @@ DEFAULT_PENDING_BYTES = 64 * 1024 * 1024
 ACK_MODES = ("auto", "explicit")
 
 
+def merge_ack(into: messaging_pb2.Ack, later: messaging_pb2.Ack) -> None:
+    """Fold a later acknowledgement into an earlier one (acknowledgements are cumulative,
+    credit adds up)."""
+    into.acknowledged = max(into.acknowledged, later.acknowledged)
+    into.credit_messages += later.credit_messages
+    into.credit_bytes += later.credit_bytes
+
+
 class DeliveryBuffer:
     """``ack="auto"``: a message is acknowledged once it has been handed to the application;
     ``ack="explicit"``: only by :meth:`acknowledge` (everything handed out so far)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import queue as _queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from qmgr.client.flow import (
     DEFAULT_PENDING_MESSAGES,
     BufferedConsumer,
     DeliveryBuffer,
+    merge_ack,
 )
 from qmgr.client.types import MqscRecord, OutgoingMessage, PublishResult, ReceivedMessage
 from qmgr.core.values import PropertyValue
@@ -37,6 +39,8 @@ CHANNEL_OPTIONS = [
 ]
 
 SlowConsumerCallback = Callable[[Any], None]
+ACK_DELAY = 0.005  # seconds an acknowledgement may wait to be merged with the next ones
+_NEXT: Any = object()
 
 
 class Subscription(BufferedConsumer):
@@ -71,7 +75,7 @@ class Subscription(BufferedConsumer):
         self._error: BaseException | None = None
         self._on_slow = on_slow_consumer
         self._controls.put(opening)
-        self._call = method(iter(self._controls.get, None))
+        self._call = method(self._control_stream())
         self.name = self.sub_id = ""
         self.queue = queue
         if named:
@@ -85,6 +89,34 @@ class Subscription(BufferedConsumer):
             self.queue = first.queue
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+
+    def _control_stream(self) -> Iterator[Any]:
+        """The messages to the node: the opening one, then acknowledgements, those made within
+        ACK_DELAY of each other merged into one; ends at None."""
+        controls = self._controls
+        item = controls.get()
+        while item is not None:
+            if not item.HasField("ack"):
+                yield item
+                item = controls.get()
+                continue
+            merged = item.ack
+            deadline = time.monotonic() + ACK_DELAY
+            while True:
+                remaining = deadline - time.monotonic()
+                try:
+                    item = (
+                        controls.get(timeout=remaining) if remaining > 0 else controls.get_nowait()
+                    )
+                except _queue.Empty:
+                    item = _NEXT
+                    break
+                if item is None or not item.HasField("ack"):
+                    break
+                merge_ack(merged, item.ack)
+            yield self._control_type(ack=merged)
+            if item is _NEXT:
+                item = controls.get()
 
     def _read(self) -> None:
         try:
@@ -110,6 +142,8 @@ class Subscription(BufferedConsumer):
     def _wait(self, timeout: float | None) -> bool:
         """Wait (holding the lock) until something is buffered; False on time-out or end,
         raising the error that ended the stream, once."""
+        if self._closed:  # what was not handed out went back to the queue
+            return False
         if not self._buf.ready():
             self._cond.wait_for(lambda: self._buf.ready() or self._ended, timeout)
         if self._buf.ready():

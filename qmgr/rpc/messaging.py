@@ -35,26 +35,22 @@ def response_budget(declared: int) -> int:
     return min(declared or DEFAULT_RESPONSE_LIMIT, TRANSPORT_LIMIT) - ENVELOPE
 
 
-def _text_size(s: str) -> int:
-    return len(s) if s.isascii() else len(s.encode())
-
-
 def wire_size(msg: Message) -> int:
-    """An upper bound of the encoded size of ``msg`` in a response."""
+    """An upper bound of the encoded size of ``msg`` in a response (4 bytes a character for
+    text, which UTF-8 never exceeds; 256 for the fixed fields)."""
     n = (
-        128
+        256
         + len(msg.body)
-        + len(msg.message_id)
         + len(msg.correl_id)
-        + _text_size(msg.reply_to_queue)
-        + 2 * _text_size(msg.topic)
-        + _text_size(msg.sub_user_data)
+        + 4 * (len(msg.message_id) + len(msg.reply_to_queue) + len(msg.sub_user_data))
+        + 8 * len(msg.topic)  # the topic field and the MQTopicString property
     )
-    if msg.properties:
-        for k, v in msg.properties.items():
-            n += 24 + _text_size(k)
+    props = msg.properties
+    if props:
+        for k, v in props.items():
+            n += 32 + 4 * len(k)
             if isinstance(v, str):
-                n += _text_size(v)
+                n += 4 * len(v)
             elif isinstance(v, bytes):
                 n += len(v)
             else:
@@ -207,9 +203,11 @@ class MessagingServicer(rpc.MessagingServicer):
                     if done > 0:
                         qm.commit(flow.uow, owner=flow.uow, count=done)
                         flow.acknowledged += done
+                    waiting = flow.messages <= 0 or flow.bytes <= 0
                     flow.messages += ack.credit_messages
                     flow.bytes += ack.credit_bytes
-                    signals.notify(queue)
+                    if waiting:  # the sender waits for credit
+                        signals.notify(queue)
             except Exception as exc:  # the handler re-raises it
                 flow.error = exc
             finally:

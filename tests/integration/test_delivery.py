@@ -337,3 +337,40 @@ def test_batch_publish_is_all_or_exactly_accepted(node: NodeProcess) -> None:
             pub.flush()
         assert err.value.accepted == 3
         assert [m.text for m in qm.get_many("PP.Q", 10)] == ["0", "1", "2"]
+
+
+def test_stream_backout_applies_bothresh_and_boqname(node: NodeProcess) -> None:
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(POISON.BOQ)")
+        qm.mqsc("DEFINE QLOCAL(POISON.Q) BOTHRESH(2) BOQNAME(POISON.BOQ)")
+        qm.put("POISON.Q", "poison", persistent=True)
+        for expected in (0, 1):
+            consumer = qm.consumer("POISON.Q", ack="explicit")
+            msg = consumer.receive(timeout=10)
+            assert msg is not None and msg.text == "poison" and msg.backout_count == expected
+            consumer.close()  # not acknowledged
+        assert qstatus(qm, "POISON.Q") == (0, 0)
+        moved = qm.get("POISON.BOQ")
+        assert moved is not None and moved.text == "poison" and moved.backout_count == 2
+
+
+def test_async_consumer_acknowledges_what_it_handed_out(node: NodeProcess) -> None:
+    import asyncio
+
+    from qmgr.client import AsyncQueueManagerClient
+
+    async def scenario() -> None:
+        async with AsyncQueueManagerClient(node.address) as qm:
+            await qm.mqsc("DEFINE QLOCAL(AQ) MAXDEPTH(1000)")
+            for i in range(20):
+                await qm.put("AQ", str(i), persistent=True)
+            consumer = await qm.consumer("AQ", 5, max_pending_messages=10)
+            got = await consumer.receive_batch(timeout=10)
+            assert got and [m.text for m in got] == [str(i) for i in range(len(got))]
+            await consumer.aclose()
+            assert await consumer.receive(timeout=0.1) is None
+            rest = await qm.get_many("AQ", 100)
+            assert [m.text for m in rest] == [str(i) for i in range(len(got), 20)]
+            assert all(m.backout_count <= 1 for m in rest)
+
+    asyncio.run(scenario())
