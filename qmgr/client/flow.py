@@ -127,6 +127,12 @@ class DeliveryBuffer:
         self.acknowledged = self.handed
         self._force = True
 
+    def credit_is_due(self, ack: messaging_pb2.Ack) -> bool:
+        """Whether ``ack`` returns enough credit (a quarter of the buffer) to send it now."""
+        return (
+            ack.credit_messages * 4 >= self.max_messages or ack.credit_bytes * 4 >= self.max_bytes
+        )
+
     def control(self, *, final: bool = False) -> messaging_pb2.Ack | None:
         """The acknowledgement and credit to send now, if any: after a whole delivery was
         taken, after :meth:`acknowledge`, and (``final``) when closing."""

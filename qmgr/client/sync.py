@@ -39,7 +39,7 @@ CHANNEL_OPTIONS = [
 ]
 
 SlowConsumerCallback = Callable[[Any], None]
-ACK_DELAY = 0.005  # seconds an acknowledgement may wait to be merged with the next ones
+ACK_DELAY = 0.02  # seconds an acknowledgement may wait to be merged with the next ones
 _NEXT: Any = object()
 
 
@@ -92,7 +92,8 @@ class Subscription(BufferedConsumer):
 
     def _control_stream(self) -> Iterator[Any]:
         """The messages to the node: the opening one, then acknowledgements, those made within
-        ACK_DELAY of each other merged into one; ends at None."""
+        ACK_DELAY of each other merged into one (sent at once when it returns a quarter of the
+        buffer's credit); ends at None."""
         controls = self._controls
         item = controls.get()
         while item is not None:
@@ -102,7 +103,8 @@ class Subscription(BufferedConsumer):
                 continue
             merged = item.ack
             deadline = time.monotonic() + ACK_DELAY
-            while True:
+            item = _NEXT  # nothing taken that is still to be handled
+            while not self._buf.credit_is_due(merged):
                 remaining = deadline - time.monotonic()
                 try:
                     item = (
@@ -114,6 +116,7 @@ class Subscription(BufferedConsumer):
                 if item is None or not item.HasField("ack"):
                     break
                 merge_ack(merged, item.ack)
+                item = _NEXT
             yield self._control_type(ack=merged)
             if item is _NEXT:
                 item = controls.get()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from cluster.topics import (
@@ -235,7 +236,7 @@ class QueueManager:
                     break
         if uow is not None and out:
             q.uncommitted += len(out)
-            uow.got.extend((queue, msg) for msg in out)
+            uow.got.extend(zip(repeat(queue), out, strict=False))
         return out
 
     def _enlist(self, unit_of_work: str, owner: str) -> UnitOfWork:
@@ -267,12 +268,16 @@ class QueueManager:
             return 0
         got = uow.got
         n = len(got) if count is None else min(count, len(got))
+        name = ""
+        q: LocalQueue | None = None
         for _ in range(n):
             qname, msg = got.popleft()
-            q = self.queues.get(qname)
+            if qname != name:
+                name, q = qname, self.queues.get(qname)
             if q is not None:
                 q.uncommitted -= 1
-                q.discard_stored(msg)
+                if msg.persistent:
+                    q.discard_stored(msg)
         if not got:
             del self.uows[unit_of_work]
         return n
@@ -308,6 +313,22 @@ class QueueManager:
             if msg.persistent and not d.temporary:
                 self.journal.message_updated(qname, msg)
         return len(uow.got)
+
+    def untake(self, unit_of_work: str, count: int, *, owner: str = "") -> None:
+        """Put the ``count`` messages last got in ``unit_of_work`` back where they were, as if
+        they had never been got (no backout count): they turned out not to fit a response."""
+        uow = self._owned(unit_of_work, owner)
+        if uow is None:
+            return
+        for _ in range(min(count, len(uow.got))):
+            qname, msg = uow.got.pop()
+            q = self.queues.get(qname)
+            if q is not None:
+                q.uncommitted -= 1
+                q.dequeued -= 1
+                q.return_front(msg)
+        if not uow.got:
+            del self.uows[unit_of_work]
 
     def backout_owned(self, owner: str) -> int:
         """Back out every unit of work that ``owner`` opened (its connection ended)."""

@@ -147,10 +147,10 @@ class LocalQueue:
         first_max_bytes: int = 0,
         journal_removal: bool = True,
     ) -> list[Message]:
-        """Remove and return up to ``limit`` messages in delivery order. With ``size``, stop
-        before a message that would take the batch past ``max_bytes``; the first message only
-        has to fit ``first_max_bytes`` (``max_bytes`` when 0). A message that does not fit is
-        not taken."""
+        """Remove and return up to ``limit`` messages in delivery order. With ``max_bytes``,
+        stop before a message that would take the batch past it, sizing messages with ``size``
+        (their body length without it); the first message only has to fit ``first_max_bytes``
+        (``max_bytes`` when 0). A message that does not fit is not taken."""
         self.check_get()
         out: list[Message] = []
         total = 0
@@ -163,8 +163,8 @@ class LocalQueue:
                     self.depth -= 1
                     self.discard_stored(msg)
                     continue
-                if size is not None:
-                    n = size(msg)
+                if budget:
+                    n = len(msg.body) if size is None else size(msg)
                     if total + n > budget:
                         return out
                     total += n

@@ -181,6 +181,24 @@ class MessagingServicer(rpc.MessagingServicer):
         except MQError as exc:
             await abort(context, exc)
 
+    def _trim(self, delivery: pb.Delivery, flow: _Flow) -> int:
+        """Drop the last messages of ``delivery`` (back on the queue, as if never taken) until
+        it fits the client's response limit; returns its size."""
+        out = delivery.messages
+        size = delivery.ByteSize()
+        while size > flow.budget:
+            if len(out) == 1:
+                self.qm.untake(flow.uow, 1, owner=flow.uow)
+                raise MQError(
+                    "MQRC_MSG_TOO_BIG_FOR_CHANNEL",
+                    f"the next message on {delivery.queue} ({size} bytes encoded) does not fit "
+                    f"in one response of {flow.budget} bytes; declare a larger max_response_bytes",
+                )
+            size -= out[-1].ByteSize() + 6  # the message, its tag and length
+            del out[-1]
+            self.qm.untake(flow.uow, 1, owner=flow.uow)
+        return delivery.ByteSize()
+
     async def _deliver(
         self,
         queue: str,
@@ -223,12 +241,12 @@ class MessagingServicer(rpc.MessagingServicer):
                 if flow.messages <= 0 or flow.bytes <= 0:
                     await signals.wait(queue, 1.0)
                     continue
+                # taken by body size, then trimmed to the exact encoded size (before sending)
                 msgs = qm.get(
                     queue,
                     unit_of_work=flow.uow,
                     owner=flow.uow,
                     limit=min(batch, flow.messages),
-                    size=wire_size,
                     max_bytes=min(flow.budget, flow.bytes),
                     first_max_bytes=flow.budget,
                 )
@@ -241,6 +259,9 @@ class MessagingServicer(rpc.MessagingServicer):
                 for msg in msgs:
                     message_to_wire(msg, out.add())
                 size = delivery.ByteSize()
+                if size > flow.budget:
+                    size = self._trim(delivery, flow)
+                    msgs = msgs[: len(out)]
                 delivery.size = size
                 flow.messages -= len(msgs)
                 flow.bytes -= size

@@ -154,3 +154,36 @@ def test_maxmsgl_is_capped_at_what_a_response_carries(node: NodeProcess) -> None
         assert err.value.reason_name == "MQRC_MSG_TOO_BIG_FOR_Q"
         (msg,) = qm.get_many("CAP.Q", 5)
         assert msg.body == largest
+
+
+def test_small_bodies_with_large_properties_are_sized_too(node: NodeProcess) -> None:
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(PROP.Q)")
+        for i in range(6):
+            qm.put("PROP.Q", OutgoingMessage(str(i), {"big": "v" * MIB}, persistent=True))
+    with grpc.insecure_channel(node.address) as channel:  # gRPC's default 4 MiB receive limit
+        stub = messaging_pb2_grpc.MessagingStub(channel)
+        limits = pb.DeliveryLimits(max_response_bytes=DEFAULT_GRPC_LIMIT)
+        opening = pb.ConsumeControl(
+            open=pb.ConsumeRequest(queue="PROP.Q", max_batch=10, limits=limits)
+        )
+        finished = threading.Event()
+
+        def controls() -> Iterator[pb.ConsumeControl]:
+            yield opening
+            finished.wait(30)
+            yield pb.ConsumeControl(ack=pb.Ack(acknowledged=6))
+
+        call = stub.Consume(controls(), timeout=30)
+        got: list[str] = []
+        for delivery in call:
+            assert 0 < len(delivery.messages) < 4
+            got += [m.body.decode() for m in delivery.messages]
+            if len(got) >= 6:
+                finished.set()
+                break
+        assert got == [str(i) for i in range(6)]
+        for _ in call:  # the acknowledgement is sent, then the requests end: so does the stream
+            pass
+    with node.client() as qm:
+        wait_until(lambda: qstatus(qm, "PROP.Q") == (0, 0), what="all acknowledged")
