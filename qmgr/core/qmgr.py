@@ -428,9 +428,7 @@ class QueueManager:
             raise MQError("MQRC_NO_SUBSCRIPTION", f"subscription {name} does not exist")
         q = self.queues.get(sub.dest)
         if sub.managed and q is not None and q.uncommitted:
-            raise MQError(
-                "MQRC_OBJECT_IN_USE", f"subscription {name} has messages being delivered"
-            )
+            raise MQError("MQRC_OBJECT_IN_USE", f"subscription {name} has messages being delivered")
         self.pubsub.remove(name)
         if sub.managed and sub.dest in self.queues:
             q = self.queues[sub.dest]
