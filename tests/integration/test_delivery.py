@@ -261,7 +261,7 @@ import sys, time, json
 from qmgr.client import QueueManagerClient
 qm = QueueManagerClient(sys.argv[1])
 events = []
-sub = qm.subscribe("slow/#", destination="SLOW.Q", max_pending_messages=1000,
+sub = qm.subscribe("slow/#", destination="SLOW.Q", max_pending_messages=int(sys.argv[2]),
                    on_slow_consumer=lambda s: events.append(time.time()))
 print("ready", flush=True)
 sys.stdin.readline()
@@ -273,12 +273,13 @@ time.sleep(600)
 """
 
 
-def test_slow_consumer_is_bounded_on_both_sides(node: NodeProcess) -> None:
+@pytest.mark.parametrize("window", [1000, 65_536])  # 65,536: the SDK's default
+def test_slow_consumer_is_bounded_on_both_sides(node: NodeProcess, window: int) -> None:
     total = 200_000
     with node.client() as qm:
         qm.mqsc("DEFINE QLOCAL(SLOW.Q) MAXDEPTH(300000)")
         proc = subprocess.Popen(
-            [sys.executable, "-c", SLOW, node.address],
+            [sys.executable, "-c", SLOW, node.address, str(window)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -293,16 +294,17 @@ def test_slow_consumer_is_bounded_on_both_sides(node: NodeProcess) -> None:
                 pub.publish("slow/x", OutgoingMessage(body, persistent=False))
             assert pub.close().accepted == total
             # the node sends what the credit allows, no more
-            wait_until(lambda: qstatus(qm, "SLOW.Q") == (total - 1000, 1000), what="credit")
+            wait_until(lambda: qstatus(qm, "SLOW.Q") == (total - window, window), what="credit")
             time.sleep(2.0)
-            assert qstatus(qm, "SLOW.Q") == (total - 1000, 1000)
+            assert qstatus(qm, "SLOW.Q") == (total - window, window)
             proc.stdin.write("report\n")
             proc.stdin.flush()
             report = json.loads(proc.stdout.readline())
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
-        assert report["pending"] == 1000 and report["slow"] and report["events"] == 1
+        assert report["pending"] == window and report["slow"] and report["events"] == 1
+        print(f"window {window}: subscriber report {report}")
         assert report["rss_kib"] < 150 * 1024, report
         wait_until(lambda: qstatus(qm, "SLOW.Q") == (total, 0), what="in-flight ones back")
 
