@@ -286,7 +286,8 @@ class MessagingServicer(rpc.MessagingServicer):
         for p, msg in batch:
             qm.accept_publication(p.topic, msg)
         deliveries = 0
-        publish = self.rt.publish
+        # a node in a cluster accepts again as it routes; a single node delivers what it accepted
+        publish = self.rt.publish if self.rt.agent is not None else self._deliver_accepted
         resp = pb.PublishResponse(batch_id=request.batch_id)
         for i, (p, msg) in enumerate(batch):
             try:
@@ -299,6 +300,11 @@ class MessagingServicer(rpc.MessagingServicer):
             resp.accepted = len(batch)
         resp.deliveries = deliveries
         return resp
+
+    def _deliver_accepted(
+        self, topic: str, msg: Message, *, retain: bool = False, scope_qmgr: bool = False
+    ) -> int:
+        return self.qm.pubsub.publish(topic, msg, self.qm.clock.now(), retain=retain)
 
     @translated
     async def Publish(self, request: pb.PublishRequest, context: Ctx) -> pb.PublishResponse:
