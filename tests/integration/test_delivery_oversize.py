@@ -35,6 +35,18 @@ def indexes(bodies: list[bytes], size: int) -> list[int]:
     return [int(b[:4]) for b in bodies]
 
 
+def plain_consume(
+    queue: str, finished: threading.Event, acknowledge: int = 0
+) -> Iterator[pb.ConsumeControl]:
+    """The requests of a Consume stream from a client with gRPC's default receive limit: open,
+    then (once ``finished``) acknowledge the first ``acknowledge`` messages and end."""
+    limits = pb.DeliveryLimits(max_response_bytes=DEFAULT_GRPC_LIMIT)
+    yield pb.ConsumeControl(open=pb.ConsumeRequest(queue=queue, max_batch=10, limits=limits))
+    finished.wait(30)  # ending the requests would end the stream
+    if acknowledge:
+        yield pb.ConsumeControl(ack=pb.Ack(acknowledged=acknowledge))
+
+
 def test_large_messages_through_get_consume_and_subscribe(node: NodeProcess) -> None:
     with node.client() as qm:
         qm.mqsc("DEFINE QLOCAL(BIG.Q) MAXDEPTH(100)")
@@ -92,17 +104,8 @@ def test_plain_grpc_channel_declaring_the_default_limit(node: NodeProcess) -> No
         put_each(qm, "MID.Q", 10, MIB)
     with grpc.insecure_channel(node.address) as channel:
         stub = messaging_pb2_grpc.MessagingStub(channel)
-        limits = pb.DeliveryLimits(max_response_bytes=DEFAULT_GRPC_LIMIT)
-        opening = pb.ConsumeControl(
-            open=pb.ConsumeRequest(queue="MID.Q", max_batch=10, limits=limits)
-        )
         finished = threading.Event()
-
-        def controls() -> Iterator[pb.ConsumeControl]:
-            yield opening
-            finished.wait(30)  # ending the requests would end the stream
-
-        call = stub.Consume(controls(), timeout=30)
+        call = stub.Consume(plain_consume("MID.Q", finished), timeout=30)
         got = []
         for delivery in call:
             assert delivery.ByteSize() <= DEFAULT_GRPC_LIMIT
@@ -163,18 +166,8 @@ def test_small_bodies_with_large_properties_are_sized_too(node: NodeProcess) -> 
             qm.put("PROP.Q", OutgoingMessage(str(i), {"big": "v" * MIB}, persistent=True))
     with grpc.insecure_channel(node.address) as channel:  # gRPC's default 4 MiB receive limit
         stub = messaging_pb2_grpc.MessagingStub(channel)
-        limits = pb.DeliveryLimits(max_response_bytes=DEFAULT_GRPC_LIMIT)
-        opening = pb.ConsumeControl(
-            open=pb.ConsumeRequest(queue="PROP.Q", max_batch=10, limits=limits)
-        )
         finished = threading.Event()
-
-        def controls() -> Iterator[pb.ConsumeControl]:
-            yield opening
-            finished.wait(30)
-            yield pb.ConsumeControl(ack=pb.Ack(acknowledged=6))
-
-        call = stub.Consume(controls(), timeout=30)
+        call = stub.Consume(plain_consume("PROP.Q", finished, acknowledge=6), timeout=30)
         got: list[str] = []
         for delivery in call:
             assert 0 < len(delivery.messages) < 4
