@@ -221,9 +221,12 @@ class QueueManager:
             out = []
             total = 0
             while len(out) < limit:
-                if size is not None and out:
-                    nxt = q.peek(now)
-                    if nxt is None or total + size(nxt) > max_bytes:
+                if max_bytes:
+                    nxt = q.peek(now, message_id, correl_id)
+                    if nxt is None:
+                        break
+                    total += len(nxt.body) if size is None else size(nxt)
+                    if total > (max_bytes if out else first_max_bytes or max_bytes):
                         break
                 msg = q.get(
                     now, message_id=message_id, correl_id=correl_id, journal_removal=uow is None
@@ -231,7 +234,6 @@ class QueueManager:
                 if msg is None:
                     break
                 out.append(msg)
-                total += size(msg) if size is not None else 0
                 if message_id:
                     break
         if uow is not None and out:
@@ -314,14 +316,17 @@ class QueueManager:
                 self.journal.message_updated(qname, msg)
         return len(uow.got)
 
-    def untake(self, unit_of_work: str, count: int, *, owner: str = "") -> None:
+    def untake(self, unit_of_work: str, count: int, *, owner: str = "") -> list[Message]:
         """Put the ``count`` messages last got in ``unit_of_work`` back where they were, as if
-        they had never been got (no backout count): they turned out not to fit a response."""
+        they had never been got (no backout count): they turned out not to fit a response.
+        Returns them."""
         uow = self._owned(unit_of_work, owner)
         if uow is None:
-            return
+            return []
+        out = []
         for _ in range(min(count, len(uow.got))):
             qname, msg = uow.got.pop()
+            out.append(msg)
             q = self.queues.get(qname)
             if q is not None:
                 q.uncommitted -= 1
@@ -329,6 +334,7 @@ class QueueManager:
                 q.return_front(msg)
         if not uow.got:
             del self.uows[unit_of_work]
+        return out
 
     def backout_owned(self, owner: str) -> int:
         """Back out every unit of work that ``owner`` opened (its connection ended)."""

@@ -177,12 +177,18 @@ class LocalQueue:
                 break
         return out
 
-    def peek(self, now: float) -> Message | None:
-        """The message a get would return next (not removed)."""
+    def peek(self, now: float, message_id: str = "", correl_id: bytes = b"") -> Message | None:
+        """The message a get (matching ``message_id``/``correl_id`` when given) would return
+        next, not removed."""
         for level in reversed(self._levels):
             for msg in level:
-                if not msg.expired(now):
-                    return msg
+                if msg.expired(now):
+                    continue
+                if message_id and msg.message_id != message_id:
+                    continue
+                if correl_id and msg.correl_id != correl_id:
+                    continue
+                return msg
         return None
 
     def _take_matching(

@@ -6,7 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 import grpc
 
@@ -58,15 +58,21 @@ def wire_size(msg: Message) -> int:
     return n
 
 
-def _check_fits(q: LocalQueue, now: float, budget: int) -> None:
-    """Raise if the next message can never fit in a response of ``budget`` bytes."""
-    nxt = q.peek(now)
+def _check_fits(
+    q: LocalQueue, now: float, budget: int, message_id: str = "", correl_id: bytes = b""
+) -> None:
+    """Raise if the next (matching) message can never fit in a response of ``budget`` bytes."""
+    nxt = q.peek(now, message_id, correl_id)
     if nxt is not None and wire_size(nxt) > budget:
-        raise MQError(
-            "MQRC_MSG_TOO_BIG_FOR_CHANNEL",
-            f"the next message on {q.name} ({nxt.size} bytes) does not fit in one response of "
-            f"{budget} bytes; declare a larger max_response_bytes",
-        )
+        _too_big(q.name, nxt, budget)
+
+
+def _too_big(queue: str, msg: Message, budget: int) -> NoReturn:
+    raise MQError(
+        "MQRC_MSG_TOO_BIG_FOR_CHANNEL",
+        f"the next message on {queue} ({msg.size} bytes of body) does not fit in one response "
+        f"of {budget} bytes; declare a larger max_response_bytes",
+    )
 
 
 class _Flow:
@@ -113,9 +119,11 @@ class MessagingServicer(rpc.MessagingServicer):
         qm = self.qm
         while True:
             if request.browse:
-                msgs = _fitting(
-                    qm.browse(request.queue, after=request.browse_after, limit=limit), budget
-                )
+                msgs = qm.browse(request.queue, after=request.browse_after, limit=limit)
+                fitting = _fitting(msgs, budget)
+                if msgs and not fitting:
+                    _too_big(request.queue, msgs[0], budget)
+                msgs = fitting
             else:
                 msgs = qm.get(
                     request.queue,
@@ -127,8 +135,14 @@ class MessagingServicer(rpc.MessagingServicer):
                     size=wire_size,
                     max_bytes=budget,
                 )
-            if not msgs and not request.match_message_id and not request.match_correl_id:
-                _check_fits(qm.queue(request.queue), qm.clock.now(), budget)
+                if not msgs:
+                    _check_fits(
+                        qm.queue(request.queue),
+                        qm.clock.now(),
+                        budget,
+                        request.match_message_id,
+                        request.match_correl_id,
+                    )
             remaining = deadline - time.monotonic()
             if msgs or remaining <= 0:
                 break
@@ -188,12 +202,8 @@ class MessagingServicer(rpc.MessagingServicer):
         size = delivery.ByteSize()
         while size > flow.budget:
             if len(out) == 1:
-                self.qm.untake(flow.uow, 1, owner=flow.uow)
-                raise MQError(
-                    "MQRC_MSG_TOO_BIG_FOR_CHANNEL",
-                    f"the next message on {delivery.queue} ({size} bytes encoded) does not fit "
-                    f"in one response of {flow.budget} bytes; declare a larger max_response_bytes",
-                )
+                (msg,) = self.qm.untake(flow.uow, 1, owner=flow.uow)
+                _too_big(delivery.queue, msg, flow.budget)
             size -= out[-1].ByteSize() + 6  # the message, its tag and length
             del out[-1]
             self.qm.untake(flow.uow, 1, owner=flow.uow)
