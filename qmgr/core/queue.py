@@ -182,24 +182,15 @@ class LocalQueue:
         next, not removed."""
         for level in reversed(self._levels):
             for msg in level:
-                if msg.expired(now):
-                    continue
-                if message_id and msg.message_id != message_id:
-                    continue
-                if correl_id and msg.correl_id != correl_id:
-                    continue
-                return msg
+                if _matches(msg, now, message_id, correl_id):
+                    return msg
         return None
 
     def _take_matching(
         self, level: deque[Message], now: float, message_id: str, correl_id: bytes, jr: bool
     ) -> Message | None:
         for i, msg in enumerate(level):
-            if msg.expired(now):
-                continue
-            if message_id and msg.message_id != message_id:
-                continue
-            if correl_id and msg.correl_id != correl_id:
+            if not _matches(msg, now, message_id, correl_id):
                 continue
             del level[i]
             self.depth -= 1
@@ -246,3 +237,12 @@ class LocalQueue:
     def oldest_put_time(self) -> float | None:
         times = [level[0].put_time for level in self._levels if level]
         return min(times) if times else None
+
+
+def _matches(msg: Message, now: float, message_id: str, correl_id: bytes) -> bool:
+    """Whether a get by ``message_id``/``correl_id`` (each when given) would take ``msg``."""
+    if msg.expired(now):
+        return False
+    if message_id and msg.message_id != message_id:
+        return False
+    return not correl_id or msg.correl_id == correl_id
