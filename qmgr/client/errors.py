@@ -10,11 +10,20 @@ import grpc
 class MQClientError(Exception):
     """A failed call, with the MQ reason code and name (e.g. 2085 MQRC_UNKNOWN_OBJECT_NAME)."""
 
-    def __init__(self, reason: int, reason_name: str, text: str) -> None:
+    def __init__(self, reason: int, reason_name: str, text: str, *, accepted: int = 0) -> None:
         super().__init__(f"{reason_name} ({reason}): {text}")
         self.reason = reason
         self.reason_name = reason_name
         self.text = text
+        # for a publish: how many publications were accepted before the failure (published,
+        # in order); the rest were not, so retrying them makes no duplicate
+        self.accepted = accepted
+
+
+def publish_error(resp: Any, accepted: int) -> MQClientError:
+    """The error a PublishResponse carries, with the publications accepted before it."""
+    e = resp.error
+    return MQClientError(e.reason, e.reason_name, e.text, accepted=accepted)
 
 
 class ConnectionFailed(MQClientError):

@@ -7,79 +7,179 @@ import queue as _queue
 import threading
 import time
 import uuid
-from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import grpc
 
 from qmgr.client import convert
-from qmgr.client.errors import MQClientError, MqscCommandError, from_rpc_error
+from qmgr.client.errors import (
+    ConnectionFailed,
+    MQClientError,
+    MqscCommandError,
+    from_rpc_error,
+    publish_error,
+)
+from qmgr.client.flow import (
+    DEFAULT_PENDING_BYTES,
+    DEFAULT_PENDING_MESSAGES,
+    BufferedConsumer,
+    DeliveryBuffer,
+    merge_ack,
+)
 from qmgr.client.types import MqscRecord, OutgoingMessage, PublishResult, ReceivedMessage
 from qmgr.core.values import PropertyValue
 from qmgr.wire import admin_pb2, admin_pb2_grpc, messaging_pb2, messaging_pb2_grpc
 
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # the channel's receive limit, declared to the node
 CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
 ]
 
+SlowConsumerCallback = Callable[[Any], None]
+ACK_DELAY = 0.02  # seconds an acknowledgement may wait to be merged with the next ones
+_NEXT: Any = object()
 
-class Subscription:
-    """An open subscription: iterate it, or call :meth:`receive`. Closing a non-durable
-    subscription removes it."""
 
-    def __init__(self, call: Any) -> None:
-        self._call = call
-        self._buffer: _queue.Queue[list[ReceivedMessage] | BaseException | None] = _queue.Queue()
-        self._ready: deque[ReceivedMessage] = deque()
-        try:
-            first = next(call)
-        except grpc.RpcError as exc:
-            raise from_rpc_error(exc) from None
-        self.name: str = first.subscription
-        self.sub_id: str = first.sub_id
-        self.queue: str = first.queue
+class Subscription(BufferedConsumer):
+    """An open subscription (or queue consumer): iterate it, or call :meth:`receive` or
+    :meth:`receive_batch`.
+
+    Delivery is acknowledged and flow-controlled: the node sends no more than the buffer holds
+    (``max_pending_messages``/``max_pending_bytes``); with ``ack="auto"`` a message is
+    acknowledged once it has been handed to the application, with ``ack="explicit"`` by
+    :meth:`ack`. Closing acknowledges only that: everything else goes back on the queue on the
+    node (backout count raised). Closing a non-durable subscription removes it. When the buffer
+    is full the node stops sending: :attr:`slow_consumer` is true and ``on_slow_consumer`` (if
+    given) is called from the reader thread; nothing is dropped."""
+
+    def __init__(
+        self,
+        method: Any,
+        opening: Any,
+        control_type: Any,
+        buffer: DeliveryBuffer,
+        *,
+        named: bool,
+        queue: str = "",
+        on_slow_consumer: SlowConsumerCallback | None = None,
+    ) -> None:
+        self._controls: _queue.Queue[Any] = _queue.Queue()
+        self._control_type = control_type
+        self._buf = buffer
+        self._cond = threading.Condition()
+        self._ended = False
+        self._closed = False
+        self._error: BaseException | None = None
+        self._on_slow = on_slow_consumer
+        self._controls.put(opening)
+        self._call = method(self._control_stream())
+        self.name = self.sub_id = ""
+        self.queue = queue
+        if named:
+            try:
+                first = next(self._call)
+            except grpc.RpcError as exc:
+                self._controls.put(None)
+                raise from_rpc_error(exc) from None
+            self.name = first.subscription
+            self.sub_id = first.sub_id
+            self.queue = first.queue
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+
+    def _control_stream(self) -> Iterator[Any]:
+        """The messages to the node: the opening one, then acknowledgements, those made within
+        ACK_DELAY of each other merged into one (sent at once when it returns a quarter of the
+        buffer's credit); ends at None."""
+        controls = self._controls
+        item = controls.get()
+        while item is not None:
+            if not item.HasField("ack"):
+                yield item
+                item = controls.get()
+                continue
+            merged = item.ack
+            deadline = time.monotonic() + ACK_DELAY
+            item = _NEXT  # nothing taken that is still to be handled
+            while not self._buf.credit_is_due(merged):
+                remaining = deadline - time.monotonic()
+                try:
+                    item = (
+                        controls.get(timeout=remaining) if remaining > 0 else controls.get_nowait()
+                    )
+                except _queue.Empty:
+                    item = _NEXT
+                    break
+                if item is None or not item.HasField("ack"):
+                    break
+                merge_ack(merged, item.ack)
+                item = _NEXT
+            yield self._control_type(ack=merged)
+            if item is _NEXT:
+                item = controls.get()
 
     def _read(self) -> None:
         try:
             for delivery in self._call:
-                now = time.time()
-                batch = [convert.from_wire(m) for m in delivery.messages]
-                for msg in batch:
-                    msg.received_at = now
-                self._buffer.put(batch)
+                with self._cond:
+                    slow = self._buf.add(delivery)
+                    self._cond.notify_all()
+                if slow and self._on_slow is not None:
+                    self._on_slow(self)
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
-                self._buffer.put(from_rpc_error(exc))
-        self._buffer.put(None)
+                self._error = from_rpc_error(exc)
+        finally:
+            with self._cond:
+                self._ended = True
+                self._cond.notify_all()
+
+    def _send_control(self, *, final: bool = False) -> None:
+        ack = self._buf.control(final=final)
+        if ack is not None:
+            self._controls.put(self._control_type(ack=ack))
+
+    def _wait(self, timeout: float | None) -> bool:
+        """Wait (holding the lock) until something is buffered; False on time-out or end,
+        raising the error that ended the stream, once."""
+        if self._closed:  # what was not handed out went back to the queue
+            return False
+        if not self._buf.ready():
+            self._cond.wait_for(lambda: self._buf.ready() or self._ended, timeout)
+        if self._buf.ready():
+            return True
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+        return False
 
     def receive_batch(self, timeout: float | None = None) -> list[ReceivedMessage]:
-        """Every publication already received (at least one, waiting up to ``timeout``);
-        an empty list on time-out or when closed."""
-        if not self._ready:
-            try:
-                item = self._buffer.get(timeout=timeout)
-            except _queue.Empty:
+        """Every message already received (at least one, waiting up to ``timeout``); an empty
+        list on time-out or when closed."""
+        with self._cond:
+            if not self._wait(timeout):
                 return []
-            if isinstance(item, BaseException):
-                raise item
-            if item is None:
-                self._buffer.put(None)
-                return []
-            self._ready.extend(item)
-        out = list(self._ready)
-        self._ready.clear()
+            out = self._buf.take_all()
+            self._send_control()
         return out
 
     def receive(self, timeout: float | None = None) -> ReceivedMessage | None:
-        """The next publication, or None after ``timeout`` seconds (or when closed)."""
-        if not self._ready:
-            self._ready.extend(self.receive_batch(timeout))
-        return self._ready.popleft() if self._ready else None
+        """The next message, or None after ``timeout`` seconds (or when closed)."""
+        with self._cond:
+            if not self._wait(timeout):
+                return None
+            msg = self._buf.take_one()
+            self._send_control()
+        return msg
+
+    def ack(self) -> None:
+        """Acknowledge every message handed to the application so far."""
+        with self._cond:
+            self._buf.acknowledge()
+            self._send_control()
 
     def __iter__(self) -> Iterator[ReceivedMessage]:
         while True:
@@ -88,7 +188,16 @@ class Subscription:
                 return
             yield msg
 
-    def close(self) -> None:
+    def close(self, timeout: float = 10.0) -> None:
+        """Acknowledge what was handed to the application (``ack="auto"``), end the stream and
+        wait for the node to put everything else back on the queue."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._cond:
+            self._send_control(final=True)
+        self._controls.put(None)
+        self._reader.join(timeout=timeout)
         self._call.cancel()
         self._reader.join(timeout=5)
 
@@ -108,6 +217,7 @@ class StreamPublisher:
     ) -> None:
         self._batch_size = batch_size
         self._requests: _queue.Queue[messaging_pb2.PublishRequest | None] = _queue.Queue()
+        self._window = window
         self._slots = threading.Semaphore(window)
         self._ids = itertools.count(1)
         self._pending = messaging_pb2.PublishRequest()
@@ -127,16 +237,23 @@ class StreamPublisher:
                     self.accepted += resp.accepted
                     self.deliveries += resp.deliveries
                     if resp.HasField("error") and self._error is None:
-                        e = resp.error
-                        self._error = MQClientError(e.reason, e.reason_name, e.text)
+                        self._error = publish_error(resp, self.accepted)
                     self._outstanding -= 1
                     self._done.notify_all()
                 self._slots.release()
         except grpc.RpcError as exc:
             with self._done:
                 self._error = self._error or from_rpc_error(exc)
+        finally:
+            with self._done:
+                if self._outstanding > 0 and self._error is None:
+                    self._error = ConnectionFailed(
+                        2009, "MQRC_CONNECTION_BROKEN", "the publish stream ended early"
+                    )
                 self._outstanding = 0
                 self._done.notify_all()
+            for _ in range(self._window):  # wake a publisher waiting for a window slot
+                self._slots.release()
 
     def publish(
         self,
@@ -158,6 +275,9 @@ class StreamPublisher:
         if self._error is not None:
             raise self._error
         self._slots.acquire()
+        if self._error is not None:
+            self._slots.release()
+            raise self._error
         self._pending.batch_id = next(self._ids)
         with self._done:
             self._outstanding += 1
@@ -189,6 +309,24 @@ class QueueManagerClient:
         self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self._msg = messaging_pb2_grpc.MessagingStub(self._channel)
         self._admin = admin_pb2_grpc.AdminStub(self._channel)
+        self._connect_lock = threading.Lock()
+        self._connection: Any = None
+        self._connection_id = ""
+
+    def connection_id(self) -> str:
+        """This client's connection on the node, opened the first time a unit of work needs
+        it (and again if the node has lost it): units of work belong to it and are backed out
+        when it ends."""
+        with self._connect_lock:
+            if self._connection is None or self._connection.done():
+                call = self._msg.Connect(messaging_pb2.ConnectRequest())
+                try:
+                    event = next(call)
+                except grpc.RpcError as exc:
+                    raise from_rpc_error(exc) from None
+                self._connection = call
+                self._connection_id = event.connection_id
+            return self._connection_id
 
     def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
         try:
@@ -239,6 +377,8 @@ class QueueManagerClient:
             unit_of_work=unit_of_work,
             match_message_id=message_id,
             match_correl_id=correl_id,
+            connection_id=self.connection_id() if unit_of_work else "",
+            max_response_bytes=MAX_RESPONSE_BYTES,
         )
         timeout = self.timeout + wait_ms / 1000.0
         return [convert.from_wire(m) for m in self._call(self._msg.Get, request, timeout).messages]
@@ -253,18 +393,16 @@ class QueueManagerClient:
         return self.get_many(queue, limit, browse=True, browse_after=after)
 
     def commit(self, unit_of_work: str) -> int:
-        return int(
-            self._call(
-                self._msg.Commit, messaging_pb2.UnitOfWork(unit_of_work=unit_of_work)
-            ).messages
+        request = messaging_pb2.UnitOfWork(
+            unit_of_work=unit_of_work, connection_id=self.connection_id()
         )
+        return int(self._call(self._msg.Commit, request).messages)
 
     def backout(self, unit_of_work: str) -> int:
-        return int(
-            self._call(
-                self._msg.Backout, messaging_pb2.UnitOfWork(unit_of_work=unit_of_work)
-            ).messages
+        request = messaging_pb2.UnitOfWork(
+            unit_of_work=unit_of_work, connection_id=self.connection_id()
         )
+        return int(self._call(self._msg.Backout, request).messages)
 
     @contextmanager
     def unit_of_work(self) -> Iterator[str]:
@@ -277,16 +415,56 @@ class QueueManagerClient:
             raise
         self.commit(uow)
 
-    def consume(self, queue: str, max_batch: int = 256) -> Iterator[list[ReceivedMessage]]:
-        """Batches of messages from ``queue`` as they arrive (destructive, outside syncpoint)."""
-        call = self._msg.Consume(messaging_pb2.ConsumeRequest(queue=queue, max_batch=max_batch))
+    def consume(
+        self,
+        queue: str,
+        max_batch: int = 256,
+        *,
+        max_pending_messages: int = DEFAULT_PENDING_MESSAGES,
+        max_pending_bytes: int = DEFAULT_PENDING_BYTES,
+    ) -> Iterator[list[ReceivedMessage]]:
+        """Batches of messages from ``queue`` as they arrive. Each batch is acknowledged once
+        the next one is asked for (or the iteration ends); what was not handed out goes back on
+        the queue."""
+        consumer = self.consumer(
+            queue,
+            max_batch,
+            max_pending_messages=max_pending_messages,
+            max_pending_bytes=max_pending_bytes,
+        )
         try:
-            for delivery in call:
-                yield [convert.from_wire(m) for m in delivery.messages]
-        except grpc.RpcError as exc:
-            raise from_rpc_error(exc) from None
+            while True:
+                batch = consumer.receive_batch()
+                if not batch:
+                    return
+                yield batch
         finally:
-            call.cancel()
+            consumer.close()
+
+    def consumer(
+        self,
+        queue: str,
+        max_batch: int = 256,
+        *,
+        ack: str = "auto",
+        max_pending_messages: int = DEFAULT_PENDING_MESSAGES,
+        max_pending_bytes: int = DEFAULT_PENDING_BYTES,
+        on_slow_consumer: SlowConsumerCallback | None = None,
+    ) -> Subscription:
+        """A streaming consumer of ``queue`` with the interface of a :class:`Subscription`."""
+        buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
+        request = messaging_pb2.ConsumeRequest(
+            queue=queue, max_batch=max_batch, limits=buffer.limits(MAX_RESPONSE_BYTES)
+        )
+        return Subscription(
+            self._msg.Consume,
+            messaging_pb2.ConsumeControl(open=request),
+            messaging_pb2.ConsumeControl,
+            buffer,
+            named=False,
+            queue=queue,
+            on_slow_consumer=on_slow_consumer,
+        )
 
     # -- publish/subscribe ------------------------------------------------------------------
 
@@ -317,6 +495,8 @@ class QueueManagerClient:
         for topic, msg in publications:
             convert.publication(topic, msg, retain, scope_qmgr, request.publications.add())
         resp = self._call(self._msg.Publish, request)
+        if resp.HasField("error"):
+            raise publish_error(resp, resp.accepted)
         return PublishResult(resp.accepted, resp.deliveries)
 
     def stream_publisher(self, batch_size: int = 100, window: int = 8) -> StreamPublisher:
@@ -333,7 +513,14 @@ class QueueManagerClient:
         scope_qmgr: bool = False,
         user_data: str = "",
         max_batch: int = 256,
+        ack: str = "auto",
+        max_pending_messages: int = DEFAULT_PENDING_MESSAGES,
+        max_pending_bytes: int = DEFAULT_PENDING_BYTES,
+        on_slow_consumer: SlowConsumerCallback | None = None,
     ) -> Subscription:
+        """Create (or resume) a subscription and receive its publications; see
+        :class:`Subscription` for acknowledgement, flow control and the slow-consumer signal."""
+        buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
         request = messaging_pb2.SubscribeRequest(
             name=name,
             topic=topic,
@@ -343,8 +530,16 @@ class QueueManagerClient:
             scope_qmgr=scope_qmgr,
             user_data=user_data,
             max_batch=max_batch,
+            limits=buffer.limits(MAX_RESPONSE_BYTES),
         )
-        return Subscription(self._msg.Subscribe(request))
+        return Subscription(
+            self._msg.Subscribe,
+            messaging_pb2.SubscribeControl(open=request),
+            messaging_pb2.SubscribeControl,
+            buffer,
+            named=True,
+            on_slow_consumer=on_slow_consumer,
+        )
 
     def create_subscription(
         self, topic: str, *, name: str, durable: bool = True, destination: str = ""
@@ -353,10 +548,15 @@ class QueueManagerClient:
         request = messaging_pb2.SubscribeRequest(
             name=name, topic=topic, durable=durable, destination=destination, no_receive=True
         )
+        call = self._msg.Subscribe(
+            iter([messaging_pb2.SubscribeControl(open=request)]), timeout=self.timeout
+        )
         try:
-            first = next(self._msg.Subscribe(request, timeout=self.timeout))
+            first = next(call)
         except grpc.RpcError as exc:
             raise from_rpc_error(exc) from None
+        finally:
+            call.cancel()
         return str(first.queue)
 
     def unsubscribe(self, name: str) -> None:
@@ -386,6 +586,8 @@ class QueueManagerClient:
             ) from None
 
     def close(self) -> None:
+        if self._connection is not None:
+            self._connection.cancel()
         self._channel.close()
 
     def __enter__(self) -> QueueManagerClient:

@@ -6,8 +6,10 @@ node's business (it is told through ``on_message`` when a queue gets a message).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from cluster.topics import (
@@ -72,7 +74,11 @@ class QmgrAttrs:
 
 @dataclass
 class UnitOfWork:
-    got: list[tuple[str, Message]] = field(default_factory=list)
+    """Messages got under syncpoint, oldest first; ``owner`` is the connection (or stream)
+    that opened it, empty for one not tied to a connection."""
+
+    owner: str = ""
+    got: deque[tuple[str, Message]] = field(default_factory=deque)
 
 
 class QueueManager:
@@ -253,50 +259,106 @@ class QueueManager:
         queue: str,
         *,
         unit_of_work: str = "",
+        owner: str = "",
         message_id: str = "",
         correl_id: bytes = b"",
         limit: int = 1,
+        size: Callable[[Message], int] | None = None,
+        max_bytes: int = 0,
+        first_max_bytes: int = 0,
     ) -> list[Message]:
+        """Get up to ``limit`` messages (under syncpoint in ``unit_of_work`` when given, which
+        then belongs to ``owner``). With ``size``, messages that would take the batch past
+        ``max_bytes`` stay on the queue (the first one only has to fit ``first_max_bytes``
+        when that is given)."""
         q = self.queue(queue)
         now = self.clock.now()
-        if not unit_of_work and not message_id and not correl_id:
-            return q.get_batch(now, limit)
-        out: list[Message] = []
-        while len(out) < limit:
-            msg = q.get(
-                now, message_id=message_id, correl_id=correl_id, journal_removal=not unit_of_work
+        uow = self._enlist(unit_of_work, owner) if unit_of_work else None
+        if not message_id and not correl_id:
+            out = q.get_batch(
+                now,
+                limit,
+                size=size,
+                max_bytes=max_bytes,
+                first_max_bytes=first_max_bytes,
+                journal_removal=uow is None,
             )
-            if msg is None:
-                break
-            out.append(msg)
-            if unit_of_work:
-                q.uncommitted += 1
-                self.uows.setdefault(unit_of_work, UnitOfWork()).got.append((queue, msg))
-            if message_id:
-                break
+        else:
+            out = []
+            total = 0
+            while len(out) < limit:
+                if max_bytes:
+                    nxt = q.peek(now, message_id, correl_id)
+                    if nxt is None:
+                        break
+                    total += len(nxt.body) if size is None else size(nxt)
+                    if total > (max_bytes if out else first_max_bytes or max_bytes):
+                        break
+                msg = q.get(
+                    now, message_id=message_id, correl_id=correl_id, journal_removal=uow is None
+                )
+                if msg is None:
+                    break
+                out.append(msg)
+                if message_id:
+                    break
+        if uow is not None and out:
+            q.uncommitted += len(out)
+            uow.got.extend(zip(repeat(queue), out, strict=False))
         return out
+
+    def _enlist(self, unit_of_work: str, owner: str) -> UnitOfWork:
+        uow = self.uows.get(unit_of_work)
+        if uow is None:
+            uow = self.uows[unit_of_work] = UnitOfWork(owner)
+        elif uow.owner != owner:
+            raise MQError(
+                "MQRC_HCONN_ERROR", f"unit of work {unit_of_work} belongs to another connection"
+            )
+        return uow
+
+    def _owned(self, unit_of_work: str, owner: str) -> UnitOfWork | None:
+        uow = self.uows.get(unit_of_work)
+        if uow is not None and uow.owner != owner:
+            raise MQError(
+                "MQRC_HCONN_ERROR", f"unit of work {unit_of_work} belongs to another connection"
+            )
+        return uow
 
     def browse(self, queue: str, *, after: int = 0, limit: int = 1) -> list[Message]:
         return self.queue(queue).browse(self.clock.now(), after, limit)
 
-    def commit(self, unit_of_work: str) -> int:
-        uow = self.uows.pop(unit_of_work, None)
+    def commit(self, unit_of_work: str, *, owner: str = "", count: int | None = None) -> int:
+        """Commit the unit of work (only its ``count`` oldest messages when given: the rest
+        stay in it). Raises MQRC_HCONN_ERROR when it belongs to another connection."""
+        uow = self._owned(unit_of_work, owner)
         if uow is None:
             return 0
-        for qname, msg in uow.got:
-            q = self.queues.get(qname)
+        got = uow.got
+        n = len(got) if count is None else min(count, len(got))
+        name = ""
+        q: LocalQueue | None = None
+        for _ in range(n):
+            qname, msg = got.popleft()
+            if qname != name:
+                name, q = qname, self.queues.get(qname)
             if q is not None:
                 q.uncommitted -= 1
-                q.discard_stored(msg)
-        return len(uow.got)
+                if msg.persistent:
+                    q.discard_stored(msg)
+        if not got:
+            del self.uows[unit_of_work]
+        return n
 
-    def backout(self, unit_of_work: str) -> int:
+    def backout(self, unit_of_work: str, *, owner: str = "") -> int:
         """Return got messages to their queues (in their original order) with the backout
         count raised; a message whose count reaches BOTHRESH moves to BOQNAME if that queue
-        exists and accepts it."""
-        uow = self.uows.pop(unit_of_work, None)
+        exists and accepts it. Raises MQRC_HCONN_ERROR when it belongs to another
+        connection."""
+        uow = self._owned(unit_of_work, owner)
         if uow is None:
             return 0
+        del self.uows[unit_of_work]
         now = self.clock.now()
         for qname, msg in reversed(uow.got):
             q = self.queues.get(qname)
@@ -316,9 +378,34 @@ class QueueManager:
                     target.put(msg, now, check=False)
                     continue
             q.return_front(msg)
-            if msg.persistent:
+            if msg.persistent and not d.temporary:
                 self.journal.message_updated(qname, msg)
         return len(uow.got)
+
+    def untake(self, unit_of_work: str, count: int, *, owner: str = "") -> list[Message]:
+        """Put the ``count`` messages last got in ``unit_of_work`` back where they were, as if
+        they had never been got (no backout count): they turned out not to fit a response.
+        Returns them."""
+        uow = self._owned(unit_of_work, owner)
+        if uow is None:
+            return []
+        out = []
+        for _ in range(min(count, len(uow.got))):
+            qname, msg = uow.got.pop()
+            out.append(msg)
+            q = self.queues.get(qname)
+            if q is not None:
+                q.uncommitted -= 1
+                q.dequeued -= 1
+                q.return_front(msg)
+        if not uow.got:
+            del self.uows[unit_of_work]
+        return out
+
+    def backout_owned(self, owner: str) -> int:
+        """Back out every unit of work that ``owner`` opened (its connection ended)."""
+        names = [name for name, uow in self.uows.items() if uow.owner == owner]
+        return sum(self.backout(name, owner=owner) for name in names)
 
     # -- topics -----------------------------------------------------------------------------
 
@@ -421,6 +508,9 @@ class QueueManager:
         sub = self.pubsub.subs.get(name)
         if sub is None:
             raise MQError("MQRC_NO_SUBSCRIPTION", f"subscription {name} does not exist")
+        q = self.queues.get(sub.dest)
+        if sub.managed and q is not None and q.uncommitted:
+            raise MQError("MQRC_OBJECT_IN_USE", f"subscription {name} has messages being delivered")
         self.pubsub.remove(name)
         if sub.managed and sub.dest in self.queues:
             q = self.queues[sub.dest]

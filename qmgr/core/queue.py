@@ -140,32 +140,60 @@ class LocalQueue:
                 return msg
         return None
 
-    def get_batch(self, now: float, limit: int) -> list[Message]:
-        """Remove and return up to ``limit`` messages in delivery order."""
+    def get_batch(
+        self,
+        now: float,
+        limit: int,
+        *,
+        size: Callable[[Message], int] | None = None,
+        max_bytes: int = 0,
+        first_max_bytes: int = 0,
+        journal_removal: bool = True,
+    ) -> list[Message]:
+        """Remove and return up to ``limit`` messages in delivery order. With ``max_bytes``,
+        stop before a message that would take the batch past it, sizing messages with ``size``
+        (their body length without it); the first message only has to fit ``first_max_bytes``
+        (``max_bytes`` when 0). A message that does not fit is not taken."""
         self.check_get()
         out: list[Message] = []
+        total = 0
+        budget = first_max_bytes or max_bytes
         for level in reversed(self._levels):
             while level and len(out) < limit:
-                msg = level.popleft()
-                self.depth -= 1
+                msg = level[0]
                 if msg.expired(now):
+                    level.popleft()
+                    self.depth -= 1
                     self.discard_stored(msg)
                     continue
-                self._taken(msg, now, True)
+                if budget:
+                    n = len(msg.body) if size is None else size(msg)
+                    if total + n > budget:
+                        return out
+                    total += n
+                    budget = max_bytes
+                level.popleft()
+                self.depth -= 1
+                self._taken(msg, now, journal_removal)
                 out.append(msg)
             if len(out) >= limit:
                 break
         return out
 
+    def peek(self, now: float, message_id: str = "", correl_id: bytes = b"") -> Message | None:
+        """The message a get (matching ``message_id``/``correl_id`` when given) would return
+        next, not removed."""
+        for level in reversed(self._levels):
+            for msg in level:
+                if _matches(msg, now, message_id, correl_id):
+                    return msg
+        return None
+
     def _take_matching(
         self, level: deque[Message], now: float, message_id: str, correl_id: bytes, jr: bool
     ) -> Message | None:
         for i, msg in enumerate(level):
-            if msg.expired(now):
-                continue
-            if message_id and msg.message_id != message_id:
-                continue
-            if correl_id and msg.correl_id != correl_id:
+            if not _matches(msg, now, message_id, correl_id):
                 continue
             del level[i]
             self.depth -= 1
@@ -212,3 +240,12 @@ class LocalQueue:
     def oldest_put_time(self) -> float | None:
         times = [level[0].put_time for level in self._levels if level]
         return min(times) if times else None
+
+
+def _matches(msg: Message, now: float, message_id: str, correl_id: bytes) -> bool:
+    """Whether a get by ``message_id``/``correl_id`` (each when given) would take ``msg``."""
+    if msg.expired(now):
+        return False
+    if message_id and msg.message_id != message_id:
+        return False
+    return not correl_id or msg.correl_id == correl_id

@@ -112,13 +112,16 @@ _MSGDLV = Choice(("ASPARENT", "ALL", "ALLAVAIL", "ALLDUR"))
 _PRIORITY = Number(0, 9)
 _DESCR = Text(64)
 _REPLACE = ("REPLACE", "NOREPLACE")
+# The largest MAXMSGL (queue manager and local queues): 60 MiB, so that one message with its
+# properties and headers fits in one 64 MiB gRPC response (the node's transport limit).
+MAX_MSGL = 62_914_560
 
 # --- local queues ---------------------------------------------------------------------------
 
 QLOCAL_PARAMS: Mapping[str, Domain] = {
     "DESCR": _DESCR,
     "MAXDEPTH": Number(0, 999_999_999),
-    "MAXMSGL": Number(0, 104_857_600),
+    "MAXMSGL": Number(0, MAX_MSGL),
     "DEFPSIST": Choice(("NO", "YES")),
     "DEFPRTY": _PRIORITY,
     "GET": _ENABLED,
@@ -277,7 +280,7 @@ QMGR_PARAMS: Mapping[str, Domain] = {
     "CLWLUSEQ": Choice(("LOCAL", "ANY")),
     "CLWLMRUC": Number(1, 999_999_999),
     "DEFCLXQ": Choice(("SCTQ", "CHANNEL")),
-    "MAXMSGL": Number(32_768, 104_857_600),
+    "MAXMSGL": Number(32_768, MAX_MSGL),
     "DEADQ": BLANKABLE,
 }
 QMGR_ATTRS = _words(

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import AsyncIterator
-from typing import Any, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 import grpc
 
 from qmgr.core.errors import MQError
 from qmgr.core.message import Message
+from qmgr.core.queue import LocalQueue
 from qmgr.node.runtime import NodeRuntime
 from qmgr.rpc.convert import message_from_wire, message_to_wire
 from qmgr.rpc.errors import abort, error_to_wire, translated
@@ -19,19 +21,79 @@ from qmgr.wire import messaging_pb2_grpc as rpc
 
 Ctx: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 DEFAULT_BATCH = 256
+TRANSPORT_LIMIT = 64 * 1024 * 1024  # the node's gRPC message size limit
+DEFAULT_RESPONSE_LIMIT = 4 * 1024 * 1024  # gRPC's default receive limit, for clients that
+# do not declare theirs
+ENVELOPE = 64 * 1024  # room in a response for its own fields
+DEFAULT_PENDING_MESSAGES = 65_536
+DEFAULT_PENDING_BYTES = 64 * 1024 * 1024
+ACK_QUEUE = 64  # PublishStream responses waiting for their commit before reading pauses
 
 
-def _encode(msgs: list[Message], delivery: pb.Delivery) -> pb.Delivery:
-    out = delivery.messages
-    for msg in msgs:
-        message_to_wire(msg, out.add())
-    return delivery
+def response_budget(declared: int) -> int:
+    """The bytes of messages one response may carry for a client that accepts ``declared``."""
+    return min(declared or DEFAULT_RESPONSE_LIMIT, TRANSPORT_LIMIT) - ENVELOPE
+
+
+def wire_size(msg: Message) -> int:
+    """An upper bound of the encoded size of ``msg`` in a response (4 bytes a character for
+    text, which UTF-8 never exceeds; 256 for the fixed fields)."""
+    n = (
+        256
+        + len(msg.body)
+        + len(msg.correl_id)
+        + 4 * (len(msg.message_id) + len(msg.reply_to_queue) + len(msg.sub_user_data))
+        + 8 * len(msg.topic)  # the topic field and the MQTopicString property
+    )
+    props = msg.properties
+    if props:
+        for k, v in props.items():
+            n += 32 + 4 * len(k)
+            if isinstance(v, str):
+                n += 4 * len(v)
+            elif isinstance(v, bytes):
+                n += len(v)
+            else:
+                n += 10
+    return n
+
+
+def _check_fits(
+    q: LocalQueue, now: float, budget: int, message_id: str = "", correl_id: bytes = b""
+) -> None:
+    """Raise if the next (matching) message can never fit in a response of ``budget`` bytes."""
+    nxt = q.peek(now, message_id, correl_id)
+    if nxt is not None and wire_size(nxt) > budget:
+        _too_big(q.name, nxt, budget)
+
+
+def _too_big(queue: str, msg: Message, budget: int) -> NoReturn:
+    raise MQError(
+        "MQRC_MSG_TOO_BIG_FOR_CHANNEL",
+        f"the next message on {queue} ({msg.size} bytes of body) does not fit in one response "
+        f"of {budget} bytes; declare a larger max_response_bytes",
+    )
+
+
+class _Flow:
+    """One streaming consumer: its credit, what was sent and acknowledged, its unit of work."""
+
+    def __init__(self, limits: pb.DeliveryLimits) -> None:
+        self.messages = limits.max_pending_messages or DEFAULT_PENDING_MESSAGES
+        self.bytes = limits.max_pending_bytes or DEFAULT_PENDING_BYTES
+        self.budget = response_budget(limits.max_response_bytes)
+        self.uow = f"STREAM.{uuid.uuid4().hex}"
+        self.sent = 0
+        self.acknowledged = 0
+        self.ended = False
+        self.error: BaseException | None = None
 
 
 class MessagingServicer(rpc.MessagingServicer):
     def __init__(self, runtime: NodeRuntime) -> None:
         self.rt = runtime
         self.qm = runtime.qm
+        self.connections: set[str] = set()
 
     # -- queues -----------------------------------------------------------------------------
 
@@ -43,26 +105,50 @@ class MessagingServicer(rpc.MessagingServicer):
             await self.rt.durable()
         return pb.PutResponse(message_ids=[m.message_id for m in msgs])
 
+    def _connection(self, connection_id: str) -> str:
+        if connection_id and connection_id not in self.connections:
+            raise MQError("MQRC_HCONN_ERROR", f"connection {connection_id} is not open")
+        return connection_id
+
     @translated
     async def Get(self, request: pb.GetRequest, context: Ctx) -> pb.GetResponse:
         limit = max(1, request.max_messages)
+        budget = response_budget(request.max_response_bytes)
         deadline = time.monotonic() + request.wait_ms / 1000.0
-        correl = request.match_correl_id
+        owner = self._connection(request.connection_id) if request.unit_of_work else ""
+        qm = self.qm
         while True:
             if request.browse:
-                msgs = self.qm.browse(request.queue, after=request.browse_after, limit=limit)
+                msgs = qm.browse(request.queue, after=request.browse_after, limit=limit)
+                fitting = _fitting(msgs, budget)
+                if msgs and not fitting:
+                    _too_big(request.queue, msgs[0], budget)
+                msgs = fitting
             else:
-                msgs = self.qm.get(
+                msgs = qm.get(
                     request.queue,
                     unit_of_work=request.unit_of_work,
+                    owner=owner,
                     message_id=request.match_message_id,
-                    correl_id=correl,
+                    correl_id=request.match_correl_id,
                     limit=limit,
+                    size=wire_size,
+                    max_bytes=budget,
                 )
+                if not msgs:
+                    _check_fits(
+                        qm.queue(request.queue),
+                        qm.clock.now(),
+                        budget,
+                        request.match_message_id,
+                        request.match_correl_id,
+                    )
             remaining = deadline - time.monotonic()
             if msgs or remaining <= 0:
                 break
             await self.rt.signals.wait(request.queue, remaining)
+        if not request.browse and not request.unit_of_work and any(m.persistent for m in msgs):
+            await self.rt.durable()  # answer a destructive get once the removal is committed
         response = pb.GetResponse()
         for msg in msgs:
             message_to_wire(msg, response.messages.add())
@@ -70,89 +156,199 @@ class MessagingServicer(rpc.MessagingServicer):
 
     @translated
     async def Commit(self, request: pb.UnitOfWork, context: Ctx) -> pb.UnitOfWorkResult:
-        n = self.qm.commit(request.unit_of_work)
+        n = self.qm.commit(request.unit_of_work, owner=request.connection_id)
         await self.rt.durable()
         return pb.UnitOfWorkResult(messages=n)
 
     @translated
     async def Backout(self, request: pb.UnitOfWork, context: Ctx) -> pb.UnitOfWorkResult:
-        n = self.qm.backout(request.unit_of_work)
+        n = self.qm.backout(request.unit_of_work, owner=request.connection_id)
         await self.rt.durable()
         return pb.UnitOfWorkResult(messages=n)
 
-    async def Consume(self, request: pb.ConsumeRequest, context: Ctx) -> AsyncIterator[pb.Delivery]:
+    async def Connect(self, request: pb.ConnectRequest, context: Ctx) -> None:
+        """A connection lives as long as this call; its units of work are backed out when it
+        ends (closed by the client, or the client gone)."""
+        conn = f"CONN.{uuid.uuid4().hex}"
+        self.connections.add(conn)
         try:
+            await context.write(pb.ConnectEvent(connection_id=conn))
+            await asyncio.Event().wait()
+        finally:
+            self.connections.discard(conn)
+            self.qm.backout_owned(conn)
+
+    async def Consume(
+        self, request_iterator: AsyncIterator[pb.ConsumeControl], context: Ctx
+    ) -> None:
+        requests = request_iterator.__aiter__()
+        try:
+            request = (await _opening(requests)).open
             self.qm.queue(request.queue).check_get()
+            await self._deliver(
+                request.queue,
+                request.limits,
+                request.max_batch or DEFAULT_BATCH,
+                requests,
+                context,
+            )
         except MQError as exc:
             await abort(context, exc)
-            return
-        async for delivery in self._drain(request.queue, request.max_batch or DEFAULT_BATCH):
-            yield delivery
 
-    async def _drain(self, queue: str, batch: int) -> AsyncIterator[pb.Delivery]:
+    def _trim(self, delivery: pb.Delivery, flow: _Flow) -> int:
+        """Drop the last messages of ``delivery`` (back on the queue, as if never taken) until
+        it fits the client's response limit; returns its size."""
+        out = delivery.messages
+        size = delivery.ByteSize()
+        while size > flow.budget:
+            if len(out) == 1:
+                (msg,) = self.qm.untake(flow.uow, 1, owner=flow.uow)
+                _too_big(delivery.queue, msg, flow.budget)
+            size -= out[-1].ByteSize() + 6  # the message, its tag and length
+            del out[-1]
+            self.qm.untake(flow.uow, 1, owner=flow.uow)
+        return delivery.ByteSize()
+
+    async def _deliver(
+        self,
+        queue: str,
+        limits: pb.DeliveryLimits,
+        batch: int,
+        requests: AsyncIterator[Any],
+        context: Ctx,
+    ) -> None:
+        """Send ``queue``'s messages within the credit the client grants, inside a unit of
+        work of this stream: acknowledged ones are committed, the rest backed out at the end."""
         qm = self.qm
-        while True:
-            if queue not in qm.queues:
-                return
-            msgs = qm.get(queue, limit=batch)
-            if msgs:
-                yield _encode(msgs, pb.Delivery(queue=queue))
-            else:
-                await self.rt.signals.wait(queue, 1.0)
+        signals = self.rt.signals
+        flow = _Flow(limits)
+
+        async def read_acks() -> None:
+            try:
+                async for control in requests:
+                    ack = control.ack
+                    done = min(ack.acknowledged, flow.sent) - flow.acknowledged
+                    if done > 0:
+                        qm.commit(flow.uow, owner=flow.uow, count=done)
+                        flow.acknowledged += done
+                    waiting = flow.messages <= 0 or flow.bytes <= 0
+                    flow.messages += ack.credit_messages
+                    flow.bytes += ack.credit_bytes
+                    if waiting:  # the sender waits for credit
+                        signals.notify(queue)
+            except Exception as exc:  # the handler re-raises it
+                flow.error = exc
+            finally:
+                flow.ended = True
+                signals.notify(queue)
+
+        reader = asyncio.get_running_loop().create_task(read_acks())
+        try:
+            while not flow.ended:
+                q = qm.queues.get(queue)
+                if q is None:
+                    return
+                if flow.messages <= 0 or flow.bytes <= 0:
+                    await signals.wait(queue, 1.0)
+                    continue
+                # taken by body size, then trimmed to the exact encoded size (before sending)
+                msgs = qm.get(
+                    queue,
+                    unit_of_work=flow.uow,
+                    owner=flow.uow,
+                    limit=min(batch, flow.messages),
+                    max_bytes=min(flow.budget, flow.bytes),
+                    first_max_bytes=flow.budget,
+                )
+                if not msgs:
+                    _check_fits(q, qm.clock.now(), flow.budget)
+                    await signals.wait(queue, 1.0)
+                    continue
+                delivery = pb.Delivery(queue=queue)
+                out = delivery.messages
+                for msg in msgs:
+                    message_to_wire(msg, out.add())
+                size = delivery.ByteSize()
+                if size > flow.budget:
+                    size = self._trim(delivery, flow)
+                    msgs = msgs[: len(out)]
+                delivery.size = size
+                flow.messages -= len(msgs)
+                flow.bytes -= size
+                flow.sent += len(msgs)
+                await context.write(delivery)
+            if flow.error is not None:
+                raise flow.error
+        finally:
+            reader.cancel()
+            qm.backout(flow.uow, owner=flow.uow)
 
     # -- publish/subscribe ------------------------------------------------------------------
 
-    def _publish_batch(self, request: pb.PublishRequest) -> tuple[int, int, bool]:
-        """Publish in order; returns (accepted, deliveries, any persistent). Publications before
-        a failing one stay published."""
+    def _publish_batch(self, request: pb.PublishRequest) -> pb.PublishResponse:
+        """Publish a batch in order. Every publication is checked first (decoding, topic
+        string, PUB(DISABLED), priority, size), so a bad one rejects the batch with nothing
+        published (raised). A failure that only shows while delivering (e.g. a full queue under
+        PMSGDLV) stops the batch there: the response says how many were accepted and carries
+        the error."""
+        qm = self.qm
+        batch = [(p, message_from_wire(p.message)) for p in request.publications]
+        for p, msg in batch:
+            qm.accept_publication(p.topic, msg)
         deliveries = 0
-        persistent = False
-        publish = self.rt.publish
-        for i, p in enumerate(request.publications):
-            msg = message_from_wire(p.message)
+        # a node in a cluster accepts again as it routes; a single node delivers what it accepted
+        publish = self.rt.publish if self.rt.agent is not None else self._deliver_accepted
+        resp = pb.PublishResponse(batch_id=request.batch_id)
+        for i, (p, msg) in enumerate(batch):
             try:
                 deliveries += publish(p.topic, msg, retain=p.retain, scope_qmgr=p.scope_qmgr)
             except MQError as exc:
-                exc.accepted = i  # type: ignore[attr-defined]
-                raise
-            persistent = persistent or bool(msg.persistent)
-        return len(request.publications), deliveries, persistent
+                resp.accepted = i
+                resp.error.CopyFrom(error_to_wire(exc))
+                break
+        else:
+            resp.accepted = len(batch)
+        resp.deliveries = deliveries
+        return resp
+
+    def _deliver_accepted(
+        self, topic: str, msg: Message, *, retain: bool = False, scope_qmgr: bool = False
+    ) -> int:
+        return self.qm.pubsub.publish(topic, msg, self.qm.clock.now(), retain=retain)
 
     @translated
     async def Publish(self, request: pb.PublishRequest, context: Ctx) -> pb.PublishResponse:
-        accepted, deliveries, persistent = self._publish_batch(request)
-        if persistent:
+        position = self.rt.position
+        resp = self._publish_batch(request)
+        if self.rt.position != position:
             await self.rt.durable()
-        return pb.PublishResponse(
-            batch_id=request.batch_id, accepted=accepted, deliveries=deliveries
-        )
+        return resp
 
     async def PublishStream(
         self, request_iterator: AsyncIterator[pb.PublishRequest], context: Ctx
     ) -> AsyncIterator[pb.PublishResponse]:
         """Publish each batch as it arrives; acknowledge in order once it is durable. Commits
         overlap with the next batches, so persistent throughput is not one fsync per batch."""
-        # each response with the journal position that must be committed before it is sent
-        acks: asyncio.Queue[tuple[pb.PublishResponse, int | None] | None] = asyncio.Queue()
+        # each response with the journal position that must be committed before it is sent;
+        # bounded, so a client that does not read its acknowledgements stops being read
+        acks: asyncio.Queue[tuple[pb.PublishResponse, int | None] | None] = asyncio.Queue(ACK_QUEUE)
+        failure: list[BaseException] = []
 
         async def reader() -> None:
             try:
                 async for request in request_iterator:
+                    position = self.rt.position
                     try:
-                        accepted, deliveries, persistent = self._publish_batch(request)
-                        resp = pb.PublishResponse(
-                            batch_id=request.batch_id, accepted=accepted, deliveries=deliveries
-                        )
+                        resp = self._publish_batch(request)
                     except MQError as exc:
                         resp = pb.PublishResponse(
-                            batch_id=request.batch_id,
-                            accepted=getattr(exc, "accepted", 0),
-                            error=error_to_wire(exc),
+                            batch_id=request.batch_id, error=error_to_wire(exc)
                         )
-                        persistent = True
-                    await acks.put((resp, self.rt.position if persistent else None))
-            finally:
-                await acks.put(None)
+                    target = self.rt.position
+                    await acks.put((resp, target if target != position else None))
+            except Exception as exc:  # the handler re-raises it
+                failure.append(exc)
+            await acks.put(None)
 
         task = asyncio.get_running_loop().create_task(reader())
         try:
@@ -164,16 +360,18 @@ class MessagingServicer(rpc.MessagingServicer):
                 if target is not None:
                     await self.rt.durable(target)
                 yield resp
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]  # the request stream failed
+            if failure:
+                raise failure[0]
         finally:
             task.cancel()
 
     async def Subscribe(
-        self, request: pb.SubscribeRequest, context: Ctx
-    ) -> AsyncIterator[pb.Delivery]:
+        self, request_iterator: AsyncIterator[pb.SubscribeControl], context: Ctx
+    ) -> None:
         qm = self.qm
+        requests = request_iterator.__aiter__()
         try:
+            request = (await _opening(requests)).open
             sub, _ = qm.subscribe(
                 request.topic,
                 name=request.name,
@@ -192,11 +390,16 @@ class MessagingServicer(rpc.MessagingServicer):
         if stats is not None:
             stats.active_connections += 1
         try:
-            yield pb.Delivery(subscription=sub.name, sub_id=sub.sub_id, queue=sub.dest)
+            await context.write(
+                pb.Delivery(subscription=sub.name, sub_id=sub.sub_id, queue=sub.dest)
+            )
             if request.no_receive:
                 return
-            async for delivery in self._drain(sub.dest, request.max_batch or DEFAULT_BATCH):
-                yield delivery
+            await self._deliver(
+                sub.dest, request.limits, request.max_batch or DEFAULT_BATCH, requests, context
+            )
+        except MQError as exc:
+            await abort(context, exc)
         finally:
             if stats is not None:
                 stats.active_connections -= 1
@@ -210,3 +413,24 @@ class MessagingServicer(rpc.MessagingServicer):
         self.qm.unsubscribe(request.name)
         await self.rt.durable()
         return pb.UnsubscribeResponse()
+
+
+async def _opening(requests: AsyncIterator[Any]) -> Any:
+    """The first message of a consumer stream, which must open it."""
+    try:
+        first = await requests.__anext__()
+    except StopAsyncIteration:
+        first = None
+    if first is None or not first.HasField("open"):
+        raise MQError("MQRC_OPTIONS_ERROR", "the first message of the stream must open it")
+    return first
+
+
+def _fitting(msgs: list[Message], budget: int) -> list[Message]:
+    """The leading messages of ``msgs`` that fit in one response of ``budget`` bytes."""
+    total = 0
+    for i, msg in enumerate(msgs):
+        total += wire_size(msg)
+        if total > budget:
+            return msgs[:i]
+    return msgs

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from qmgr.wire import messages_pb2 as qmgr_dot_wire_dot_messages__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19qmgr/wire/messaging.proto\x12\tqmgr.wire\x1a\x18qmgr/wire/messages.proto\"A\n\nPutRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12$\n\x08messages\x18\x02 \x03(\x0b\x32\x12.qmgr.wire.Message\"\"\n\x0bPutResponse\x12\x13\n\x0bmessage_ids\x18\x01 \x03(\t\"e\n\x0bPublication\x12\r\n\x05topic\x18\x01 \x01(\t\x12#\n\x07message\x18\x02 \x01(\x0b\x32\x12.qmgr.wire.Message\x12\x0e\n\x06retain\x18\x03 \x01(\x08\x12\x12\n\nscope_qmgr\x18\x04 \x01(\x08\"P\n\x0ePublishRequest\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12,\n\x0cpublications\x18\x02 \x03(\x0b\x32\x16.qmgr.wire.Publication\"j\n\x0fPublishResponse\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\r\x12\x12\n\ndeliveries\x18\x03 \x01(\x04\x12\x1f\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x10.qmgr.wire.Error\"\xb1\x01\n\nGetRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x14\n\x0cmax_messages\x18\x02 \x01(\x05\x12\x0f\n\x07wait_ms\x18\x03 \x01(\x05\x12\x0e\n\x06\x62rowse\x18\x04 \x01(\x08\x12\x14\n\x0c\x62rowse_after\x18\x05 \x01(\x03\x12\x14\n\x0cunit_of_work\x18\x06 \x01(\t\x12\x18\n\x10match_message_id\x18\x07 \x01(\t\x12\x17\n\x0fmatch_correl_id\x18\x08 \x01(\x0c\"3\n\x0bGetResponse\x12$\n\x08messages\x18\x01 \x03(\x0b\x32\x12.qmgr.wire.Message\"\"\n\nUnitOfWork\x12\x14\n\x0cunit_of_work\x18\x01 \x01(\t\"$\n\x10UnitOfWorkResult\x12\x10\n\x08messages\x18\x01 \x01(\r\"\xc2\x01\n\x10SubscribeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x0f\n\x07\x64urable\x18\x03 \x01(\x08\x12\x13\n\x0b\x64\x65stination\x18\x04 \x01(\t\x12\x11\n\tmax_batch\x18\x05 \x01(\x05\x12\x1d\n\x15new_publications_only\x18\x06 \x01(\x08\x12\x12\n\nscope_qmgr\x18\x07 \x01(\x08\x12\x11\n\tuser_data\x18\x08 \x01(\t\x12\x12\n\nno_receive\x18\t \x01(\x08\"e\n\x08\x44\x65livery\x12\x14\n\x0csubscription\x18\x01 \x01(\t\x12\x0e\n\x06sub_id\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12$\n\x08messages\x18\x04 \x03(\x0b\x32\x12.qmgr.wire.Message\"2\n\x0e\x43onsumeRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x11\n\tmax_batch\x18\x02 \x01(\x05\"\"\n\x12UnsubscribeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x15\n\x13UnsubscribeResponse2\xce\x04\n\tMessaging\x12\x34\n\x03Put\x12\x15.qmgr.wire.PutRequest\x1a\x16.qmgr.wire.PutResponse\x12@\n\x07Publish\x12\x19.qmgr.wire.PublishRequest\x1a\x1a.qmgr.wire.PublishResponse\x12J\n\rPublishStream\x12\x19.qmgr.wire.PublishRequest\x1a\x1a.qmgr.wire.PublishResponse(\x01\x30\x01\x12\x34\n\x03Get\x12\x15.qmgr.wire.GetRequest\x1a\x16.qmgr.wire.GetResponse\x12<\n\x06\x43ommit\x12\x15.qmgr.wire.UnitOfWork\x1a\x1b.qmgr.wire.UnitOfWorkResult\x12=\n\x07\x42\x61\x63kout\x12\x15.qmgr.wire.UnitOfWork\x1a\x1b.qmgr.wire.UnitOfWorkResult\x12?\n\tSubscribe\x12\x1b.qmgr.wire.SubscribeRequest\x1a\x13.qmgr.wire.Delivery0\x01\x12;\n\x07\x43onsume\x12\x19.qmgr.wire.ConsumeRequest\x1a\x13.qmgr.wire.Delivery0\x01\x12L\n\x0bUnsubscribe\x12\x1d.qmgr.wire.UnsubscribeRequest\x1a\x1e.qmgr.wire.UnsubscribeResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19qmgr/wire/messaging.proto\x12\tqmgr.wire\x1a\x18qmgr/wire/messages.proto\"A\n\nPutRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12$\n\x08messages\x18\x02 \x03(\x0b\x32\x12.qmgr.wire.Message\"\"\n\x0bPutResponse\x12\x13\n\x0bmessage_ids\x18\x01 \x03(\t\"e\n\x0bPublication\x12\r\n\x05topic\x18\x01 \x01(\t\x12#\n\x07message\x18\x02 \x01(\x0b\x32\x12.qmgr.wire.Message\x12\x0e\n\x06retain\x18\x03 \x01(\x08\x12\x12\n\nscope_qmgr\x18\x04 \x01(\x08\"P\n\x0ePublishRequest\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12,\n\x0cpublications\x18\x02 \x03(\x0b\x32\x16.qmgr.wire.Publication\"j\n\x0fPublishResponse\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\r\x12\x12\n\ndeliveries\x18\x03 \x01(\x04\x12\x1f\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x10.qmgr.wire.Error\"\xe4\x01\n\nGetRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x14\n\x0cmax_messages\x18\x02 \x01(\x05\x12\x0f\n\x07wait_ms\x18\x03 \x01(\x05\x12\x0e\n\x06\x62rowse\x18\x04 \x01(\x08\x12\x14\n\x0c\x62rowse_after\x18\x05 \x01(\x03\x12\x14\n\x0cunit_of_work\x18\x06 \x01(\t\x12\x18\n\x10match_message_id\x18\x07 \x01(\t\x12\x17\n\x0fmatch_correl_id\x18\x08 \x01(\x0c\x12\x15\n\rconnection_id\x18\t \x01(\t\x12\x1a\n\x12max_response_bytes\x18\n \x01(\x04\"3\n\x0bGetResponse\x12$\n\x08messages\x18\x01 \x03(\x0b\x32\x12.qmgr.wire.Message\"9\n\nUnitOfWork\x12\x14\n\x0cunit_of_work\x18\x01 \x01(\t\x12\x15\n\rconnection_id\x18\x02 \x01(\t\"%\n\x0e\x43onnectRequest\x12\x13\n\x0b\x61pplication\x18\x01 \x01(\t\"%\n\x0c\x43onnectEvent\x12\x15\n\rconnection_id\x18\x01 \x01(\t\"e\n\x0e\x44\x65liveryLimits\x12\x1c\n\x14max_pending_messages\x18\x01 \x01(\r\x12\x19\n\x11max_pending_bytes\x18\x02 \x01(\x04\x12\x1a\n\x12max_response_bytes\x18\x03 \x01(\x04\"J\n\x03\x41\x63k\x12\x14\n\x0c\x61\x63knowledged\x18\x01 \x01(\x04\x12\x17\n\x0f\x63redit_messages\x18\x02 \x01(\r\x12\x14\n\x0c\x63redit_bytes\x18\x03 \x01(\x04\"Z\n\x10SubscribeControl\x12)\n\x04open\x18\x01 \x01(\x0b\x32\x1b.qmgr.wire.SubscribeRequest\x12\x1b\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x0e.qmgr.wire.Ack\"V\n\x0e\x43onsumeControl\x12\'\n\x04open\x18\x01 \x01(\x0b\x32\x19.qmgr.wire.ConsumeRequest\x12\x1b\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x0e.qmgr.wire.Ack\"$\n\x10UnitOfWorkResult\x12\x10\n\x08messages\x18\x01 \x01(\r\"\xed\x01\n\x10SubscribeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x0f\n\x07\x64urable\x18\x03 \x01(\x08\x12\x13\n\x0b\x64\x65stination\x18\x04 \x01(\t\x12\x11\n\tmax_batch\x18\x05 \x01(\x05\x12\x1d\n\x15new_publications_only\x18\x06 \x01(\x08\x12\x12\n\nscope_qmgr\x18\x07 \x01(\x08\x12\x11\n\tuser_data\x18\x08 \x01(\t\x12\x12\n\nno_receive\x18\t \x01(\x08\x12)\n\x06limits\x18\n \x01(\x0b\x32\x19.qmgr.wire.DeliveryLimits\"s\n\x08\x44\x65livery\x12\x14\n\x0csubscription\x18\x01 \x01(\t\x12\x0e\n\x06sub_id\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12$\n\x08messages\x18\x04 \x03(\x0b\x32\x12.qmgr.wire.Message\x12\x0c\n\x04size\x18\x05 \x01(\x04\"]\n\x0e\x43onsumeRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x11\n\tmax_batch\x18\x02 \x01(\x05\x12)\n\x06limits\x18\x03 \x01(\x0b\x32\x19.qmgr.wire.DeliveryLimits\"\"\n\x12UnsubscribeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x15\n\x13UnsubscribeResponse2\x93\x05\n\tMessaging\x12\x34\n\x03Put\x12\x15.qmgr.wire.PutRequest\x1a\x16.qmgr.wire.PutResponse\x12@\n\x07Publish\x12\x19.qmgr.wire.PublishRequest\x1a\x1a.qmgr.wire.PublishResponse\x12J\n\rPublishStream\x12\x19.qmgr.wire.PublishRequest\x1a\x1a.qmgr.wire.PublishResponse(\x01\x30\x01\x12\x34\n\x03Get\x12\x15.qmgr.wire.GetRequest\x1a\x16.qmgr.wire.GetResponse\x12<\n\x06\x43ommit\x12\x15.qmgr.wire.UnitOfWork\x1a\x1b.qmgr.wire.UnitOfWorkResult\x12=\n\x07\x42\x61\x63kout\x12\x15.qmgr.wire.UnitOfWork\x1a\x1b.qmgr.wire.UnitOfWorkResult\x12?\n\x07\x43onnect\x12\x19.qmgr.wire.ConnectRequest\x1a\x17.qmgr.wire.ConnectEvent0\x01\x12\x41\n\tSubscribe\x12\x1b.qmgr.wire.SubscribeControl\x1a\x13.qmgr.wire.Delivery(\x01\x30\x01\x12=\n\x07\x43onsume\x12\x19.qmgr.wire.ConsumeControl\x1a\x13.qmgr.wire.Delivery(\x01\x30\x01\x12L\n\x0bUnsubscribe\x12\x1d.qmgr.wire.UnsubscribeRequest\x1a\x1e.qmgr.wire.UnsubscribeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,23 +43,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PUBLISHRESPONSE']._serialized_start=354
   _globals['_PUBLISHRESPONSE']._serialized_end=460
   _globals['_GETREQUEST']._serialized_start=463
-  _globals['_GETREQUEST']._serialized_end=640
-  _globals['_GETRESPONSE']._serialized_start=642
-  _globals['_GETRESPONSE']._serialized_end=693
-  _globals['_UNITOFWORK']._serialized_start=695
-  _globals['_UNITOFWORK']._serialized_end=729
-  _globals['_UNITOFWORKRESULT']._serialized_start=731
-  _globals['_UNITOFWORKRESULT']._serialized_end=767
-  _globals['_SUBSCRIBEREQUEST']._serialized_start=770
-  _globals['_SUBSCRIBEREQUEST']._serialized_end=964
-  _globals['_DELIVERY']._serialized_start=966
-  _globals['_DELIVERY']._serialized_end=1067
-  _globals['_CONSUMEREQUEST']._serialized_start=1069
-  _globals['_CONSUMEREQUEST']._serialized_end=1119
-  _globals['_UNSUBSCRIBEREQUEST']._serialized_start=1121
-  _globals['_UNSUBSCRIBEREQUEST']._serialized_end=1155
-  _globals['_UNSUBSCRIBERESPONSE']._serialized_start=1157
-  _globals['_UNSUBSCRIBERESPONSE']._serialized_end=1178
-  _globals['_MESSAGING']._serialized_start=1181
-  _globals['_MESSAGING']._serialized_end=1771
+  _globals['_GETREQUEST']._serialized_end=691
+  _globals['_GETRESPONSE']._serialized_start=693
+  _globals['_GETRESPONSE']._serialized_end=744
+  _globals['_UNITOFWORK']._serialized_start=746
+  _globals['_UNITOFWORK']._serialized_end=803
+  _globals['_CONNECTREQUEST']._serialized_start=805
+  _globals['_CONNECTREQUEST']._serialized_end=842
+  _globals['_CONNECTEVENT']._serialized_start=844
+  _globals['_CONNECTEVENT']._serialized_end=881
+  _globals['_DELIVERYLIMITS']._serialized_start=883
+  _globals['_DELIVERYLIMITS']._serialized_end=984
+  _globals['_ACK']._serialized_start=986
+  _globals['_ACK']._serialized_end=1060
+  _globals['_SUBSCRIBECONTROL']._serialized_start=1062
+  _globals['_SUBSCRIBECONTROL']._serialized_end=1152
+  _globals['_CONSUMECONTROL']._serialized_start=1154
+  _globals['_CONSUMECONTROL']._serialized_end=1240
+  _globals['_UNITOFWORKRESULT']._serialized_start=1242
+  _globals['_UNITOFWORKRESULT']._serialized_end=1278
+  _globals['_SUBSCRIBEREQUEST']._serialized_start=1281
+  _globals['_SUBSCRIBEREQUEST']._serialized_end=1518
+  _globals['_DELIVERY']._serialized_start=1520
+  _globals['_DELIVERY']._serialized_end=1635
+  _globals['_CONSUMEREQUEST']._serialized_start=1637
+  _globals['_CONSUMEREQUEST']._serialized_end=1730
+  _globals['_UNSUBSCRIBEREQUEST']._serialized_start=1732
+  _globals['_UNSUBSCRIBEREQUEST']._serialized_end=1766
+  _globals['_UNSUBSCRIBERESPONSE']._serialized_start=1768
+  _globals['_UNSUBSCRIBERESPONSE']._serialized_end=1789
+  _globals['_MESSAGING']._serialized_start=1792
+  _globals['_MESSAGING']._serialized_end=2451
 # @@protoc_insertion_point(module_scope)

@@ -132,7 +132,11 @@ class PublishResponse(_message.Message):
     """copies delivered to local subscriptions"""
     @_builtins.property
     def error(self) -> _messages_pb2.Error:
-        """set when the batch failed (stream only; unary uses status)"""
+        """Set when delivering failed part-way: the first `accepted` publications were published,
+        the rest were not (so retrying them makes no duplicate). Every publication is checked
+        before any is published: a batch rejected that way fails the call (unary Publish) or
+        answers accepted 0 with the error (PublishStream).
+        """
 
     def __init__(
         self,
@@ -162,6 +166,8 @@ class GetRequest(_message.Message):
     UNIT_OF_WORK_FIELD_NUMBER: _builtins.int
     MATCH_MESSAGE_ID_FIELD_NUMBER: _builtins.int
     MATCH_CORREL_ID_FIELD_NUMBER: _builtins.int
+    CONNECTION_ID_FIELD_NUMBER: _builtins.int
+    MAX_RESPONSE_BYTES_FIELD_NUMBER: _builtins.int
     queue: _builtins.str
     max_messages: _builtins.int
     """default 1"""
@@ -174,6 +180,10 @@ class GetRequest(_message.Message):
     """non-empty: get under syncpoint in this unit of work"""
     match_message_id: _builtins.str
     match_correl_id: _builtins.bytes
+    connection_id: _builtins.str
+    """the connection that owns unit_of_work (from Connect)"""
+    max_response_bytes: _builtins.int
+    """the largest response the client accepts; 0 = 4 MiB"""
     def __init__(
         self,
         *,
@@ -185,10 +195,12 @@ class GetRequest(_message.Message):
         unit_of_work: _builtins.str = ...,
         match_message_id: _builtins.str = ...,
         match_correl_id: _builtins.bytes = ...,
+        connection_id: _builtins.str = ...,
+        max_response_bytes: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["browse", b"browse", "browse_after", b"browse_after", "match_correl_id", b"match_correl_id", "match_message_id", b"match_message_id", "max_messages", b"max_messages", "queue", b"queue", "unit_of_work", b"unit_of_work", "wait_ms", b"wait_ms"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["browse", b"browse", "browse_after", b"browse_after", "connection_id", b"connection_id", "match_correl_id", b"match_correl_id", "match_message_id", b"match_message_id", "max_messages", b"max_messages", "max_response_bytes", b"max_response_bytes", "queue", b"queue", "unit_of_work", b"unit_of_work", "wait_ms", b"wait_ms"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -219,19 +231,175 @@ class UnitOfWork(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     UNIT_OF_WORK_FIELD_NUMBER: _builtins.int
+    CONNECTION_ID_FIELD_NUMBER: _builtins.int
     unit_of_work: _builtins.str
+    connection_id: _builtins.str
+    """must be the connection that opened it"""
     def __init__(
         self,
         *,
         unit_of_work: _builtins.str = ...,
+        connection_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["unit_of_work", b"unit_of_work"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["connection_id", b"connection_id", "unit_of_work", b"unit_of_work"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___UnitOfWork: _TypeAlias = UnitOfWork  # noqa: Y015
+
+@_typing.final
+class ConnectRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    APPLICATION_FIELD_NUMBER: _builtins.int
+    application: _builtins.str
+    def __init__(
+        self,
+        *,
+        application: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["application", b"application"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConnectRequest: _TypeAlias = ConnectRequest  # noqa: Y015
+
+@_typing.final
+class ConnectEvent(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONNECTION_ID_FIELD_NUMBER: _builtins.int
+    connection_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        connection_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["connection_id", b"connection_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConnectEvent: _TypeAlias = ConnectEvent  # noqa: Y015
+
+@_typing.final
+class DeliveryLimits(_message.Message):
+    """What the client can hold: the node never has more unacknowledged-and-ungranted messages
+    in flight than this, and never sends a response larger than max_response_bytes.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MAX_PENDING_MESSAGES_FIELD_NUMBER: _builtins.int
+    MAX_PENDING_BYTES_FIELD_NUMBER: _builtins.int
+    MAX_RESPONSE_BYTES_FIELD_NUMBER: _builtins.int
+    max_pending_messages: _builtins.int
+    """0 = 65,536"""
+    max_pending_bytes: _builtins.int
+    """0 = 64 MiB"""
+    max_response_bytes: _builtins.int
+    """0 = 4 MiB"""
+    def __init__(
+        self,
+        *,
+        max_pending_messages: _builtins.int = ...,
+        max_pending_bytes: _builtins.int = ...,
+        max_response_bytes: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_pending_bytes", b"max_pending_bytes", "max_pending_messages", b"max_pending_messages", "max_response_bytes", b"max_response_bytes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeliveryLimits: _TypeAlias = DeliveryLimits  # noqa: Y015
+
+@_typing.final
+class Ack(_message.Message):
+    """Sent by a streaming consumer after the opening message."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACKNOWLEDGED_FIELD_NUMBER: _builtins.int
+    CREDIT_MESSAGES_FIELD_NUMBER: _builtins.int
+    CREDIT_BYTES_FIELD_NUMBER: _builtins.int
+    acknowledged: _builtins.int
+    """messages acknowledged so far on this stream (cumulative)"""
+    credit_messages: _builtins.int
+    """messages the client can take again"""
+    credit_bytes: _builtins.int
+    """bytes (as counted in Delivery.size) it can take again"""
+    def __init__(
+        self,
+        *,
+        acknowledged: _builtins.int = ...,
+        credit_messages: _builtins.int = ...,
+        credit_bytes: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acknowledged", b"acknowledged", "credit_bytes", b"credit_bytes", "credit_messages", b"credit_messages"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Ack: _TypeAlias = Ack  # noqa: Y015
+
+@_typing.final
+class SubscribeControl(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPEN_FIELD_NUMBER: _builtins.int
+    ACK_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def open(self) -> Global___SubscribeRequest:
+        """first message only"""
+
+    @_builtins.property
+    def ack(self) -> Global___Ack: ...
+    def __init__(
+        self,
+        *,
+        open: Global___SubscribeRequest | None = ...,
+        ack: Global___Ack | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "open", b"open"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "open", b"open"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubscribeControl: _TypeAlias = SubscribeControl  # noqa: Y015
+
+@_typing.final
+class ConsumeControl(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPEN_FIELD_NUMBER: _builtins.int
+    ACK_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def open(self) -> Global___ConsumeRequest:
+        """first message only"""
+
+    @_builtins.property
+    def ack(self) -> Global___Ack: ...
+    def __init__(
+        self,
+        *,
+        open: Global___ConsumeRequest | None = ...,
+        ack: Global___Ack | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "open", b"open"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "open", b"open"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConsumeControl: _TypeAlias = ConsumeControl  # noqa: Y015
 
 @_typing.final
 class UnitOfWorkResult(_message.Message):
@@ -265,6 +433,7 @@ class SubscribeRequest(_message.Message):
     SCOPE_QMGR_FIELD_NUMBER: _builtins.int
     USER_DATA_FIELD_NUMBER: _builtins.int
     NO_RECEIVE_FIELD_NUMBER: _builtins.int
+    LIMITS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """subscription name; required for durable"""
     topic: _builtins.str
@@ -279,6 +448,8 @@ class SubscribeRequest(_message.Message):
     user_data: _builtins.str
     no_receive: _builtins.bool
     """only create/resume, answer the first Delivery and end"""
+    @_builtins.property
+    def limits(self) -> Global___DeliveryLimits: ...
     def __init__(
         self,
         *,
@@ -291,10 +462,11 @@ class SubscribeRequest(_message.Message):
         scope_qmgr: _builtins.bool = ...,
         user_data: _builtins.str = ...,
         no_receive: _builtins.bool = ...,
+        limits: Global___DeliveryLimits | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["destination", b"destination", "durable", b"durable", "max_batch", b"max_batch", "name", b"name", "new_publications_only", b"new_publications_only", "no_receive", b"no_receive", "scope_qmgr", b"scope_qmgr", "topic", b"topic", "user_data", b"user_data"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["destination", b"destination", "durable", b"durable", "limits", b"limits", "max_batch", b"max_batch", "name", b"name", "new_publications_only", b"new_publications_only", "no_receive", b"no_receive", "scope_qmgr", b"scope_qmgr", "topic", b"topic", "user_data", b"user_data"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -308,9 +480,12 @@ class Delivery(_message.Message):
     SUB_ID_FIELD_NUMBER: _builtins.int
     QUEUE_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
+    SIZE_FIELD_NUMBER: _builtins.int
     subscription: _builtins.str
     sub_id: _builtins.str
     queue: _builtins.str
+    size: _builtins.int
+    """bytes counted against the credit for these messages"""
     @_builtins.property
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[_messages_pb2.Message]: ...
     def __init__(
@@ -320,10 +495,11 @@ class Delivery(_message.Message):
         sub_id: _builtins.str = ...,
         queue: _builtins.str = ...,
         messages: _abc.Iterable[_messages_pb2.Message] | None = ...,
+        size: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages", b"messages", "queue", b"queue", "sub_id", b"sub_id", "subscription", b"subscription"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["messages", b"messages", "queue", b"queue", "size", b"size", "sub_id", b"sub_id", "subscription", b"subscription"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -335,17 +511,21 @@ class ConsumeRequest(_message.Message):
 
     QUEUE_FIELD_NUMBER: _builtins.int
     MAX_BATCH_FIELD_NUMBER: _builtins.int
+    LIMITS_FIELD_NUMBER: _builtins.int
     queue: _builtins.str
     max_batch: _builtins.int
+    @_builtins.property
+    def limits(self) -> Global___DeliveryLimits: ...
     def __init__(
         self,
         *,
         queue: _builtins.str = ...,
         max_batch: _builtins.int = ...,
+        limits: Global___DeliveryLimits | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_batch", b"max_batch", "queue", b"queue"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits", "max_batch", b"max_batch", "queue", b"queue"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

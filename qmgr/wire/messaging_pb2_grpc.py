@@ -64,14 +64,19 @@ class MessagingStub:
                 request_serializer=qmgr_dot_wire_dot_messaging__pb2.UnitOfWork.SerializeToString,
                 response_deserializer=qmgr_dot_wire_dot_messaging__pb2.UnitOfWorkResult.FromString,
                 _registered_method=True)
-        self.Subscribe = channel.unary_stream(
+        self.Connect = channel.unary_stream(
+                '/qmgr.wire.Messaging/Connect',
+                request_serializer=qmgr_dot_wire_dot_messaging__pb2.ConnectRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_messaging__pb2.ConnectEvent.FromString,
+                _registered_method=True)
+        self.Subscribe = channel.stream_stream(
                 '/qmgr.wire.Messaging/Subscribe',
-                request_serializer=qmgr_dot_wire_dot_messaging__pb2.SubscribeRequest.SerializeToString,
+                request_serializer=qmgr_dot_wire_dot_messaging__pb2.SubscribeControl.SerializeToString,
                 response_deserializer=qmgr_dot_wire_dot_messaging__pb2.Delivery.FromString,
                 _registered_method=True)
-        self.Consume = channel.unary_stream(
+        self.Consume = channel.stream_stream(
                 '/qmgr.wire.Messaging/Consume',
-                request_serializer=qmgr_dot_wire_dot_messaging__pb2.ConsumeRequest.SerializeToString,
+                request_serializer=qmgr_dot_wire_dot_messaging__pb2.ConsumeControl.SerializeToString,
                 response_deserializer=qmgr_dot_wire_dot_messaging__pb2.Delivery.FromString,
                 _registered_method=True)
         self.Unsubscribe = channel.unary_unary(
@@ -92,7 +97,8 @@ class MessagingServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Publish(self, request, context):
-        """Publish a batch of publications; answered after persistent ones are committed.
+        """Publish a batch of publications; answered after persistent ones are committed. All or
+        nothing, except for a failure while delivering (see PublishResponse.error).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -107,13 +113,17 @@ class MessagingServicer:
 
     def Get(self, request, context):
         """Get or browse up to max_messages, waiting up to wait_ms for the first.
+        A response never carries more than max_response_bytes (4 MiB when not given): messages
+        that would not fit stay on the queue. A non-syncpoint get of persistent messages is
+        answered after their removal is committed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Commit(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Commit or back out a unit of work; one opened by a connection belongs to it alone.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -124,17 +134,30 @@ class MessagingServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Subscribe(self, request, context):
-        """Create (or resume) a subscription and receive its publications as batches. A non-durable
-        subscription lives as long as this stream. The first Delivery names the subscription and
-        carries no messages.
+    def Connect(self, request, context):
+        """A connection: the first event names it; it lives as long as this stream. Units of work
+        opened by Gets that carry its id are backed out when it ends.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Consume(self, request, context):
-        """Receive a queue's messages as a stream of batches (destructive, outside syncpoint).
+    def Subscribe(self, request_iterator, context):
+        """Create (or resume) a subscription and receive its publications as batches. The first
+        client message opens (SubscribeControl.open); later ones acknowledge and grant credit.
+        Messages are taken inside a unit of work that belongs to the stream, only within the
+        credit granted; acknowledged messages are removed, everything else goes back on the queue
+        (backout count raised) when the stream ends for any reason. A non-durable subscription
+        lives as long as this stream. The first Delivery names the subscription and carries no
+        messages.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Consume(self, request_iterator, context):
+        """Receive a queue's messages as a stream of batches, acknowledged and flow-controlled as
+        for Subscribe.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -180,14 +203,19 @@ def add_MessagingServicer_to_server(servicer, server):
                     request_deserializer=qmgr_dot_wire_dot_messaging__pb2.UnitOfWork.FromString,
                     response_serializer=qmgr_dot_wire_dot_messaging__pb2.UnitOfWorkResult.SerializeToString,
             ),
-            'Subscribe': grpc.unary_stream_rpc_method_handler(
+            'Connect': grpc.unary_stream_rpc_method_handler(
+                    servicer.Connect,
+                    request_deserializer=qmgr_dot_wire_dot_messaging__pb2.ConnectRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_messaging__pb2.ConnectEvent.SerializeToString,
+            ),
+            'Subscribe': grpc.stream_stream_rpc_method_handler(
                     servicer.Subscribe,
-                    request_deserializer=qmgr_dot_wire_dot_messaging__pb2.SubscribeRequest.FromString,
+                    request_deserializer=qmgr_dot_wire_dot_messaging__pb2.SubscribeControl.FromString,
                     response_serializer=qmgr_dot_wire_dot_messaging__pb2.Delivery.SerializeToString,
             ),
-            'Consume': grpc.unary_stream_rpc_method_handler(
+            'Consume': grpc.stream_stream_rpc_method_handler(
                     servicer.Consume,
-                    request_deserializer=qmgr_dot_wire_dot_messaging__pb2.ConsumeRequest.FromString,
+                    request_deserializer=qmgr_dot_wire_dot_messaging__pb2.ConsumeControl.FromString,
                     response_serializer=qmgr_dot_wire_dot_messaging__pb2.Delivery.SerializeToString,
             ),
             'Unsubscribe': grpc.unary_unary_rpc_method_handler(
@@ -369,7 +397,7 @@ class Messaging:
             _registered_method=True)
 
     @staticmethod
-    def Subscribe(request,
+    def Connect(request,
             target,
             options=(),
             channel_credentials=None,
@@ -382,8 +410,35 @@ class Messaging:
         return grpc.experimental.unary_stream(
             request,
             target,
+            '/qmgr.wire.Messaging/Connect',
+            qmgr_dot_wire_dot_messaging__pb2.ConnectRequest.SerializeToString,
+            qmgr_dot_wire_dot_messaging__pb2.ConnectEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Subscribe(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
             '/qmgr.wire.Messaging/Subscribe',
-            qmgr_dot_wire_dot_messaging__pb2.SubscribeRequest.SerializeToString,
+            qmgr_dot_wire_dot_messaging__pb2.SubscribeControl.SerializeToString,
             qmgr_dot_wire_dot_messaging__pb2.Delivery.FromString,
             options,
             channel_credentials,
@@ -396,7 +451,7 @@ class Messaging:
             _registered_method=True)
 
     @staticmethod
-    def Consume(request,
+    def Consume(request_iterator,
             target,
             options=(),
             channel_credentials=None,
@@ -406,11 +461,11 @@ class Messaging:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
+        return grpc.experimental.stream_stream(
+            request_iterator,
             target,
             '/qmgr.wire.Messaging/Consume',
-            qmgr_dot_wire_dot_messaging__pb2.ConsumeRequest.SerializeToString,
+            qmgr_dot_wire_dot_messaging__pb2.ConsumeControl.SerializeToString,
             qmgr_dot_wire_dot_messaging__pb2.Delivery.FromString,
             options,
             channel_credentials,

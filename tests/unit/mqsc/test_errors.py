@@ -90,10 +90,10 @@ CASES = [
         "1000000000",
     ),
     (
-        "DEFINE QLOCAL(Q1) MAXMSGL(104857601)",
+        "DEFINE QLOCAL(Q1) MAXMSGL(62914561)",
         "AMQ8425E",
-        "Value 104857601 out of range 0-104857600 for MAXMSGL",
-        "104857601",
+        "Value 62914561 out of range 0-62914560 for MAXMSGL",
+        "62914561",
     ),
     (
         "DEFINE QLOCAL(Q1) MAXDEPTH(-1)",
@@ -182,7 +182,7 @@ CASES = [
     (
         "ALTER QMGR MAXMSGL(100)",
         "AMQ8425E",
-        "Value 100 out of range 32768-104857600 for MAXMSGL",
+        "Value 100 out of range 32768-62914560 for MAXMSGL",
         "100",
     ),
     (
