@@ -248,4 +248,16 @@ class ErrorBoundary(grpc.aio.ServerInterceptor):
             if requests.error is not None:
                 await fail(ctx, requests.error, method)
 
-        return grpc.stream_stream_rpc_method_handler(stream_stream, None, ser)
+        async def stream_stream_writer(raw: AsyncIterator[Any], ctx: Any) -> None:
+            requests = _Requests(raw, deser, method, self._stream_check)
+            try:
+                gate()
+                await ss(requests, ctx)
+            except BaseException as exc:
+                await fail(ctx, requests.failure(exc), method)
+            if requests.error is not None:
+                await fail(ctx, requests.error, method)
+
+        # a handler that writes with context.write (Subscribe, Consume) stays a coroutine
+        behaviour = stream_stream_writer if inspect.iscoroutinefunction(ss) else stream_stream
+        return grpc.stream_stream_rpc_method_handler(behaviour, None, ser)

@@ -58,6 +58,13 @@ async def bidi(requests: AsyncIterator[pb.UnitOfWork], context: Any) -> AsyncIte
     await task
 
 
+async def bidi_writer(requests: AsyncIterator[pb.UnitOfWork], context: Any) -> None:
+    """A bidirectional handler that writes with context.write instead of yielding."""
+    async for r in requests:
+        _raise(r.unit_of_work)
+        await context.write(pb.UnitOfWorkResult(messages=1))
+
+
 def _handlers() -> grpc.GenericRpcHandler:
     ser = pb.UnitOfWorkResult.SerializeToString
     return grpc.method_handlers_generic_handler(
@@ -66,6 +73,7 @@ def _handlers() -> grpc.GenericRpcHandler:
             "Unary": grpc.unary_unary_rpc_method_handler(unary, REQ.FromString, ser),
             "Stream": grpc.unary_stream_rpc_method_handler(server_stream, REQ.FromString, ser),
             "Bidi": grpc.stream_stream_rpc_method_handler(bidi, REQ.FromString, ser),
+            "Writer": grpc.stream_stream_rpc_method_handler(bidi_writer, REQ.FromString, ser),
         },
     )
 
@@ -155,3 +163,27 @@ def test_garbage_is_invalid_argument_and_a_swallowed_stream_error_is_not_ok(
         # a failure the handler swallows ends the stream OK only if it was the handler's own
         got, _, answered = _code(lambda: bidi_call(iter([good, good]), timeout=10))
         assert got == grpc.StatusCode.OK and len(answered) == 2
+
+
+@pytest.mark.parametrize(
+    ("kind", "code"),
+    [
+        ("", grpc.StatusCode.OK),
+        ("mq", grpc.StatusCode.RESOURCE_EXHAUSTED),
+        ("store", grpc.StatusCode.UNAVAILABLE),
+        ("bug", grpc.StatusCode.INTERNAL),
+        ("garbage", grpc.StatusCode.INVALID_ARGUMENT),
+    ],
+)
+def test_a_bidirectional_handler_that_writes_is_bounded_too(
+    address: str, kind: str, code: grpc.StatusCode
+) -> None:
+    good = REQ(unit_of_work="").SerializeToString()
+    last = GARBAGE if kind == "garbage" else REQ(unit_of_work=kind).SerializeToString()
+    with grpc.insecure_channel(address) as ch:
+        call = ch.stream_stream("/t.T/Writer")
+        got, meta, answered = _code(lambda: call(iter([good, last]), timeout=10))
+    assert got == code
+    assert len(answered) == (2 if kind == "" else 1)
+    if kind == "mq":
+        assert meta["mq-reason-name"] == "MQRC_Q_FULL"
