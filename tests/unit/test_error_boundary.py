@@ -18,6 +18,12 @@ from qmgr.store import StoreFailed
 from qmgr.wire import messaging_pb2 as pb
 
 REQ = pb.UnitOfWork
+FAILURES = [
+    ("", grpc.StatusCode.OK),
+    ("mq", grpc.StatusCode.RESOURCE_EXHAUSTED),
+    ("store", grpc.StatusCode.UNAVAILABLE),
+    ("bug", grpc.StatusCode.INTERNAL),
+]
 GARBAGE = b"\xff\xff\xff\xff\x0f"
 
 
@@ -119,15 +125,7 @@ def _code(call: Any) -> tuple[grpc.StatusCode, dict[str, str], list[Any]]:
     return grpc.StatusCode.OK, {}, got
 
 
-@pytest.mark.parametrize(
-    ("kind", "code"),
-    [
-        ("", grpc.StatusCode.OK),
-        ("mq", grpc.StatusCode.RESOURCE_EXHAUSTED),
-        ("store", grpc.StatusCode.UNAVAILABLE),
-        ("bug", grpc.StatusCode.INTERNAL),
-    ],
-)
+@pytest.mark.parametrize(("kind", "code"), FAILURES)
 def test_every_failure_maps_to_its_status(
     address: str, kind: str, code: grpc.StatusCode, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -166,14 +164,7 @@ def test_garbage_is_invalid_argument_and_a_swallowed_stream_error_is_not_ok(
 
 
 @pytest.mark.parametrize(
-    ("kind", "code"),
-    [
-        ("", grpc.StatusCode.OK),
-        ("mq", grpc.StatusCode.RESOURCE_EXHAUSTED),
-        ("store", grpc.StatusCode.UNAVAILABLE),
-        ("bug", grpc.StatusCode.INTERNAL),
-        ("garbage", grpc.StatusCode.INVALID_ARGUMENT),
-    ],
+    ("kind", "code"), [*FAILURES, ("garbage", grpc.StatusCode.INVALID_ARGUMENT)]
 )
 def test_a_bidirectional_handler_that_writes_is_bounded_too(
     address: str, kind: str, code: grpc.StatusCode
