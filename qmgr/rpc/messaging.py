@@ -14,8 +14,8 @@ from qmgr.core.errors import MQError
 from qmgr.core.message import Message
 from qmgr.core.queue import LocalQueue
 from qmgr.node.runtime import NodeRuntime
-from qmgr.rpc.convert import message_from_wire, message_to_wire
-from qmgr.rpc.errors import abort, error_to_wire, translated
+from qmgr.rpc.convert import check_request, message_from_wire, message_to_wire
+from qmgr.rpc.errors import RequestError, abort, error_to_wire, translated
 from qmgr.wire import messaging_pb2 as pb
 from qmgr.wire import messaging_pb2_grpc as rpc
 
@@ -79,14 +79,36 @@ class _Flow:
     """One streaming consumer: its credit, what was sent and acknowledged, its unit of work."""
 
     def __init__(self, limits: pb.DeliveryLimits) -> None:
-        self.messages = limits.max_pending_messages or DEFAULT_PENDING_MESSAGES
-        self.bytes = limits.max_pending_bytes or DEFAULT_PENDING_BYTES
+        self.messages = self.max_messages = limits.max_pending_messages or DEFAULT_PENDING_MESSAGES
+        self.bytes = self.max_bytes = limits.max_pending_bytes or DEFAULT_PENDING_BYTES
         self.budget = response_budget(limits.max_response_bytes)
         self.uow = f"STREAM.{uuid.uuid4().hex}"
         self.sent = 0
         self.acknowledged = 0
         self.ended = False
         self.error: BaseException | None = None
+
+    def check(self, control: Any) -> pb.Ack:
+        """The acknowledgement ``control`` carries, if it is one this stream can take: after
+        the opening message only acknowledgements, cumulative (never fewer than before, never
+        more than were sent), returning no more credit than was used. Raises RequestError."""
+        if control.HasField("open") or not control.HasField("ack"):
+            raise RequestError("after the opening message a consumer sends only acknowledgements")
+        ack: pb.Ack = control.ack
+        if not self.acknowledged <= ack.acknowledged <= self.sent:
+            raise RequestError(
+                f"acknowledged {ack.acknowledged}: {self.acknowledged} were acknowledged and "
+                f"{self.sent} sent on this stream"
+            )
+        if (
+            self.messages + ack.credit_messages > self.max_messages
+            or self.bytes + ack.credit_bytes > self.max_bytes
+        ):
+            raise RequestError(
+                f"credit of {ack.credit_messages} messages and {ack.credit_bytes} bytes is more "
+                f"than the deliveries not yet credited back used"
+            )
+        return ack
 
 
 class MessagingServicer(rpc.MessagingServicer):
@@ -156,13 +178,15 @@ class MessagingServicer(rpc.MessagingServicer):
 
     @translated
     async def Commit(self, request: pb.UnitOfWork, context: Ctx) -> pb.UnitOfWorkResult:
-        n = self.qm.commit(request.unit_of_work, owner=request.connection_id)
+        owner = self._connection(request.connection_id)
+        n = self.qm.commit(request.unit_of_work, owner=owner)
         await self.rt.durable()
         return pb.UnitOfWorkResult(messages=n)
 
     @translated
     async def Backout(self, request: pb.UnitOfWork, context: Ctx) -> pb.UnitOfWorkResult:
-        n = self.qm.backout(request.unit_of_work, owner=request.connection_id)
+        owner = self._connection(request.connection_id)
+        n = self.qm.backout(request.unit_of_work, owner=owner)
         await self.rt.durable()
         return pb.UnitOfWorkResult(messages=n)
 
@@ -226,8 +250,8 @@ class MessagingServicer(rpc.MessagingServicer):
         async def read_acks() -> None:
             try:
                 async for control in requests:
-                    ack = control.ack
-                    done = min(ack.acknowledged, flow.sent) - flow.acknowledged
+                    ack = flow.check(control)
+                    done = ack.acknowledged - flow.acknowledged
                     if done > 0:
                         qm.commit(flow.uow, owner=flow.uow, count=done)
                         flow.acknowledged += done
@@ -416,13 +440,15 @@ class MessagingServicer(rpc.MessagingServicer):
 
 
 async def _opening(requests: AsyncIterator[Any]) -> Any:
-    """The first message of a consumer stream, which must open it."""
+    """The first message of a consumer stream, which must open it (checked as a unary
+    request is: names, topic string, batch size)."""
     try:
         first = await requests.__anext__()
     except StopAsyncIteration:
         first = None
     if first is None or not first.HasField("open"):
         raise MQError("MQRC_OPTIONS_ERROR", "the first message of the stream must open it")
+    check_request(first.open)
     return first
 
 
