@@ -10,7 +10,15 @@ from typing import Any
 import grpc
 
 from qmgr.client import convert
-from qmgr.client.errors import MQClientError, MqscCommandError, from_rpc_error, publish_error
+from qmgr.client.errors import (
+    MQClientError,
+    MqscCommandError,
+    UnitsOfWork,
+    acknowledged_too_late,
+    backed_out,
+    from_rpc_error,
+    publish_error,
+)
 from qmgr.client.flow import (
     DEFAULT_PENDING_BYTES,
     DEFAULT_PENDING_MESSAGES,
@@ -123,7 +131,10 @@ class AsyncSubscription(BufferedConsumer):
         return msg
 
     async def ack(self) -> None:
-        """Acknowledge every message handed to the application so far."""
+        """Acknowledge every message handed to the application so far (raises once closed or
+        ended, as the blocking client's does)."""
+        if self._closing is not None or self._ended:
+            raise acknowledged_too_late(self._closing is not None)
         self._buf.acknowledge()
         await self._send_control()
 
@@ -176,6 +187,7 @@ class AsyncQueueManagerClient:
         self._connect_lock = asyncio.Lock()
         self._connection: Any = None
         self._connection_id = ""
+        self._units = UnitsOfWork()
 
     async def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
         try:
@@ -217,12 +229,15 @@ class AsyncQueueManagerClient:
     async def get_many(
         self, queue: str, max_messages: int = 1, *, wait_ms: int = 0, unit_of_work: str = ""
     ) -> list[ReceivedMessage]:
+        connection_id = await self.connection_id() if unit_of_work else ""
+        if unit_of_work:
+            self._units.began(unit_of_work, connection_id)
         request = messaging_pb2.GetRequest(
             queue=queue,
             max_messages=max_messages,
             wait_ms=wait_ms,
             unit_of_work=unit_of_work,
-            connection_id=await self.connection_id() if unit_of_work else "",
+            connection_id=connection_id,
             max_response_bytes=MAX_RESPONSE_BYTES,
         )
         resp = await self._call(self._msg.Get, request, self.timeout + wait_ms / 1000.0)
@@ -235,15 +250,20 @@ class AsyncQueueManagerClient:
         return got[0] if got else None
 
     async def commit(self, unit_of_work: str) -> int:
+        """Commit (see the blocking client: MQRC_BACKED_OUT when the connection ended)."""
         request = messaging_pb2.UnitOfWork(
             unit_of_work=unit_of_work, connection_id=await self.connection_id()
         )
+        if not self._units.ending(unit_of_work, request.connection_id):
+            await self._call(self._msg.Backout, request)
+            raise backed_out(unit_of_work)
         return int((await self._call(self._msg.Commit, request)).messages)
 
     async def backout(self, unit_of_work: str) -> int:
         request = messaging_pb2.UnitOfWork(
             unit_of_work=unit_of_work, connection_id=await self.connection_id()
         )
+        self._units.ending(unit_of_work, request.connection_id)
         return int((await self._call(self._msg.Backout, request)).messages)
 
     async def publish(

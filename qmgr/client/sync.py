@@ -18,6 +18,9 @@ from qmgr.client.errors import (
     ConnectionFailed,
     MQClientError,
     MqscCommandError,
+    UnitsOfWork,
+    acknowledged_too_late,
+    backed_out,
     from_rpc_error,
     publish_error,
 )
@@ -176,8 +179,12 @@ class Subscription(BufferedConsumer):
         return msg
 
     def ack(self) -> None:
-        """Acknowledge every message handed to the application so far."""
+        """Acknowledge every message handed to the application so far. Raises
+        MQRC_HCONN_ERROR once closed, MQRC_CONNECTION_BROKEN once the stream has ended (the
+        messages not acknowledged before went back on the queue)."""
         with self._cond:
+            if self._closed or self._ended:
+                raise acknowledged_too_late(self._closed)
             self._buf.acknowledge()
             self._send_control()
 
@@ -312,6 +319,7 @@ class QueueManagerClient:
         self._connect_lock = threading.Lock()
         self._connection: Any = None
         self._connection_id = ""
+        self._units = UnitsOfWork()
 
     def connection_id(self) -> str:
         """This client's connection on the node, opened the first time a unit of work needs
@@ -368,6 +376,9 @@ class QueueManagerClient:
         message_id: str = "",
         correl_id: bytes = b"",
     ) -> list[ReceivedMessage]:
+        connection_id = self.connection_id() if unit_of_work else ""
+        if unit_of_work:
+            self._units.began(unit_of_work, connection_id)
         request = messaging_pb2.GetRequest(
             queue=queue,
             max_messages=max_messages,
@@ -377,7 +388,7 @@ class QueueManagerClient:
             unit_of_work=unit_of_work,
             match_message_id=message_id,
             match_correl_id=correl_id,
-            connection_id=self.connection_id() if unit_of_work else "",
+            connection_id=connection_id,
             max_response_bytes=MAX_RESPONSE_BYTES,
         )
         timeout = self.timeout + wait_ms / 1000.0
@@ -393,15 +404,21 @@ class QueueManagerClient:
         return self.get_many(queue, limit, browse=True, browse_after=after)
 
     def commit(self, unit_of_work: str) -> int:
+        """Commit; raises MQRC_BACKED_OUT (having backed out the rest) when the connection
+        the unit of work began on ended before, as the node then backed it out."""
         request = messaging_pb2.UnitOfWork(
             unit_of_work=unit_of_work, connection_id=self.connection_id()
         )
+        if not self._units.ending(unit_of_work, request.connection_id):
+            self._call(self._msg.Backout, request)
+            raise backed_out(unit_of_work)
         return int(self._call(self._msg.Commit, request).messages)
 
     def backout(self, unit_of_work: str) -> int:
         request = messaging_pb2.UnitOfWork(
             unit_of_work=unit_of_work, connection_id=self.connection_id()
         )
+        self._units.ending(unit_of_work, request.connection_id)
         return int(self._call(self._msg.Backout, request).messages)
 
     @contextmanager
