@@ -83,9 +83,12 @@ class _Flow:
         self.bytes = self.max_bytes = limits.max_pending_bytes or DEFAULT_PENDING_BYTES
         self.budget = response_budget(limits.max_response_bytes)
         self.uow = f"STREAM.{uuid.uuid4().hex}"
+        self.reports_handed = limits.reports_handed
         self.sent = 0
         self.acknowledged = 0
+        self.handed = 0  # as the client last reported
         self.ended = False
+        self.closed = False  # the client said it closes (its last report is exact)
         self.error: BaseException | None = None
 
     def check(self, control: Any) -> pb.Ack:
@@ -99,6 +102,13 @@ class _Flow:
             raise RequestError(
                 f"acknowledged {ack.acknowledged}: {self.acknowledged} were acknowledged and "
                 f"{self.sent} sent on this stream"
+            )
+        if self.reports_handed and not (
+            max(self.handed, ack.acknowledged) <= ack.handed <= self.sent
+        ):
+            raise RequestError(
+                f"handed {ack.handed}: {self.handed} were handed out, {ack.acknowledged} "
+                f"acknowledged and {self.sent} sent on this stream"
             )
         if (
             self.messages + ack.credit_messages > self.max_messages
@@ -252,6 +262,8 @@ class MessagingServicer(rpc.MessagingServicer):
                 async for control in requests:
                     ack = flow.check(control)
                     done = ack.acknowledged - flow.acknowledged
+                    flow.handed = ack.handed
+                    flow.closed = ack.closing
                     if done > 0:
                         qm.commit(flow.uow, owner=flow.uow, count=done)
                         flow.acknowledged += done
@@ -305,7 +317,15 @@ class MessagingServicer(rpc.MessagingServicer):
                 raise flow.error
         finally:
             reader.cancel()
-            qm.backout(flow.uow, owner=flow.uow)
+            # what the client never handed to the application goes back with its backout
+            # count as it was; if the client is gone, its last report may be late, so the
+            # first message not acknowledged counts (a poison message moves on)
+            counted = None
+            if flow.reports_handed:
+                counted = flow.handed - flow.acknowledged
+                if not flow.closed:
+                    counted = max(counted, 1)
+            qm.backout(flow.uow, owner=flow.uow, counted=counted)
 
     # -- publish/subscribe ------------------------------------------------------------------
 

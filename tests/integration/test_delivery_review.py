@@ -266,6 +266,47 @@ def test_poison_message_moves_to_boqname_after_repeated_kills(node: NodeProcess)
         assert [(m.text, m.backout_count) for m in moved] == [("poison", 3)]
 
 
+HOLDING_CONSUMER = """
+import sys, time
+from qmgr.client import QueueManagerClient
+qm = QueueManagerClient(sys.argv[1])
+c = qm.consumer(sys.argv[2], ack="explicit")
+m = c.receive(timeout=30)
+time.sleep(0.5)  # the rest of the queue is in its buffer, never handed out
+print(m.text if m else "", m.backout_count if m else -1, c.pending_messages, flush=True)
+time.sleep(600)
+"""
+
+
+def test_messages_behind_a_poison_message_are_not_backed_out_with_it(node: NodeProcess) -> None:
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(HP.BOQ)")
+        qm.mqsc("DEFINE QLOCAL(HP.Q) BOTHRESH(2) BOQNAME(HP.BOQ)")
+        qm.put("HP.Q", "poison", persistent=True)
+        put_numbered(qm, "HP.Q", 50)
+        for expected in (0, 1):
+            proc = subprocess.Popen(
+                [sys.executable, "-c", HOLDING_CONSUMER, node.address, "HP.Q"],
+                stdout=subprocess.PIPE,
+                text=True,
+                cwd=ROOT,
+            )
+            assert proc.stdout is not None
+            assert proc.stdout.readline().split() == ["poison", str(expected), "50"]
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            wait_until(lambda: qstatus(qm, "HP.Q")[1] == 0, what="backed out")
+        # closing gracefully after taking one: only that one is counted
+        consumer = qm.consumer("HP.Q", ack="explicit")
+        first = consumer.receive(timeout=10)
+        assert first is not None and (first.text, first.backout_count) == ("0", 0)
+        wait_until(lambda: consumer.pending_messages == 49, what="the rest buffered")
+        consumer.close()
+        assert drain_to_marker(qm, "HP.Q") == [("0", 1)] + [(str(i), 0) for i in range(1, 50)]
+        moved = qm.get_many("HP.BOQ", 100)
+        assert [(m.text, m.backout_count) for m in moved] == [("poison", 2)]
+
+
 # -- a node restart under a consumer ------------------------------------------------------------
 
 
@@ -293,6 +334,9 @@ def test_node_restart_under_a_consumer_with_unacknowledged_messages(node: NodePr
     texts = [t for t, _ in rest]
     assert texts == [str(i) for i in range(len(acked), 100)]
     assert held and [m.text for m in held] == texts[: len(held)]
+    # as in MQ with NOHARDENBO, the backout count is not hardened: after a restart the
+    # messages come back with the count they had
+    assert {b for _, b in rest} == {0}
 
 
 # -- Get arguments ------------------------------------------------------------------------------
