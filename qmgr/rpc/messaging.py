@@ -147,7 +147,11 @@ class MessagingServicer(rpc.MessagingServicer):
         limit = max(1, request.max_messages)
         budget = response_budget(request.max_response_bytes)
         deadline = time.monotonic() + request.wait_ms / 1000.0
-        owner = self._connection(request.connection_id) if request.unit_of_work else ""
+        owner = ""
+        if request.unit_of_work:  # it must belong to a connection, which backs it out
+            if not request.connection_id:
+                raise MQError("MQRC_HCONN_ERROR", "a get under syncpoint needs a connection")
+            owner = self._connection(request.connection_id)
         qm = self.qm
         while True:
             if request.browse:
@@ -282,8 +286,8 @@ class MessagingServicer(rpc.MessagingServicer):
         try:
             while not flow.ended:
                 q = qm.queues.get(queue)
-                if q is None:
-                    return
+                if q is None:  # deleted (or its subscription removed) under the consumer
+                    raise MQError("MQRC_Q_DELETED", f"queue {queue} has been deleted")
                 if flow.messages <= 0 or flow.bytes <= 0:
                     await signals.wait(queue, 1.0)
                     continue

@@ -395,3 +395,49 @@ def test_publisher_that_never_reads_acknowledgements(node: NodeProcess) -> None:
         grown = rss_kib(node.proc.pid) - before
         assert grown < 200 * 1024, f"node grew by {grown} KiB"
         call.cancel()
+
+
+# -- what a consumer is reading disappears; a unit of work without a connection ---------------
+
+
+def test_consumers_of_a_deleted_queue_or_subscription_end_with_an_error(node: NodeProcess) -> None:
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(GONE.Q)")
+        consumer = qm.consumer("GONE.Q")
+        assert consumer.receive(timeout=0.5) is None
+        qm.mqsc("DELETE QLOCAL(GONE.Q)")
+        with pytest.raises(MQClientError) as err:
+            consumer.receive(timeout=20)
+        assert err.value.reason_name == "MQRC_Q_DELETED"
+        consumer.close()
+
+        sub = qm.subscribe("gone/#", name="GONE", durable=True, ack="explicit")
+        qm.publish("gone/x", "held", persistent=True)
+        held = sub.receive(timeout=10)
+        assert held is not None
+        with pytest.raises(MQClientError) as err:  # a message of it is being delivered
+            qm.unsubscribe("GONE")
+        assert err.value.reason_name == "MQRC_OBJECT_IN_USE"
+        sub.ack()
+        queue = sub.queue
+        wait_until(lambda: qstatus(qm, queue) == (0, 0), what="acknowledged")
+        qm.unsubscribe("GONE")
+        with pytest.raises(MQClientError) as err:
+            sub.receive(timeout=20)
+        assert err.value.reason_name == "MQRC_Q_DELETED"
+        sub.close()
+
+
+def test_syncpoint_get_without_a_connection_is_refused(node: NodeProcess) -> None:
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(NOCONN.Q)")
+        qm.put("NOCONN.Q", "kept", persistent=True)
+    with grpc.insecure_channel(node.address) as channel:
+        stub = messaging_pb2_grpc.MessagingStub(channel)
+        with pytest.raises(grpc.RpcError) as err:  # nobody would ever back it out
+            stub.Get(pb.GetRequest(queue="NOCONN.Q", unit_of_work="U1"), timeout=20)
+        meta = dict(err.value.trailing_metadata() or ())
+        assert meta.get("mq-reason-name") == "MQRC_HCONN_ERROR", err.value
+    with node.client() as qm:
+        assert qstatus(qm, "NOCONN.Q") == (1, 0)
+        assert drain_to_marker(qm, "NOCONN.Q") == [("kept", 0)]
