@@ -441,3 +441,29 @@ def test_syncpoint_get_without_a_connection_is_refused(node: NodeProcess) -> Non
     with node.client() as qm:
         assert qstatus(qm, "NOCONN.Q") == (1, 0)
         assert drain_to_marker(qm, "NOCONN.Q") == [("kept", 0)]
+
+
+def test_async_consumer_counts_only_what_it_handed_out_and_refuses_a_late_ack(
+    node: NodeProcess,
+) -> None:
+    import asyncio
+
+    from qmgr.client import AsyncQueueManagerClient
+
+    async def scenario() -> None:
+        async with AsyncQueueManagerClient(node.address) as qm:
+            await qm.mqsc("DEFINE QLOCAL(ALATE.Q)")
+            for i in range(20):
+                await qm.put("ALATE.Q", str(i), persistent=True)
+            consumer = await qm.consumer("ALATE.Q", 5, ack="explicit", max_pending_messages=10)
+            first = await consumer.receive(timeout=10)
+            assert first is not None and first.text == "0"
+            await consumer.aclose()
+            with pytest.raises(MQClientError) as err:
+                await consumer.ack()
+            assert err.value.reason_name == "MQRC_HCONN_ERROR"
+
+    asyncio.run(scenario())
+    with node.client() as qm:
+        wait_until(lambda: qstatus(qm, "ALATE.Q") == (20, 0), what="backed out")
+        assert drain_to_marker(qm, "ALATE.Q") == [("0", 1)] + [(str(i), 0) for i in range(1, 20)]
