@@ -148,12 +148,12 @@ class MessagingServicer(rpc.MessagingServicer):
         budget = response_budget(request.max_response_bytes)
         deadline = time.monotonic() + request.wait_ms / 1000.0
         owner = ""
-        if request.unit_of_work:  # it must belong to a connection, which backs it out
-            if not request.connection_id:
-                raise MQError("MQRC_HCONN_ERROR", "a get under syncpoint needs a connection")
-            owner = self._connection(request.connection_id)
+        if request.unit_of_work and not request.connection_id:
+            raise MQError("MQRC_HCONN_ERROR", "a get under syncpoint needs a connection")
         qm = self.qm
         while True:
+            if request.unit_of_work:  # it belongs to a connection (still open after a wait)
+                owner = self._connection(request.connection_id)
             if request.browse:
                 msgs = qm.browse(request.queue, after=request.browse_after, limit=limit)
                 fitting = _fitting(msgs, budget)

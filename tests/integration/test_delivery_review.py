@@ -467,3 +467,28 @@ def test_async_consumer_counts_only_what_it_handed_out_and_refuses_a_late_ack(
     with node.client() as qm:
         wait_until(lambda: qstatus(qm, "ALATE.Q") == (20, 0), what="backed out")
         assert drain_to_marker(qm, "ALATE.Q") == [("0", 1)] + [(str(i), 0) for i in range(1, 20)]
+
+
+def test_waiting_syncpoint_get_whose_connection_ends_takes_nothing(node: NodeProcess) -> None:
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(WAITC.Q)")
+    with grpc.insecure_channel(node.address) as channel:
+        stub = messaging_pb2_grpc.MessagingStub(channel)
+        conn_call = stub.Connect(pb.ConnectRequest())
+        conn = next(conn_call).connection_id
+        request = pb.GetRequest(
+            queue="WAITC.Q", unit_of_work="U1", connection_id=conn, wait_ms=20_000
+        )
+        future = stub.Get.future(request, timeout=60)
+        time.sleep(0.5)  # the get is waiting
+        conn_call.cancel()  # its connection ends (nothing could back the get out any more)
+        time.sleep(0.5)
+        with node.client() as qm:
+            qm.put("WAITC.Q", "arrives", persistent=True)
+        with pytest.raises(grpc.RpcError) as err:
+            future.result()
+        meta = dict(err.value.trailing_metadata() or ())
+        assert meta.get("mq-reason-name") == "MQRC_HCONN_ERROR", err.value
+    with node.client() as qm:
+        assert qstatus(qm, "WAITC.Q") == (1, 0)
+        assert drain_to_marker(qm, "WAITC.Q") == [("arrives", 0)]
