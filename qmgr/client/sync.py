@@ -441,11 +441,12 @@ class QueueManagerClient:
         max_pending_bytes: int = DEFAULT_PENDING_BYTES,
     ) -> Iterator[list[ReceivedMessage]]:
         """Batches of messages from ``queue`` as they arrive. Each batch is acknowledged once
-        the next one is asked for (or the iteration ends); what was not handed out goes back on
-        the queue."""
+        the next one is asked for (or the iteration ends): a consumer that dies while it
+        handles one gets it again; what was not handed out goes back on the queue."""
         consumer = self.consumer(
             queue,
             max_batch,
+            ack="explicit",
             max_pending_messages=max_pending_messages,
             max_pending_bytes=max_pending_bytes,
         )
@@ -454,7 +455,12 @@ class QueueManagerClient:
                 batch = consumer.receive_batch()
                 if not batch:
                     return
-                yield batch
+                try:
+                    yield batch
+                except GeneratorExit:  # the iteration ended
+                    consumer.ack()
+                    raise
+                consumer.ack()
         finally:
             consumer.close()
 

@@ -492,3 +492,35 @@ def test_waiting_syncpoint_get_whose_connection_ends_takes_nothing(node: NodePro
     with node.client() as qm:
         assert qstatus(qm, "WAITC.Q") == (1, 0)
         assert drain_to_marker(qm, "WAITC.Q") == [("arrives", 0)]
+
+
+BATCH_CONSUMER = """
+import sys, time
+from qmgr.client import QueueManagerClient
+qm = QueueManagerClient(sys.argv[1])
+for batch in qm.consume(sys.argv[2], max_batch=10, max_pending_messages=10):
+    time.sleep(1.0)  # processing the batch when killed
+    print(len(batch), flush=True)
+    time.sleep(600)
+"""
+
+
+def test_consume_generator_killed_while_processing_a_batch_loses_nothing(
+    node: NodeProcess,
+) -> None:
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(BATCHK.Q)")
+        put_numbered(qm, "BATCHK.Q", 30)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", BATCH_CONSUMER, node.address, "BATCHK.Q"],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        assert proc.stdout is not None
+        assert int(proc.stdout.readline()) == 10
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        wait_until(lambda: qstatus(qm, "BATCHK.Q")[1] == 0, what="backed out")
+        rest = drain_to_marker(qm, "BATCHK.Q")
+        assert [t for t, _ in rest] == [str(i) for i in range(30)]
