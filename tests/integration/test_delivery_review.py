@@ -48,12 +48,26 @@ OPEN = pb.ConsumeControl(
     )
 )
 
+OPEN_HANDED = pb.ConsumeControl(
+    open=pb.ConsumeRequest(
+        queue="BOGUS.Q",
+        max_batch=5,
+        limits=pb.DeliveryLimits(max_pending_messages=10, reports_handed=True),
+    )
+)
+
 BOGUS = {
     "acknowledges more than it was sent": [pb.Ack(acknowledged=11)],
     "grants more message credit than it used": [pb.Ack(credit_messages=1000)],
     "grants more byte credit than it used": [pb.Ack(credit_bytes=2**63)],
     "opens a second time": [OPEN],
     "acknowledges fewer than before": [pb.Ack(acknowledged=3), pb.Ack(acknowledged=2)],
+    "reports handing out more than it was sent": [OPEN_HANDED, pb.Ack(handed=11)],
+    "reports handing out fewer than it acknowledged": [
+        OPEN_HANDED,
+        pb.Ack(acknowledged=3, handed=3),
+        pb.Ack(acknowledged=4, handed=2),
+    ],
 }
 
 
@@ -64,16 +78,18 @@ def test_bogus_acknowledgement_is_invalid_argument_and_changes_nothing(
     with node.client() as qm:
         qm.mqsc("DEFINE QLOCAL(BOGUS.Q)")
         put_numbered(qm, "BOGUS.Q", 20)
-    controls = [
-        c if isinstance(c, pb.ConsumeControl) else pb.ConsumeControl(ack=c) for c in BOGUS[case]
-    ]
+    steps = BOGUS[case]
+    opening = OPEN
+    if steps[0] is OPEN_HANDED:  # a client that reports what it handed out
+        opening, steps = OPEN_HANDED, steps[1:]
+    controls = [c if isinstance(c, pb.ConsumeControl) else pb.ConsumeControl(ack=c) for c in steps]
     valid_acks = sum(1 for c in controls[:-1] if c.HasField("ack"))  # the last one is bogus
     acked = 3 if valid_acks else 0
     sent = threading.Event()
     first: list[pb.Delivery] = []
 
     def requests() -> Iterator[pb.ConsumeControl]:
-        yield OPEN
+        yield opening
         sent.wait(30)
         yield from controls
         time.sleep(30)  # the node must end the stream, not this client
