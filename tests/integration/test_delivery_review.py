@@ -40,6 +40,13 @@ def drain_to_marker(qm: QueueManagerClient, queue: str) -> list[tuple[str, int]]
             out.append((m.text, m.backout_count))
 
 
+def spawn(script: str, *args: str) -> subprocess.Popen[str]:
+    """A client process running ``script`` with ``args``; its stdout is a pipe."""
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+
+
 # -- bogus acknowledgements on a Consume stream ------------------------------------------------
 
 OPEN = pb.ConsumeControl(
@@ -218,12 +225,7 @@ def test_two_consumers_one_killed_mid_stream(node: NodeProcess, persistent: bool
 
             reader = threading.Thread(target=slow_reader)
             reader.start()
-            proc = subprocess.Popen(
-                [sys.executable, "-c", KILLED_CONSUMER, node.address, "TWO.Q", "50"],
-                stdout=subprocess.PIPE,
-                text=True,
-                cwd=ROOT,
-            )
+            proc = spawn(KILLED_CONSUMER, node.address, "TWO.Q", "50")
             try:
                 assert proc.stdout is not None
                 killed_acked = proc.stdout.readline().strip().split(",")
@@ -244,44 +246,6 @@ def test_two_consumers_one_killed_mid_stream(node: NodeProcess, persistent: bool
         wait_until(lambda: qstatus(qm, "TWO.Q") == (0, 0), what="all acknowledged")
 
 
-POISON_CONSUMER = """
-import sys, time
-from qmgr.client import QueueManagerClient
-qm = QueueManagerClient(sys.argv[1])
-c = qm.consumer(sys.argv[2], 1, ack="explicit", max_pending_messages=1)
-m = c.receive(timeout=30)
-print(m.text if m else "", m.backout_count if m else -1, flush=True)
-time.sleep(600)
-"""
-
-
-def test_poison_message_moves_to_boqname_after_repeated_kills(node: NodeProcess) -> None:
-    with node.client() as qm:
-        qm.mqsc("DEFINE QLOCAL(KP.BOQ)")
-        qm.mqsc("DEFINE QLOCAL(KP.Q) BOTHRESH(3) BOQNAME(KP.BOQ)")
-        qm.put("KP.Q", "poison", persistent=True)
-        qm.put("KP.Q", "fine", persistent=True)
-        seen = []
-        for _ in range(3):
-            proc = subprocess.Popen(
-                [sys.executable, "-c", POISON_CONSUMER, node.address, "KP.Q"],
-                stdout=subprocess.PIPE,
-                text=True,
-                cwd=ROOT,
-            )
-            assert proc.stdout is not None
-            seen.append(proc.stdout.readline().split())
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
-            wait_until(lambda: qstatus(qm, "KP.Q")[1] == 0, what="backed out")
-        assert seen == [["poison", "0"], ["poison", "1"], ["poison", "2"]]
-        # the message behind it may have been sent too (credit is returned once a message is
-        # handed out, not once it is acknowledged), so its backout count may be raised as well
-        assert [t for t, _ in drain_to_marker(qm, "KP.Q")] == ["fine"]
-        moved = qm.get_many("KP.BOQ", 10)
-        assert [(m.text, m.backout_count) for m in moved] == [("poison", 3)]
-
-
 HOLDING_CONSUMER = """
 import sys, time
 from qmgr.client import QueueManagerClient
@@ -294,19 +258,16 @@ time.sleep(600)
 """
 
 
-def test_messages_behind_a_poison_message_are_not_backed_out_with_it(node: NodeProcess) -> None:
+def test_poison_message_moves_to_boqname_after_repeated_kills_alone(node: NodeProcess) -> None:
+    """The consumer is killed holding the poison message (handed out) and, in its buffer,
+    the 50 behind it: only the poison message is counted, and moves to BOQNAME."""
     with node.client() as qm:
         qm.mqsc("DEFINE QLOCAL(HP.BOQ)")
         qm.mqsc("DEFINE QLOCAL(HP.Q) BOTHRESH(2) BOQNAME(HP.BOQ)")
         qm.put("HP.Q", "poison", persistent=True)
         put_numbered(qm, "HP.Q", 50)
         for expected in (0, 1):
-            proc = subprocess.Popen(
-                [sys.executable, "-c", HOLDING_CONSUMER, node.address, "HP.Q"],
-                stdout=subprocess.PIPE,
-                text=True,
-                cwd=ROOT,
-            )
+            proc = spawn(HOLDING_CONSUMER, node.address, "HP.Q")
             assert proc.stdout is not None
             assert proc.stdout.readline().split() == ["poison", str(expected), "50"]
             proc.send_signal(signal.SIGKILL)
@@ -527,12 +488,7 @@ def test_consume_generator_killed_while_processing_a_batch_loses_nothing(
     with node.client() as qm:
         qm.mqsc("DEFINE QLOCAL(BATCHK.Q)")
         put_numbered(qm, "BATCHK.Q", 30)
-        proc = subprocess.Popen(
-            [sys.executable, "-c", BATCH_CONSUMER, node.address, "BATCHK.Q"],
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-        )
+        proc = spawn(BATCH_CONSUMER, node.address, "BATCHK.Q")
         assert proc.stdout is not None
         assert int(proc.stdout.readline()) == 10
         proc.send_signal(signal.SIGKILL)
