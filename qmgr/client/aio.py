@@ -11,6 +11,7 @@ import grpc
 
 from qmgr.client import convert
 from qmgr.client.errors import (
+    ConnectionFailed,
     MQClientError,
     MqscCommandError,
     UnitsOfWork,
@@ -56,11 +57,18 @@ class AsyncSubscription(BufferedConsumer):
         self.name = self.sub_id = ""
         self.queue = queue
 
-    async def _open(self, opening: Any, named: bool) -> None:
+    async def _open(self, opening: Any, named: bool, timeout: float = 30.0) -> None:
+        """Send the opening; a named stream waits up to ``timeout`` for the node's answer."""
         try:
             await self._call.write(opening)
             if named:
-                first = await self._call.read()
+                try:
+                    first = await asyncio.wait_for(self._call.read(), timeout)
+                except TimeoutError:
+                    self._call.cancel()
+                    raise ConnectionFailed(
+                        2009, "MQRC_CONNECTION_BROKEN", f"no answer in {timeout} s"
+                    ) from None
                 if first is grpc.aio.EOF:
                     raise MQClientError(2195, "MQRC_UNEXPECTED_ERROR", "the stream ended")
                 self.name = first.subscription
@@ -317,7 +325,9 @@ class AsyncQueueManagerClient:
             buffer,
             on_slow_consumer=on_slow_consumer,
         )
-        await sub._open(messaging_pb2.SubscribeControl(open=request), named=True)
+        await sub._open(
+            messaging_pb2.SubscribeControl(open=request), named=True, timeout=self.timeout
+        )
         return sub
 
     async def consumer(

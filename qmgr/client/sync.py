@@ -68,6 +68,7 @@ class Subscription(BufferedConsumer):
         named: bool,
         queue: str = "",
         on_slow_consumer: SlowConsumerCallback | None = None,
+        open_timeout: float = 30.0,
     ) -> None:
         self._controls: _queue.Queue[Any] = _queue.Queue()
         self._control_type = control_type
@@ -81,12 +82,20 @@ class Subscription(BufferedConsumer):
         self._call = method(self._control_stream())
         self.name = self.sub_id = ""
         self.queue = queue
-        if named:
+        if named:  # the node answers with the subscription, within open_timeout
+            timer = threading.Timer(open_timeout, self._call.cancel)
+            timer.start()
             try:
                 first = next(self._call)
             except grpc.RpcError as exc:
                 self._controls.put(None)
+                if exc.code() == grpc.StatusCode.CANCELLED:
+                    raise ConnectionFailed(
+                        2009, "MQRC_CONNECTION_BROKEN", f"no answer in {open_timeout} s"
+                    ) from None
                 raise from_rpc_error(exc) from None
+            finally:
+                timer.cancel()
             self.name = first.subscription
             self.sub_id = first.sub_id
             self.queue = first.queue
@@ -562,6 +571,7 @@ class QueueManagerClient:
             buffer,
             named=True,
             on_slow_consumer=on_slow_consumer,
+            open_timeout=self.timeout,
         )
 
     def create_subscription(

@@ -6,6 +6,7 @@ arguments and a publisher that never reads its acknowledgements."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
@@ -423,8 +424,6 @@ def test_syncpoint_get_without_a_connection_is_refused(node: NodeProcess) -> Non
 def test_async_consumer_counts_only_what_it_handed_out_and_refuses_a_late_ack(
     node: NodeProcess,
 ) -> None:
-    import asyncio
-
     from qmgr.client import AsyncQueueManagerClient
 
     async def scenario() -> None:
@@ -496,3 +495,31 @@ def test_consume_generator_killed_while_processing_a_batch_loses_nothing(
         wait_until(lambda: qstatus(qm, "BATCHK.Q")[1] == 0, what="backed out")
         rest = drain_to_marker(qm, "BATCHK.Q")
         assert [t for t, _ in rest] == [str(i) for i in range(30)]
+
+
+async def subscribe_async(address: str, topic: str) -> None:
+    from qmgr.client import AsyncQueueManagerClient
+
+    async with AsyncQueueManagerClient(address, timeout=3) as qm:
+        await qm.subscribe(topic)
+
+
+def test_subscribe_to_a_hung_node_fails_instead_of_hanging(node: NodeProcess) -> None:
+    assert node.proc is not None
+    qm = QueueManagerClient(node.address, timeout=3)
+    qm.wait_ready()
+    node.proc.send_signal(signal.SIGSTOP)
+    try:
+        with pytest.raises(MQClientError) as err:
+            qm.subscribe("hung/#")
+        assert err.value.reason_name == "MQRC_CONNECTION_BROKEN"
+        with pytest.raises(MQClientError) as err:
+            asyncio.run(subscribe_async(node.address, "hung/#"))
+        assert err.value.reason_name == "MQRC_CONNECTION_BROKEN"
+    finally:
+        node.proc.send_signal(signal.SIGCONT)
+    with qm.subscribe("hung/#") as sub:  # the node is back
+        qm.publish("hung/x", "back")
+        msg = sub.receive(timeout=20)
+        assert msg is not None and msg.text == "back"
+    qm.close()
