@@ -226,12 +226,20 @@ class Subscription(BufferedConsumer):
 
 class StreamPublisher:
     """Publishes on one long-lived stream in batches, with up to ``window`` batches awaiting
-    acknowledgement. ``flush()`` waits for every acknowledgement and raises the first error."""
+    acknowledgement. ``flush()`` waits for every acknowledgement and raises the first error;
+    when the node acknowledges nothing for the client's timeout (a hung node), flushing or
+    waiting for a window slot raises MQRC_CONNECTION_BROKEN."""
 
     def __init__(
-        self, stub: messaging_pb2_grpc.MessagingStub, batch_size: int, window: int
+        self,
+        stub: messaging_pb2_grpc.MessagingStub,
+        batch_size: int,
+        window: int,
+        timeout: float = 30.0,
     ) -> None:
         self._batch_size = batch_size
+        self._timeout = timeout  # the longest wait for an acknowledgement before giving up
+        self._acks = 0
         self._requests: _queue.Queue[messaging_pb2.PublishRequest | None] = _queue.Queue()
         self._window = window
         self._slots = threading.Semaphore(window)
@@ -255,6 +263,7 @@ class StreamPublisher:
                     if resp.HasField("error") and self._error is None:
                         self._error = publish_error(resp, self.accepted)
                     self._outstanding -= 1
+                    self._acks += 1
                     self._done.notify_all()
                 self._slots.release()
         except grpc.RpcError as exc:
@@ -290,7 +299,8 @@ class StreamPublisher:
             return
         if self._error is not None:
             raise self._error
-        self._slots.acquire()
+        if not self._slots.acquire(timeout=self._timeout):
+            self._unanswered()
         if self._error is not None:
             self._slots.release()
             raise self._error
@@ -300,10 +310,27 @@ class StreamPublisher:
         self._requests.put(self._pending)
         self._pending = messaging_pb2.PublishRequest()
 
+    def _unanswered(self) -> None:
+        """The node acknowledged nothing for the timeout: end the stream with an error."""
+        with self._done:
+            self._error = self._error or ConnectionFailed(
+                2009, "MQRC_CONNECTION_BROKEN", f"no acknowledgement in {self._timeout} s"
+            )
+        self._responses.cancel()
+        raise self._error
+
+    def _progress(self, acks: int) -> Callable[[], bool]:
+        """Whether everything was acknowledged or some acknowledgement came after ``acks``."""
+        return lambda: self._outstanding <= 0 or self._acks != acks
+
     def flush(self) -> PublishResult:
         self._send()
         with self._done:
-            self._done.wait_for(lambda: self._outstanding <= 0)
+            while self._outstanding > 0:
+                if not self._done.wait_for(self._progress(self._acks), self._timeout):
+                    break
+        if self._outstanding > 0 and self._error is None:
+            self._unanswered()
         if self._error is not None:
             raise self._error
         return PublishResult(self.accepted, self.deliveries)
@@ -532,7 +559,7 @@ class QueueManagerClient:
         return PublishResult(resp.accepted, resp.deliveries)
 
     def stream_publisher(self, batch_size: int = 100, window: int = 8) -> StreamPublisher:
-        return StreamPublisher(self._msg, batch_size, window)
+        return StreamPublisher(self._msg, batch_size, window, self.timeout)
 
     def subscribe(
         self,

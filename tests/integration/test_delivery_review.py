@@ -523,3 +523,24 @@ def test_subscribe_to_a_hung_node_fails_instead_of_hanging(node: NodeProcess) ->
         msg = sub.receive(timeout=20)
         assert msg is not None and msg.text == "back"
     qm.close()
+
+
+def test_stream_publisher_to_a_hung_node_fails_instead_of_hanging(node: NodeProcess) -> None:
+    assert node.proc is not None
+    qm = QueueManagerClient(node.address, timeout=3)
+    qm.wait_ready()
+    node.proc.send_signal(signal.SIGSTOP)
+    try:
+        for window, batches in ((8, 1), (2, 5)):  # waiting in flush, waiting for a window slot
+            pub = qm.stream_publisher(batch_size=10, window=window)
+            with pytest.raises(MQClientError) as err:
+                for i in range(10 * batches):
+                    pub.publish("hung/x", str(i))
+                pub.flush()
+            assert err.value.reason_name == "MQRC_CONNECTION_BROKEN"
+    finally:
+        node.proc.send_signal(signal.SIGCONT)
+    pub = qm.stream_publisher(batch_size=10)
+    pub.publish("hung/x", "back")
+    assert pub.close().accepted == 1
+    qm.close()
