@@ -10,7 +10,16 @@ from typing import Any
 import grpc
 
 from qmgr.client import convert
-from qmgr.client.errors import MQClientError, MqscCommandError, from_rpc_error, publish_error
+from qmgr.client.errors import (
+    ConnectionFailed,
+    MQClientError,
+    MqscCommandError,
+    UnitsOfWork,
+    acknowledged_too_late,
+    backed_out,
+    from_rpc_error,
+    publish_error,
+)
 from qmgr.client.flow import (
     DEFAULT_PENDING_BYTES,
     DEFAULT_PENDING_MESSAGES,
@@ -48,11 +57,18 @@ class AsyncSubscription(BufferedConsumer):
         self.name = self.sub_id = ""
         self.queue = queue
 
-    async def _open(self, opening: Any, named: bool) -> None:
+    async def _open(self, opening: Any, named: bool, timeout: float = 30.0) -> None:
+        """Send the opening; a named stream waits up to ``timeout`` for the node's answer."""
         try:
             await self._call.write(opening)
             if named:
-                first = await self._call.read()
+                try:
+                    first = await asyncio.wait_for(self._call.read(), timeout)
+                except TimeoutError:
+                    self._call.cancel()
+                    raise ConnectionFailed(
+                        2009, "MQRC_CONNECTION_BROKEN", f"no answer in {timeout} s"
+                    ) from None
                 if first is grpc.aio.EOF:
                     raise MQClientError(2195, "MQRC_UNEXPECTED_ERROR", "the stream ended")
                 self.name = first.subscription
@@ -123,7 +139,10 @@ class AsyncSubscription(BufferedConsumer):
         return msg
 
     async def ack(self) -> None:
-        """Acknowledge every message handed to the application so far."""
+        """Acknowledge every message handed to the application so far (raises once closed or
+        ended, as the blocking client's does)."""
+        if self._closing is not None or self._ended:
+            raise acknowledged_too_late(self._closing is not None)
         self._buf.acknowledge()
         await self._send_control()
 
@@ -176,6 +195,7 @@ class AsyncQueueManagerClient:
         self._connect_lock = asyncio.Lock()
         self._connection: Any = None
         self._connection_id = ""
+        self._units = UnitsOfWork()
 
     async def _call(self, method: Any, request: Any, timeout: float | None = None) -> Any:
         try:
@@ -217,12 +237,15 @@ class AsyncQueueManagerClient:
     async def get_many(
         self, queue: str, max_messages: int = 1, *, wait_ms: int = 0, unit_of_work: str = ""
     ) -> list[ReceivedMessage]:
+        connection_id = await self.connection_id() if unit_of_work else ""
+        if unit_of_work:
+            self._units.began(unit_of_work, connection_id)
         request = messaging_pb2.GetRequest(
             queue=queue,
             max_messages=max_messages,
             wait_ms=wait_ms,
             unit_of_work=unit_of_work,
-            connection_id=await self.connection_id() if unit_of_work else "",
+            connection_id=connection_id,
             max_response_bytes=MAX_RESPONSE_BYTES,
         )
         resp = await self._call(self._msg.Get, request, self.timeout + wait_ms / 1000.0)
@@ -235,15 +258,20 @@ class AsyncQueueManagerClient:
         return got[0] if got else None
 
     async def commit(self, unit_of_work: str) -> int:
+        """Commit (see the blocking client: MQRC_BACKED_OUT when the connection ended)."""
         request = messaging_pb2.UnitOfWork(
             unit_of_work=unit_of_work, connection_id=await self.connection_id()
         )
+        if not self._units.ending(unit_of_work, request.connection_id):
+            await self._call(self._msg.Backout, request)
+            raise backed_out(unit_of_work)
         return int((await self._call(self._msg.Commit, request)).messages)
 
     async def backout(self, unit_of_work: str) -> int:
         request = messaging_pb2.UnitOfWork(
             unit_of_work=unit_of_work, connection_id=await self.connection_id()
         )
+        self._units.ending(unit_of_work, request.connection_id)
         return int((await self._call(self._msg.Backout, request)).messages)
 
     async def publish(
@@ -297,7 +325,9 @@ class AsyncQueueManagerClient:
             buffer,
             on_slow_consumer=on_slow_consumer,
         )
-        await sub._open(messaging_pb2.SubscribeControl(open=request), named=True)
+        await sub._open(
+            messaging_pb2.SubscribeControl(open=request), named=True, timeout=self.timeout
+        )
         return sub
 
     async def consumer(

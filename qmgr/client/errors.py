@@ -30,6 +30,43 @@ class ConnectionFailed(MQClientError):
     """The node could not be reached (MQRC_CONNECTION_BROKEN)."""
 
 
+def acknowledged_too_late(closed: bool) -> MQClientError:
+    """What acknowledging raises once the consumer is closed or its stream has ended: what it
+    handed out and had not acknowledged has gone back on the queue on the node."""
+    if closed:
+        return MQClientError(
+            2018, "MQRC_HCONN_ERROR", "the consumer is closed: unacknowledged messages went back"
+        )
+    return ConnectionFailed(
+        2009, "MQRC_CONNECTION_BROKEN", "the stream has ended: unacknowledged messages went back"
+    )
+
+
+class UnitsOfWork:
+    """The connection each unit of work of a client began on. Units of work belong to their
+    connection and are backed out on the node when it ends, so one whose connection was
+    replaced before its commit has been backed out (at least in part)."""
+
+    def __init__(self) -> None:
+        self._began: dict[str, str] = {}
+
+    def began(self, unit_of_work: str, connection_id: str) -> None:
+        self._began.setdefault(unit_of_work, connection_id)
+
+    def ending(self, unit_of_work: str, connection_id: str) -> bool:
+        """Forget ``unit_of_work``; whether it began on ``connection_id`` (or did not begin)."""
+        return self._began.pop(unit_of_work, connection_id) == connection_id
+
+
+def backed_out(unit_of_work: str) -> MQClientError:
+    return MQClientError(
+        2003,
+        "MQRC_BACKED_OUT",
+        f"the connection of unit of work {unit_of_work} ended before the commit: "
+        "its messages went back on their queues",
+    )
+
+
 class MqscCommandError(MQClientError):
     """An MQSC command failed; ``records`` holds what the queue manager answered."""
 

@@ -25,6 +25,8 @@ def merge_ack(into: messaging_pb2.Ack, later: messaging_pb2.Ack) -> None:
     """Fold a later acknowledgement into an earlier one (acknowledgements are cumulative,
     credit adds up)."""
     into.acknowledged = max(into.acknowledged, later.acknowledged)
+    into.handed = max(into.handed, later.handed)
+    into.closing = into.closing or later.closing
     into.credit_messages += later.credit_messages
     into.credit_bytes += later.credit_bytes
 
@@ -61,6 +63,7 @@ class DeliveryBuffer:
             max_pending_messages=self.max_messages,
             max_pending_bytes=self.max_bytes,
             max_response_bytes=max_response_bytes,
+            reports_handed=True,
         )
 
     def add(self, delivery: messaging_pb2.Delivery) -> bool:
@@ -135,12 +138,15 @@ class DeliveryBuffer:
 
     def control(self, *, final: bool = False) -> messaging_pb2.Ack | None:
         """The acknowledgement and credit to send now, if any: after a whole delivery was
-        taken, after :meth:`acknowledge`, and (``final``) when closing."""
+        taken, after :meth:`acknowledge`, and (``final``) when closing: that one says so, as
+        the node then knows exactly what was handed to the application."""
         through = self.handed if self.auto else self.acknowledged
-        if not (self._credit_messages or self._force or (final and through > self._ack_sent)):
+        if not (self._credit_messages or self._force or final):
             return None
         ack = messaging_pb2.Ack(
             acknowledged=through,
+            handed=self.handed,
+            closing=final,
             credit_messages=self._credit_messages,
             credit_bytes=self._credit_bytes,
         )

@@ -18,6 +18,9 @@ from qmgr.client.errors import (
     ConnectionFailed,
     MQClientError,
     MqscCommandError,
+    UnitsOfWork,
+    acknowledged_too_late,
+    backed_out,
     from_rpc_error,
     publish_error,
 )
@@ -65,6 +68,7 @@ class Subscription(BufferedConsumer):
         named: bool,
         queue: str = "",
         on_slow_consumer: SlowConsumerCallback | None = None,
+        open_timeout: float = 30.0,
     ) -> None:
         self._controls: _queue.Queue[Any] = _queue.Queue()
         self._control_type = control_type
@@ -78,12 +82,20 @@ class Subscription(BufferedConsumer):
         self._call = method(self._control_stream())
         self.name = self.sub_id = ""
         self.queue = queue
-        if named:
+        if named:  # the node answers with the subscription, within open_timeout
+            timer = threading.Timer(open_timeout, self._call.cancel)
+            timer.start()
             try:
                 first = next(self._call)
             except grpc.RpcError as exc:
                 self._controls.put(None)
+                if exc.code() == grpc.StatusCode.CANCELLED:
+                    raise ConnectionFailed(
+                        2009, "MQRC_CONNECTION_BROKEN", f"no answer in {open_timeout} s"
+                    ) from None
                 raise from_rpc_error(exc) from None
+            finally:
+                timer.cancel()
             self.name = first.subscription
             self.sub_id = first.sub_id
             self.queue = first.queue
@@ -176,8 +188,12 @@ class Subscription(BufferedConsumer):
         return msg
 
     def ack(self) -> None:
-        """Acknowledge every message handed to the application so far."""
+        """Acknowledge every message handed to the application so far. Raises
+        MQRC_HCONN_ERROR once closed, MQRC_CONNECTION_BROKEN once the stream has ended (the
+        messages not acknowledged before went back on the queue)."""
         with self._cond:
+            if self._closed or self._ended:
+                raise acknowledged_too_late(self._closed)
             self._buf.acknowledge()
             self._send_control()
 
@@ -210,12 +226,20 @@ class Subscription(BufferedConsumer):
 
 class StreamPublisher:
     """Publishes on one long-lived stream in batches, with up to ``window`` batches awaiting
-    acknowledgement. ``flush()`` waits for every acknowledgement and raises the first error."""
+    acknowledgement. ``flush()`` waits for every acknowledgement and raises the first error;
+    when the node acknowledges nothing for the client's timeout (a hung node), flushing or
+    waiting for a window slot raises MQRC_CONNECTION_BROKEN."""
 
     def __init__(
-        self, stub: messaging_pb2_grpc.MessagingStub, batch_size: int, window: int
+        self,
+        stub: messaging_pb2_grpc.MessagingStub,
+        batch_size: int,
+        window: int,
+        timeout: float = 30.0,
     ) -> None:
         self._batch_size = batch_size
+        self._timeout = timeout  # the longest wait for an acknowledgement before giving up
+        self._acks = 0
         self._requests: _queue.Queue[messaging_pb2.PublishRequest | None] = _queue.Queue()
         self._window = window
         self._slots = threading.Semaphore(window)
@@ -239,6 +263,7 @@ class StreamPublisher:
                     if resp.HasField("error") and self._error is None:
                         self._error = publish_error(resp, self.accepted)
                     self._outstanding -= 1
+                    self._acks += 1
                     self._done.notify_all()
                 self._slots.release()
         except grpc.RpcError as exc:
@@ -274,7 +299,8 @@ class StreamPublisher:
             return
         if self._error is not None:
             raise self._error
-        self._slots.acquire()
+        if not self._slots.acquire(timeout=self._timeout):
+            self._unanswered()
         if self._error is not None:
             self._slots.release()
             raise self._error
@@ -284,10 +310,27 @@ class StreamPublisher:
         self._requests.put(self._pending)
         self._pending = messaging_pb2.PublishRequest()
 
+    def _unanswered(self) -> None:
+        """The node acknowledged nothing for the timeout: end the stream with an error."""
+        with self._done:
+            self._error = self._error or ConnectionFailed(
+                2009, "MQRC_CONNECTION_BROKEN", f"no acknowledgement in {self._timeout} s"
+            )
+        self._responses.cancel()
+        raise self._error
+
+    def _progress(self, acks: int) -> Callable[[], bool]:
+        """Whether everything was acknowledged or some acknowledgement came after ``acks``."""
+        return lambda: self._outstanding <= 0 or self._acks != acks
+
     def flush(self) -> PublishResult:
         self._send()
         with self._done:
-            self._done.wait_for(lambda: self._outstanding <= 0)
+            while self._outstanding > 0:
+                if not self._done.wait_for(self._progress(self._acks), self._timeout):
+                    break
+        if self._outstanding > 0 and self._error is None:
+            self._unanswered()
         if self._error is not None:
             raise self._error
         return PublishResult(self.accepted, self.deliveries)
@@ -312,6 +355,7 @@ class QueueManagerClient:
         self._connect_lock = threading.Lock()
         self._connection: Any = None
         self._connection_id = ""
+        self._units = UnitsOfWork()
 
     def connection_id(self) -> str:
         """This client's connection on the node, opened the first time a unit of work needs
@@ -368,6 +412,9 @@ class QueueManagerClient:
         message_id: str = "",
         correl_id: bytes = b"",
     ) -> list[ReceivedMessage]:
+        connection_id = self.connection_id() if unit_of_work else ""
+        if unit_of_work:
+            self._units.began(unit_of_work, connection_id)
         request = messaging_pb2.GetRequest(
             queue=queue,
             max_messages=max_messages,
@@ -377,7 +424,7 @@ class QueueManagerClient:
             unit_of_work=unit_of_work,
             match_message_id=message_id,
             match_correl_id=correl_id,
-            connection_id=self.connection_id() if unit_of_work else "",
+            connection_id=connection_id,
             max_response_bytes=MAX_RESPONSE_BYTES,
         )
         timeout = self.timeout + wait_ms / 1000.0
@@ -393,15 +440,21 @@ class QueueManagerClient:
         return self.get_many(queue, limit, browse=True, browse_after=after)
 
     def commit(self, unit_of_work: str) -> int:
+        """Commit; raises MQRC_BACKED_OUT (having backed out the rest) when the connection
+        the unit of work began on ended before, as the node then backed it out."""
         request = messaging_pb2.UnitOfWork(
             unit_of_work=unit_of_work, connection_id=self.connection_id()
         )
+        if not self._units.ending(unit_of_work, request.connection_id):
+            self._call(self._msg.Backout, request)
+            raise backed_out(unit_of_work)
         return int(self._call(self._msg.Commit, request).messages)
 
     def backout(self, unit_of_work: str) -> int:
         request = messaging_pb2.UnitOfWork(
             unit_of_work=unit_of_work, connection_id=self.connection_id()
         )
+        self._units.ending(unit_of_work, request.connection_id)
         return int(self._call(self._msg.Backout, request).messages)
 
     @contextmanager
@@ -424,11 +477,12 @@ class QueueManagerClient:
         max_pending_bytes: int = DEFAULT_PENDING_BYTES,
     ) -> Iterator[list[ReceivedMessage]]:
         """Batches of messages from ``queue`` as they arrive. Each batch is acknowledged once
-        the next one is asked for (or the iteration ends); what was not handed out goes back on
-        the queue."""
+        the next one is asked for (or the iteration ends): a consumer that dies while it
+        handles one gets it again; what was not handed out goes back on the queue."""
         consumer = self.consumer(
             queue,
             max_batch,
+            ack="explicit",
             max_pending_messages=max_pending_messages,
             max_pending_bytes=max_pending_bytes,
         )
@@ -437,7 +491,12 @@ class QueueManagerClient:
                 batch = consumer.receive_batch()
                 if not batch:
                     return
-                yield batch
+                try:
+                    yield batch
+                except GeneratorExit:  # the iteration ended
+                    consumer.ack()
+                    raise
+                consumer.ack()
         finally:
             consumer.close()
 
@@ -500,7 +559,7 @@ class QueueManagerClient:
         return PublishResult(resp.accepted, resp.deliveries)
 
     def stream_publisher(self, batch_size: int = 100, window: int = 8) -> StreamPublisher:
-        return StreamPublisher(self._msg, batch_size, window)
+        return StreamPublisher(self._msg, batch_size, window, self.timeout)
 
     def subscribe(
         self,
@@ -539,6 +598,7 @@ class QueueManagerClient:
             buffer,
             named=True,
             on_slow_consumer=on_slow_consumer,
+            open_timeout=self.timeout,
         )
 
     def create_subscription(

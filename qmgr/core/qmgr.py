@@ -350,21 +350,26 @@ class QueueManager:
             del self.uows[unit_of_work]
         return n
 
-    def backout(self, unit_of_work: str, *, owner: str = "") -> int:
+    def backout(self, unit_of_work: str, *, owner: str = "", counted: int | None = None) -> int:
         """Return got messages to their queues (in their original order) with the backout
-        count raised; a message whose count reaches BOTHRESH moves to BOQNAME if that queue
-        exists and accepts it. Raises MQRC_HCONN_ERROR when it belongs to another
+        count raised (only for the ``counted`` oldest when given: the others were never seen
+        by the application); a message whose count reaches BOTHRESH moves to BOQNAME if that
+        queue exists and accepts it. Raises MQRC_HCONN_ERROR when it belongs to another
         connection."""
         uow = self._owned(unit_of_work, owner)
         if uow is None:
             return 0
         del self.uows[unit_of_work]
         now = self.clock.now()
-        for qname, msg in reversed(uow.got):
+        n = len(uow.got)
+        for i, (qname, msg) in enumerate(reversed(uow.got)):
             q = self.queues.get(qname)
             if q is None:
                 continue
             q.uncommitted -= 1
+            if counted is not None and n - 1 - i >= counted:
+                q.return_front(msg)
+                continue
             msg.backout_count += 1
             d = q.definition
             target = self.queues.get(d.boqname) if d.boqname else None

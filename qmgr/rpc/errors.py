@@ -37,6 +37,7 @@ log = logging.getLogger("qmgr.rpc")
 _STATUS = {
     "MQRC_UNKNOWN_OBJECT_NAME": grpc.StatusCode.NOT_FOUND,
     "MQRC_NO_SUBSCRIPTION": grpc.StatusCode.NOT_FOUND,
+    "MQRC_Q_DELETED": grpc.StatusCode.NOT_FOUND,
     "MQRC_OBJECT_ALREADY_EXISTS": grpc.StatusCode.ALREADY_EXISTS,
     "MQRC_SUB_ALREADY_EXISTS": grpc.StatusCode.ALREADY_EXISTS,
     "MQRC_Q_FULL": grpc.StatusCode.RESOURCE_EXHAUSTED,

@@ -14,8 +14,8 @@ from qmgr.core.errors import MQError
 from qmgr.core.message import Message
 from qmgr.core.queue import LocalQueue
 from qmgr.node.runtime import NodeRuntime
-from qmgr.rpc.convert import message_from_wire, message_to_wire
-from qmgr.rpc.errors import abort, error_to_wire, translated
+from qmgr.rpc.convert import check_request, message_from_wire, message_to_wire
+from qmgr.rpc.errors import RequestError, abort, error_to_wire, translated
 from qmgr.wire import messaging_pb2 as pb
 from qmgr.wire import messaging_pb2_grpc as rpc
 
@@ -79,14 +79,46 @@ class _Flow:
     """One streaming consumer: its credit, what was sent and acknowledged, its unit of work."""
 
     def __init__(self, limits: pb.DeliveryLimits) -> None:
-        self.messages = limits.max_pending_messages or DEFAULT_PENDING_MESSAGES
-        self.bytes = limits.max_pending_bytes or DEFAULT_PENDING_BYTES
+        self.messages = self.max_messages = limits.max_pending_messages or DEFAULT_PENDING_MESSAGES
+        self.bytes = self.max_bytes = limits.max_pending_bytes or DEFAULT_PENDING_BYTES
         self.budget = response_budget(limits.max_response_bytes)
         self.uow = f"STREAM.{uuid.uuid4().hex}"
+        self.reports_handed = limits.reports_handed
         self.sent = 0
         self.acknowledged = 0
+        self.handed = 0  # as the client last reported
         self.ended = False
+        self.closed = False  # the client said it closes (its last report is exact)
         self.error: BaseException | None = None
+
+    def check(self, control: Any) -> pb.Ack:
+        """The acknowledgement ``control`` carries, if it is one this stream can take: after
+        the opening message only acknowledgements, cumulative (never fewer than before, never
+        more than were sent), returning no more credit than was used. Raises RequestError."""
+        if control.HasField("open") or not control.HasField("ack"):
+            raise RequestError("after the opening message a consumer sends only acknowledgements")
+        ack: pb.Ack = control.ack
+        if not self.acknowledged <= ack.acknowledged <= self.sent:
+            raise RequestError(
+                f"acknowledged {ack.acknowledged}: {self.acknowledged} were acknowledged and "
+                f"{self.sent} sent on this stream"
+            )
+        if self.reports_handed and not (
+            max(self.handed, ack.acknowledged) <= ack.handed <= self.sent
+        ):
+            raise RequestError(
+                f"handed {ack.handed}: {self.handed} were handed out, {ack.acknowledged} "
+                f"acknowledged and {self.sent} sent on this stream"
+            )
+        if (
+            self.messages + ack.credit_messages > self.max_messages
+            or self.bytes + ack.credit_bytes > self.max_bytes
+        ):
+            raise RequestError(
+                f"credit of {ack.credit_messages} messages and {ack.credit_bytes} bytes is more "
+                f"than the deliveries not yet credited back used"
+            )
+        return ack
 
 
 class MessagingServicer(rpc.MessagingServicer):
@@ -115,9 +147,13 @@ class MessagingServicer(rpc.MessagingServicer):
         limit = max(1, request.max_messages)
         budget = response_budget(request.max_response_bytes)
         deadline = time.monotonic() + request.wait_ms / 1000.0
-        owner = self._connection(request.connection_id) if request.unit_of_work else ""
+        owner = ""
+        if request.unit_of_work and not request.connection_id:
+            raise MQError("MQRC_HCONN_ERROR", "a get under syncpoint needs a connection")
         qm = self.qm
         while True:
+            if request.unit_of_work:  # it belongs to a connection (still open after a wait)
+                owner = self._connection(request.connection_id)
             if request.browse:
                 msgs = qm.browse(request.queue, after=request.browse_after, limit=limit)
                 fitting = _fitting(msgs, budget)
@@ -156,13 +192,15 @@ class MessagingServicer(rpc.MessagingServicer):
 
     @translated
     async def Commit(self, request: pb.UnitOfWork, context: Ctx) -> pb.UnitOfWorkResult:
-        n = self.qm.commit(request.unit_of_work, owner=request.connection_id)
+        owner = self._connection(request.connection_id)
+        n = self.qm.commit(request.unit_of_work, owner=owner)
         await self.rt.durable()
         return pb.UnitOfWorkResult(messages=n)
 
     @translated
     async def Backout(self, request: pb.UnitOfWork, context: Ctx) -> pb.UnitOfWorkResult:
-        n = self.qm.backout(request.unit_of_work, owner=request.connection_id)
+        owner = self._connection(request.connection_id)
+        n = self.qm.backout(request.unit_of_work, owner=owner)
         await self.rt.durable()
         return pb.UnitOfWorkResult(messages=n)
 
@@ -226,8 +264,10 @@ class MessagingServicer(rpc.MessagingServicer):
         async def read_acks() -> None:
             try:
                 async for control in requests:
-                    ack = control.ack
-                    done = min(ack.acknowledged, flow.sent) - flow.acknowledged
+                    ack = flow.check(control)
+                    done = ack.acknowledged - flow.acknowledged
+                    flow.handed = ack.handed
+                    flow.closed = ack.closing
                     if done > 0:
                         qm.commit(flow.uow, owner=flow.uow, count=done)
                         flow.acknowledged += done
@@ -246,8 +286,8 @@ class MessagingServicer(rpc.MessagingServicer):
         try:
             while not flow.ended:
                 q = qm.queues.get(queue)
-                if q is None:
-                    return
+                if q is None:  # deleted (or its subscription removed) under the consumer
+                    raise MQError("MQRC_Q_DELETED", f"queue {queue} has been deleted")
                 if flow.messages <= 0 or flow.bytes <= 0:
                     await signals.wait(queue, 1.0)
                     continue
@@ -281,7 +321,15 @@ class MessagingServicer(rpc.MessagingServicer):
                 raise flow.error
         finally:
             reader.cancel()
-            qm.backout(flow.uow, owner=flow.uow)
+            # what the client never handed to the application goes back with its backout
+            # count as it was; if the client is gone, its last report may be late, so the
+            # first message not acknowledged counts (a poison message moves on)
+            counted = None
+            if flow.reports_handed:
+                counted = flow.handed - flow.acknowledged
+                if not flow.closed:
+                    counted = max(counted, 1)
+            qm.backout(flow.uow, owner=flow.uow, counted=counted)
 
     # -- publish/subscribe ------------------------------------------------------------------
 
@@ -416,13 +464,15 @@ class MessagingServicer(rpc.MessagingServicer):
 
 
 async def _opening(requests: AsyncIterator[Any]) -> Any:
-    """The first message of a consumer stream, which must open it."""
+    """The first message of a consumer stream, which must open it (checked as a unary
+    request is: names, topic string, batch size)."""
     try:
         first = await requests.__anext__()
     except StopAsyncIteration:
         first = None
     if first is None or not first.HasField("open"):
         raise MQError("MQRC_OPTIONS_ERROR", "the first message of the stream must open it")
+    check_request(first.open)
     return first
 
 

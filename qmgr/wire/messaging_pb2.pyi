@@ -298,22 +298,28 @@ class DeliveryLimits(_message.Message):
     MAX_PENDING_MESSAGES_FIELD_NUMBER: _builtins.int
     MAX_PENDING_BYTES_FIELD_NUMBER: _builtins.int
     MAX_RESPONSE_BYTES_FIELD_NUMBER: _builtins.int
+    REPORTS_HANDED_FIELD_NUMBER: _builtins.int
     max_pending_messages: _builtins.int
     """0 = 65,536"""
     max_pending_bytes: _builtins.int
     """0 = 64 MiB"""
     max_response_bytes: _builtins.int
     """0 = 4 MiB"""
+    reports_handed: _builtins.bool
+    """the client reports Ack.handed: when the stream ends, only the messages it handed to the
+    application (and at least the first one not acknowledged) have their backout count raised
+    """
     def __init__(
         self,
         *,
         max_pending_messages: _builtins.int = ...,
         max_pending_bytes: _builtins.int = ...,
         max_response_bytes: _builtins.int = ...,
+        reports_handed: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_pending_bytes", b"max_pending_bytes", "max_pending_messages", b"max_pending_messages", "max_response_bytes", b"max_response_bytes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_pending_bytes", b"max_pending_bytes", "max_pending_messages", b"max_pending_messages", "max_response_bytes", b"max_response_bytes", "reports_handed", b"reports_handed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -328,22 +334,30 @@ class Ack(_message.Message):
     ACKNOWLEDGED_FIELD_NUMBER: _builtins.int
     CREDIT_MESSAGES_FIELD_NUMBER: _builtins.int
     CREDIT_BYTES_FIELD_NUMBER: _builtins.int
+    HANDED_FIELD_NUMBER: _builtins.int
+    CLOSING_FIELD_NUMBER: _builtins.int
     acknowledged: _builtins.int
     """messages acknowledged so far on this stream (cumulative)"""
     credit_messages: _builtins.int
     """messages the client can take again"""
     credit_bytes: _builtins.int
     """bytes (as counted in Delivery.size) it can take again"""
+    handed: _builtins.int
+    """messages handed to the application so far (cumulative)"""
+    closing: _builtins.bool
+    """the client closes the stream: this report is its last"""
     def __init__(
         self,
         *,
         acknowledged: _builtins.int = ...,
         credit_messages: _builtins.int = ...,
         credit_bytes: _builtins.int = ...,
+        handed: _builtins.int = ...,
+        closing: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["acknowledged", b"acknowledged", "credit_bytes", b"credit_bytes", "credit_messages", b"credit_messages"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["acknowledged", b"acknowledged", "closing", b"closing", "credit_bytes", b"credit_bytes", "credit_messages", b"credit_messages", "handed", b"handed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -78,8 +78,9 @@ def test_durable_subscriber_closing_after_one_leaves_the_rest(node: NodeProcess)
         wait_until(lambda: qstatus(qm, queue) == (1999, 0), what="the rest back on the queue")
         rest = read_all(qm, "load/#", "D1", "marker")
         assert [m.text for m in rest] == [str(i) for i in range(1, 2000)]
-        assert {m.backout_count for m in rest[: in_flight - 1]} == {1}
-        assert {m.backout_count for m in rest} <= {0, 1}
+        assert in_flight > 1
+        # sent but never handed to the application: back with their backout count unchanged
+        assert {m.backout_count for m in rest} == {0}
         wait_until(lambda: qstatus(qm, queue) == (0, 0), what="everything acknowledged")
 
 
@@ -158,7 +159,10 @@ def test_killed_subscriber_process_gets_unacknowledged_back(node: NodeProcess) -
         wait_until(lambda: qstatus(qm, queue) == (1000 - acked, 0), what="backed out")
         rest = read_all(qm, "kill/#", "K1", "marker")
         assert [m.text for m in rest] == [str(i) for i in range(acked, 1000)]
-        assert [m.backout_count for m in rest] == [1] * in_flight + [0] * (1000 - acked - in_flight)
+        # the client is gone, so the first message it did not acknowledge counts as handed out
+        # (it may have been); those only in its buffer come back with their count unchanged
+        assert in_flight > 1
+        assert [m.backout_count for m in rest] == [1] + [0] * (1000 - acked - 1)
 
 
 def test_killed_subscriber_and_node_restart(node: NodeProcess) -> None:

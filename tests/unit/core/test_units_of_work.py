@@ -62,6 +62,20 @@ def test_untake_returns_messages_as_if_never_got() -> None:
     assert all(m.backout_count == 0 for m in got)
 
 
+def test_backout_counts_only_the_oldest_given() -> None:
+    qm = QueueManager("QM", FixedClock())
+    qm.define_queue(QueueDef("BOQ"))
+    qm.define_queue(QueueDef("Q", bothresh=1, boqname="BOQ"))
+    qm.put("Q", [Message("", str(i).encode()) for i in range(4)])
+    qm.get("Q", unit_of_work="S", owner="S", limit=3)
+    assert qm.backout("S", owner="S", counted=1) == 3
+    assert bodies(qm.get("BOQ", limit=10)) == [b"0"]  # counted: reached BOTHRESH
+    got = qm.get("Q", limit=10)
+    assert bodies(got) == [b"1", b"2", b"3"]  # in their order, never counted
+    assert [m.backout_count for m in got] == [0, 0, 0]
+    assert qm.queues["Q"].uncommitted == 0
+
+
 def test_get_stops_before_a_message_that_does_not_fit() -> None:
     qm = QueueManager("QM", FixedClock())
     qm.define_queue(QueueDef("Q"))
