@@ -16,7 +16,8 @@ Sender (one per peer):
   never re-driven to another one. Only items never sent may be moved (``take_unsent``).
 - ``hello_answer(key)`` (the receiver's last committed key from this sender) and ``ack(key)``
   remove every item up to ``key``: ``Remove`` tells the driver to delete their stored copies.
-- ``lost(reason)`` puts the channel in RETRYING with the reason; in-flight items are resent
+- ``lost(reason)`` puts the channel in RETRYING with the reason (kept as the last error, shown
+  after a reconnect too, until an acknowledgement shows progress); in-flight items are resent
   after the next hello, from the first one the receiver has not committed.
 - Back-pressure: ``full`` says the transmission queue holds ``maxdepth`` publications or more;
   the driver then refuses new publications (MQRC_Q_FULL) or drops them as the rules say.
@@ -183,7 +184,8 @@ class ChannelSender(Generic[T]):
         removed = self._acknowledged(upto)
         if removed is not None:
             out.append(removed)
-        change = self._set(ChannelStatus.RUNNING, "")
+        # the last error stays shown until the channel makes progress again
+        change = self._set(ChannelStatus.RUNNING, "" if removed is not None else self.reason)
         if change is not None:
             out.append(change)
         return out
@@ -237,6 +239,8 @@ class ChannelSender(Generic[T]):
                 gone.append(queue.popleft())
         if not gone:
             return None
+        if self.status is ChannelStatus.RUNNING:
+            self.reason = ""  # progress: the last error is over
         self.acked += len(gone)
         self.publications -= sum(1 for i in gone if i.counts)
         return Remove(tuple(gone))

@@ -56,6 +56,7 @@ class OutboundChannel:
         self.address = ""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._logged = ""  # the last failure reason logged
 
     @property
     def status(self) -> ChannelStatus:
@@ -112,7 +113,8 @@ class OutboundChannel:
     def _failed(self, exc: BaseException) -> None:
         reason = describe(exc)
         change = self.sm.lost(reason)
-        if change is not None:  # logged once per distinct reason
+        if reason != self._logged:  # logged once per distinct reason
+            self._logged = reason
             if isinstance(exc, (ChannelLost, TransportError, OSError)):
                 log.warning("channel to %s is RETRYING: %s", self.peer, reason)
             else:

@@ -409,7 +409,26 @@ def test_status_changes_are_reported_once_per_reason() -> None:
     assert ch.lost("refused") is None
     assert ch.lost("timeout") == StatusChange(ChannelStatus.RETRYING, "timeout")
     assert ch.stopped("bad") == StatusChange(ChannelStatus.STOPPED, "bad")
-    assert StatusChange(ChannelStatus.RUNNING, "") in ch.hello_answer(NO_KEY)
+    assert StatusChange(ChannelStatus.RUNNING, "bad") in ch.hello_answer(NO_KEY)
+
+
+def test_the_last_error_is_shown_until_the_channel_makes_progress() -> None:
+    ch: ChannelSender[It] = ChannelSender()
+    ch.hello_answer(NO_KEY)
+    ch.enqueue(It((1, 1), 1))
+    assert ch.next_send() is not None
+    ch.lost("MQRC_PUT_INHIBITED")
+    # reconnected, the same item fails again: the reason stays visible while RUNNING
+    assert StatusChange(ChannelStatus.RUNNING, "MQRC_PUT_INHIBITED") in ch.hello_answer(NO_KEY)
+    assert ch.reason == "MQRC_PUT_INHIBITED"
+    assert ch.next_send() is not None
+    ch.ack((1, 1))
+    assert ch.reason == "" and ch.status is ChannelStatus.RUNNING
+    # a hello that acknowledges what was in doubt is progress too
+    ch.enqueue(It((1, 2), 2))
+    ch.next_send()
+    ch.lost("timeout")
+    assert StatusChange(ChannelStatus.RUNNING, "") in ch.hello_answer((1, 2))
 
 
 # ------------------------------------------------------------------ receiver
