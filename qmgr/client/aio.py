@@ -23,10 +23,13 @@ from qmgr.client.errors import (
 from qmgr.client.flow import (
     DEFAULT_PENDING_BYTES,
     DEFAULT_PENDING_MESSAGES,
+    MAX_RESPONSE_BYTES,
     BufferedConsumer,
     DeliveryBuffer,
+    open_consumer,
+    open_subscription,
 )
-from qmgr.client.sync import CHANNEL_OPTIONS, MAX_RESPONSE_BYTES
+from qmgr.client.sync import CHANNEL_OPTIONS
 from qmgr.client.types import MqscRecord, OutgoingMessage, PublishResult, ReceivedMessage
 from qmgr.core.values import PropertyValue
 from qmgr.wire import admin_pb2, admin_pb2_grpc, messaging_pb2, messaging_pb2_grpc
@@ -312,22 +315,16 @@ class AsyncQueueManagerClient:
         on_slow_consumer: Callable[[Any], None] | None = None,
     ) -> AsyncSubscription:
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
-        request = messaging_pb2.SubscribeRequest(
-            name=name,
-            topic=topic,
-            durable=durable,
-            max_batch=max_batch,
-            limits=buffer.limits(MAX_RESPONSE_BYTES),
-        )
         sub = AsyncSubscription(
             self._msg.Subscribe(),
             messaging_pb2.SubscribeControl,
             buffer,
             on_slow_consumer=on_slow_consumer,
         )
-        await sub._open(
-            messaging_pb2.SubscribeControl(open=request), named=True, timeout=self.timeout
+        opening = open_subscription(
+            buffer, name=name, topic=topic, durable=durable, max_batch=max_batch
         )
+        await sub._open(opening, named=True, timeout=self.timeout)
         return sub
 
     async def consumer(
@@ -342,9 +339,6 @@ class AsyncQueueManagerClient:
     ) -> AsyncSubscription:
         """A streaming consumer of ``queue`` with the interface of an AsyncSubscription."""
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
-        request = messaging_pb2.ConsumeRequest(
-            queue=queue, max_batch=max_batch, limits=buffer.limits(MAX_RESPONSE_BYTES)
-        )
         sub = AsyncSubscription(
             self._msg.Consume(),
             messaging_pb2.ConsumeControl,
@@ -352,7 +346,7 @@ class AsyncQueueManagerClient:
             queue=queue,
             on_slow_consumer=on_slow_consumer,
         )
-        await sub._open(messaging_pb2.ConsumeControl(open=request), named=False)
+        await sub._open(open_consumer(queue, max_batch, buffer), named=False)
         return sub
 
     async def unsubscribe(self, name: str) -> None:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from typing import Any
 
 from qmgr.client import convert
 from qmgr.client.types import ReceivedMessage
 from qmgr.wire import messaging_pb2
 
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # the clients' receive limit, declared to the node
 DEFAULT_PENDING_MESSAGES = 65_536
 DEFAULT_PENDING_BYTES = 64 * 1024 * 1024
 ACK_MODES = ("auto", "explicit")
@@ -179,3 +181,19 @@ class BufferedConsumer:
     @property
     def pending_bytes(self) -> int:
         return self._buf.pending_bytes
+
+
+def open_subscription(buffer: DeliveryBuffer, **fields: Any) -> messaging_pb2.SubscribeControl:
+    """The first message of a Subscribe stream: the subscription and the client's limits."""
+    request = messaging_pb2.SubscribeRequest(limits=buffer.limits(MAX_RESPONSE_BYTES), **fields)
+    return messaging_pb2.SubscribeControl(open=request)
+
+
+def open_consumer(
+    queue: str, max_batch: int, buffer: DeliveryBuffer
+) -> messaging_pb2.ConsumeControl:
+    """The first message of a Consume stream: the queue and the client's limits."""
+    request = messaging_pb2.ConsumeRequest(
+        queue=queue, max_batch=max_batch, limits=buffer.limits(MAX_RESPONSE_BYTES)
+    )
+    return messaging_pb2.ConsumeControl(open=request)

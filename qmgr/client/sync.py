@@ -27,15 +27,17 @@ from qmgr.client.errors import (
 from qmgr.client.flow import (
     DEFAULT_PENDING_BYTES,
     DEFAULT_PENDING_MESSAGES,
+    MAX_RESPONSE_BYTES,
     BufferedConsumer,
     DeliveryBuffer,
     merge_ack,
+    open_consumer,
+    open_subscription,
 )
 from qmgr.client.types import MqscRecord, OutgoingMessage, PublishResult, ReceivedMessage
 from qmgr.core.values import PropertyValue
 from qmgr.wire import admin_pb2, admin_pb2_grpc, messaging_pb2, messaging_pb2_grpc
 
-MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # the channel's receive limit, declared to the node
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
@@ -512,12 +514,9 @@ class QueueManagerClient:
     ) -> Subscription:
         """A streaming consumer of ``queue`` with the interface of a :class:`Subscription`."""
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
-        request = messaging_pb2.ConsumeRequest(
-            queue=queue, max_batch=max_batch, limits=buffer.limits(MAX_RESPONSE_BYTES)
-        )
         return Subscription(
             self._msg.Consume,
-            messaging_pb2.ConsumeControl(open=request),
+            open_consumer(queue, max_batch, buffer),
             messaging_pb2.ConsumeControl,
             buffer,
             named=False,
@@ -580,7 +579,8 @@ class QueueManagerClient:
         """Create (or resume) a subscription and receive its publications; see
         :class:`Subscription` for acknowledgement, flow control and the slow-consumer signal."""
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
-        request = messaging_pb2.SubscribeRequest(
+        opening = open_subscription(
+            buffer,
             name=name,
             topic=topic,
             durable=durable,
@@ -589,11 +589,10 @@ class QueueManagerClient:
             scope_qmgr=scope_qmgr,
             user_data=user_data,
             max_batch=max_batch,
-            limits=buffer.limits(MAX_RESPONSE_BYTES),
         )
         return Subscription(
             self._msg.Subscribe,
-            messaging_pb2.SubscribeControl(open=request),
+            opening,
             messaging_pb2.SubscribeControl,
             buffer,
             named=True,
