@@ -10,6 +10,7 @@ holds the subscription.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from qmgr.core.errors import MQError
@@ -38,21 +39,22 @@ def header_fields(msg: Message) -> dict[str, Any]:
     }
 
 
-_INVALID: set[str] = set()  # stored selectors that do not parse (not parsed again and again)
+@lru_cache(maxsize=1024)
+def _compiled(text: str) -> Selector | None:
+    """The compiled selector, or None for a stored selector that does not parse (remembered,
+    so it is not parsed again for every publication)."""
+    try:
+        return compile_selector(text)
+    except FilterSyntaxError:
+        return None
 
 
 def selects(selector_text: str, msg: Message) -> bool:
     """True if a subscription with this SELECTOR (empty: none) receives ``msg``."""
     if not selector_text:
         return True
-    if selector_text in _INVALID:
-        return False
-    try:
-        selector = compile_selector(selector_text)
-    except FilterSyntaxError:
-        if len(_INVALID) >= 1024:
-            _INVALID.clear()
-        _INVALID.add(selector_text)
+    selector = _compiled(selector_text)
+    if selector is None:
         return False
     fields = header_fields(msg) if selector.header_fields else {}
     return selector.matches(msg.properties, fields)
