@@ -148,7 +148,7 @@ class ChannelSender(Generic[T]):
         """Queue items found stored after a restart; those at or below the stored sent mark
         were sent before the crash and stay in doubt."""
         self.sent_mark = max(self.sent_mark, sent_mark)
-        for item in sorted(items, key=lambda i: i.key):
+        for item in items:
             item.sent = item.key <= sent_mark
             self.enqueue(item)
         self.pending = deque(sorted(self.pending, key=lambda i: i.key))

@@ -70,7 +70,7 @@ VIEW_KEY = "cluster.view"
 
 def _stored_name(qmid: str) -> str:
     """Name of the stored channel state of a sender QMID (by name before QMIDs were known)."""
-    return qmid.removeprefix(LEGACY) if qmid.startswith(LEGACY) else qmid
+    return qmid.removeprefix(LEGACY)
 
 
 class ClusterAgent:
