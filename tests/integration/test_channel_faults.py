@@ -210,3 +210,14 @@ def test_a_dead_subscriber_node_fills_its_hosts_transmission_queue_up_to_maxdept
         assert cl["PUB1"].chstatus()["HOST1"]["XQMSGSA"] == "20"
     finally:
         cl.stop()
+
+
+def test_altering_the_transmission_queue_of_no_member_fails_and_creates_nothing(
+    cl: Cluster,
+) -> None:
+    pub = cl["PUB1"]
+    for name in ("SYSTEM.CLUSTER.TRANSMIT.", "SYSTEM.CLUSTER.TRANSMIT.NOSUCHQM"):
+        ok, records = pub.c.mqsc_ok(f"ALTER QLOCAL({name}) MAXDEPTH(5)")
+        assert not ok
+        assert records[0].attrs["REASON"] == "MQRC_UNKNOWN_OBJECT_NAME"
+    assert set(pub.chstatus()) <= {"FR1", "SUB1"}

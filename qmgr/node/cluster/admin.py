@@ -105,6 +105,12 @@ class ClusterAdmin:
                 f"only MAXDEPTH can be altered on a transmission queue (not {', '.join(other)})",
             )
         peer = (cmd.name or "")[len(XMITQ_PREFIX) :]
+        if not peer or (
+            self.agent.address_of(peer) is None and peer not in self.agent.channels.channels
+        ):
+            return False, _error(
+                "MQRC_UNKNOWN_OBJECT_NAME", f"queue {cmd.name} does not exist (no such member)"
+            )
         self.agent.set_xmitq_maxdepth(peer, int(str(cmd.params["MAXDEPTH"])))
         return True, [Record("AMQ8008I", "IBM MQ queue changed.")]
 
