@@ -308,13 +308,9 @@ class QueueManager:
         return out
 
     def _enlist(self, unit_of_work: str, owner: str) -> UnitOfWork:
-        uow = self.uows.get(unit_of_work)
+        uow = self._owned(unit_of_work, owner)
         if uow is None:
             uow = self.uows[unit_of_work] = UnitOfWork(owner)
-        elif uow.owner != owner:
-            raise MQError(
-                "MQRC_HCONN_ERROR", f"unit of work {unit_of_work} belongs to another connection"
-            )
         return uow
 
     def _owned(self, unit_of_work: str, owner: str) -> UnitOfWork | None:

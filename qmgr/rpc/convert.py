@@ -36,8 +36,8 @@ def check_message(m: pb.Message) -> None:
 
 
 def message_from_wire(m: pb.Message) -> Message:
-    """An application's message, validated (``check_message``)."""
-    check_message(m)
+    """An application's message; its fields have passed ``check_message`` (``check_request``
+    for a unary request, the request stream's handler for a streamed one)."""
     props: Properties = {}
     if m.properties:
         props = {k: value_from_wire(v) for k, v in m.properties.items()}

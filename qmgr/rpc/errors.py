@@ -220,21 +220,23 @@ class ErrorBoundary(grpc.aio.ServerInterceptor):
             # a handler that writes with context.write (health Watch) stays a coroutine
             behaviour = coroutine(us) if inspect.iscoroutinefunction(us) else unary_stream
             return grpc.unary_stream_rpc_method_handler(behaviour, None, ser)
-        if h.stream_unary is not None:
-            su = h.stream_unary
 
-            async def stream_unary(raw: AsyncIterator[Any], ctx: Any) -> Any:
+        def streamed(inner: Any) -> Any:
+            async def call(raw: AsyncIterator[Any], ctx: Any) -> Any:
                 requests = _Requests(raw, deser, method, self._stream_check)
                 try:
                     gate()
-                    response = await su(requests, ctx)
+                    response = await inner(requests, ctx)
                 except BaseException as exc:
                     await fail(ctx, requests.failure(exc), method)
                 if requests.error is not None:
                     await fail(ctx, requests.error, method)
                 return response
 
-            return grpc.stream_unary_rpc_method_handler(stream_unary, None, ser)
+            return call
+
+        if h.stream_unary is not None:
+            return grpc.stream_unary_rpc_method_handler(streamed(h.stream_unary), None, ser)
         ss = h.stream_stream
 
         async def stream_stream(raw: AsyncIterator[Any], ctx: Any) -> AsyncIterator[Any]:
@@ -249,16 +251,6 @@ class ErrorBoundary(grpc.aio.ServerInterceptor):
             if requests.error is not None:
                 await fail(ctx, requests.error, method)
 
-        async def stream_stream_writer(raw: AsyncIterator[Any], ctx: Any) -> None:
-            requests = _Requests(raw, deser, method, self._stream_check)
-            try:
-                gate()
-                await ss(requests, ctx)
-            except BaseException as exc:
-                await fail(ctx, requests.failure(exc), method)
-            if requests.error is not None:
-                await fail(ctx, requests.error, method)
-
         # a handler that writes with context.write (Subscribe, Consume) stays a coroutine
-        behaviour = stream_stream_writer if inspect.iscoroutinefunction(ss) else stream_stream
+        behaviour = streamed(ss) if inspect.iscoroutinefunction(ss) else stream_stream
         return grpc.stream_stream_rpc_method_handler(behaviour, None, ser)

@@ -14,7 +14,7 @@ from qmgr.core.errors import MQError
 from qmgr.core.message import Message
 from qmgr.core.queue import LocalQueue
 from qmgr.node.runtime import NodeRuntime
-from qmgr.rpc.convert import check_request, message_from_wire, message_to_wire
+from qmgr.rpc.convert import check_message, check_request, message_from_wire, message_to_wire
 from qmgr.rpc.errors import RequestError, abort, error_to_wire, translated
 from qmgr.wire import messaging_pb2 as pb
 from qmgr.wire import messaging_pb2_grpc as rpc
@@ -387,6 +387,8 @@ class MessagingServicer(rpc.MessagingServicer):
                 async for request in request_iterator:
                     position = self.rt.position
                     try:
+                        for p in request.publications:  # a unary request's are checked at the edge
+                            check_message(p.message)
                         resp = self._publish_batch(request)
                     except MQError as exc:
                         resp = pb.PublishResponse(

@@ -150,8 +150,9 @@ def _display(cmd: MqscCommand, attrs: list[list[tuple[str, str]]]) -> list[Recor
 
 
 def display_queue(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
-    """DISPLAY QLOCAL, or DISPLAY QUEUE with TYPE QLOCAL, QMODEL or ALL (the default)."""
-    qtype = "QLOCAL" if cmd.obj == "QLOCAL" else cmd.params.get("TYPE") or "ALL"
+    """DISPLAY QLOCAL, DISPLAY QMODEL, or DISPLAY QUEUE with TYPE QLOCAL, QMODEL or ALL (the
+    default)."""
+    qtype = cmd.obj if cmd.obj in ("QLOCAL", "QMODEL") else cmd.params.get("TYPE") or "ALL"
     pattern = cmd.name or "*"
     found: list[list[tuple[str, str]]] = []
     if qtype in ("ALL", "QLOCAL"):
@@ -159,16 +160,12 @@ def display_queue(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
     if qtype in ("ALL", "QMODEL"):
         found += [definition_attrs(d, "QMODEL") for d in _matching_models(qm, pattern)]
     if not found and not pattern.endswith("*"):
-        raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"queue {pattern} does not exist")
+        what = "model queue" if cmd.obj == "QMODEL" else "queue"
+        raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"{what} {pattern} does not exist")
     return _display(cmd, found)
 
 
-def display_qmodel(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
-    pattern = cmd.name or "*"
-    found = [definition_attrs(d, "QMODEL") for d in _matching_models(qm, pattern)]
-    if not found and not pattern.endswith("*"):
-        raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"model queue {pattern} does not exist")
-    return _display(cmd, found)
+display_qmodel = display_queue
 
 
 def display_qstatus(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
