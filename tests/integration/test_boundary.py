@@ -180,3 +180,31 @@ def test_oversized_batch_on_publish_stream_ends_it_with_the_typed_error(
         assert dict(err.value.trailing_metadata() or ())["mq-reason"] == "2046"
     assert _depth(node, "BIG.DEST") == 0
     _no_traceback(node)
+
+
+def test_a_poison_value_in_a_publish_stream_batch_fails_only_that_batch(
+    node: NodeProcess,
+) -> None:
+    """The stream goes on: the batch with the bad publication publishes nothing and is answered
+    with the typed error, the batches before and after it are published."""
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(PSB.DEST)")
+        qm.create_subscription("psb/t", name="PSB.SUB", destination="PSB.DEST")
+    batches = []
+    for batch_id, bodies, bad in ((1, [b"a"], False), (2, [b"b", b"c"], True), (3, [b"d"], False)):
+        request = messaging_pb2.PublishRequest(batch_id=batch_id)
+        for body in bodies:
+            request.publications.add(topic="psb/t", message=messages_pb2.Message(body=body))
+        if bad:
+            request.publications[-1].message.priority = 10
+        batches.append(request)
+    with grpc.insecure_channel(node.address) as ch:
+        stub = messaging_pb2_grpc.MessagingStub(ch)
+        acks = list(stub.PublishStream(iter(batches), timeout=20))
+    assert [a.batch_id for a in acks] == [1, 2, 3]
+    assert [a.error.reason_name for a in acks] == ["", "MQRC_PRIORITY_ERROR", ""]
+    assert acks[1].accepted == 0
+    with node.client() as qm:
+        bodies = [m.body for m in qm.get_many("PSB.DEST", 10, wait_ms=2000)]
+    assert bodies == [b"a", b"d"]
+    _no_traceback(node)
