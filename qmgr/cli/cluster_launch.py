@@ -133,7 +133,7 @@ def spawn(topology: Topology, spec: NodeSpec, plan: dict[str, NodeAddresses], ba
     log = node_dir(base, spec.name) / "node.log"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     if topology.password is not None:
-        env["QMGR_CLUSTER_PASSWORD"] = topology.password
+        env["QMGR_CLUSTER_SECRET"] = topology.password
     args = [*qmgr_command(), *node_args(topology, spec, plan), "--data-dir", str(data_dir)]
     with open(log, "ab") as out:
         offset = out.tell()

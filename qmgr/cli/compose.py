@@ -112,7 +112,7 @@ def _image() -> dict[str, Any]:
 def _environment(topology: Topology) -> dict[str, str]:
     env = {"QMGR_LOG": "INFO"}
     if topology.password is not None:
-        env["QMGR_CLUSTER_PASSWORD"] = topology.password.replace("$", "$$")
+        env["QMGR_CLUSTER_SECRET"] = topology.password.replace("$", "$$")
     return env
 
 

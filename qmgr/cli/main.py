@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -56,9 +57,28 @@ def cli() -> None:
     "--join", help="gRPC addresses of full repositories to join through, comma-separated."
 )
 @click.option(
-    "--cluster-password",
-    envvar="QMGR_CLUSTER_PASSWORD",
-    help="Password that encrypts Raft traffic between full repositories.",
+    "--cluster-secret-file",
+    type=click.Path(dir_okay=False, exists=True),
+    envvar="QMGR_CLUSTER_SECRET_FILE",
+    help="File holding the cluster secret (mode 0600); QMGR_CLUSTER_SECRET may hold it instead.",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Run a cluster member without a secret: nothing between members is authenticated.",
+)
+@click.option("--tls-cert", type=click.Path(dir_okay=False, exists=True), help="PEM certificate for TLS.")
+@click.option("--tls-key", type=click.Path(dir_okay=False, exists=True), help="PEM key of --tls-cert.")
+@click.option(
+    "--tls-ca",
+    type=click.Path(dir_okay=False, exists=True),
+    help="PEM CA: require client certificates it issued (in a cluster: the cluster CA).",
+)
+@click.option(
+    "--auth",
+    "auth_file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Users file (qmgr auth): every application call needs a user and password.",
 )
 def start(
     name: str,
@@ -69,13 +89,19 @@ def start(
     raft: str | None,
     raft_peers: str | None,
     join: str | None,
-    cluster_password: str | None,
+    cluster_secret_file: str | None,
+    insecure: bool,
+    tls_cert: str | None,
+    tls_key: str | None,
+    tls_ca: str | None,
+    auth_file: str | None,
 ) -> None:
     """Run a queue manager node until SIGTERM. Prints READY name=.. addr=.. when serving (in a
     cluster: once it has joined)."""
     import logging
 
-    from qmgr.node.config import ConfigError, make_cluster_settings, make_config
+    from qmgr.node.config import ConfigError, make_cluster_settings, make_config, make_tls
+    from qmgr.security.files import SecretError, read_secret
     from qmgr.node.server import run
 
     logging.basicConfig(
@@ -83,16 +109,24 @@ def start(
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
     try:
+        secret = (
+            read_secret(Path(cluster_secret_file))
+            if cluster_secret_file
+            else os.environ.get("QMGR_CLUSTER_SECRET") or None
+        )
+        tls = make_tls(tls_cert, tls_key, tls_ca)
         settings = make_cluster_settings(
             cluster,
             full_repository=full_repository,
             raft=raft,
             raft_peers=raft_peers,
             join=join,
-            password=cluster_password,
+            password=secret,
+            insecure=insecure,
+            tls=tls,
         )
-        config = make_config(name, listen, data_dir, settings)
-    except ConfigError as exc:
+        config = make_config(name, listen, data_dir, settings, tls=tls, auth_file=auth_file)
+    except (ConfigError, SecretError) as exc:
         raise _fail(exc) from None
     pid = os.getpid()
 

@@ -329,7 +329,7 @@ DEFAULT_TOPOLOGY_TOML = """\
 #
 # Keys: cluster (name), base_port (optional: node i listens on base_port+i and binds Raft on
 # base_port+100+i; without it free ports are chosen), password (optional cluster password,
-# also env QMGR_CLUSTER_PASSWORD), and one [[node]] table per queue manager with name,
+# also env QMGR_CLUSTER_SECRET), and one [[node]] table per queue manager with name,
 # role ("full" repository or "partial", the default), description and mqsc (commands run on
 # that node once the whole cluster is up, in node order).
 

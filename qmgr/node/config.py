@@ -23,8 +23,20 @@ class ClusterSettings:
     raft_address: str = ""  # FR only: where PySyncObj binds
     raft_peers: tuple[str, ...] = ()  # FR only: every FR's Raft address
     join: tuple[str, ...] = ()  # gRPC addresses of full repositories
-    password: str | None = None
+    password: str | None = None  # the cluster secret (Raft encryption, member proofs)
+    insecure: bool = False  # --insecure: run without a secret (nothing authenticated)
     join_timeout: float = 20.0  # a partial repository waits this long for its first snapshot
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """TLS on the node's port (``--tls-cert/--tls-key``, ``--tls-ca`` to require client
+    certificates). In a cluster the same certificate is the node's client certificate on the
+    channels it opens, and ``ca`` is the cluster CA its peers are checked against."""
+
+    cert: Path
+    key: Path
+    ca: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,8 @@ class NodeConfig:
     data_dir: Path | None
     commit_interval: float = 0.002  # seconds a group commit waits to collect more changes
     cluster: ClusterSettings | None = None
+    tls: TlsSettings | None = None
+    auth_file: Path | None = None  # --auth: users, hashed passwords and groups
 
     @property
     def address(self) -> str:
@@ -68,6 +82,8 @@ def make_cluster_settings(
     raft_peers: str | None = None,
     join: str | None = None,
     password: str | None = None,
+    insecure: bool = False,
+    tls: TlsSettings | None = None,
 ) -> ClusterSettings | None:
     """Validate the cluster options; None when the node is not in a cluster."""
     if not cluster:
@@ -87,17 +103,40 @@ def make_cluster_settings(
             raise ConfigError("--raft needs a real port (the other full repositories dial it)")
         peers = _addresses(raft_peers or "", "--raft-peers")
         return ClusterSettings(
-            cluster, True, raft, tuple(dict.fromkeys((raft, *peers))), joins, password or None
+            cluster,
+            True,
+            raft,
+            tuple(dict.fromkeys((raft, *peers))),
+            joins,
+            password or None,
+            insecure,
         )
     if raft or raft_peers:
         raise ConfigError("--raft and --raft-peers are for full repositories only")
     if not joins:
         raise ConfigError("a partial repository needs --join with the address of a full repository")
-    return ClusterSettings(cluster, False, "", (), joins, password or None)
+    return ClusterSettings(cluster, False, "", (), joins, password or None, insecure)
+
+
+def make_tls(cert: str | None, key: str | None, ca: str | None) -> TlsSettings | None:
+    """``--tls-cert/--tls-key/--tls-ca``: the first two go together; ``--tls-ca`` needs them."""
+    if bool(cert) != bool(key):
+        raise ConfigError("--tls-cert and --tls-key go together")
+    if not cert or not key:
+        if ca:
+            raise ConfigError("--tls-ca needs --tls-cert and --tls-key")
+        return None
+    return TlsSettings(Path(cert), Path(key), Path(ca) if ca else None)
 
 
 def make_config(
-    name: str, listen: str, data_dir: str | None, cluster: ClusterSettings | None = None
+    name: str,
+    listen: str,
+    data_dir: str | None,
+    cluster: ClusterSettings | None = None,
+    *,
+    tls: TlsSettings | None = None,
+    auth_file: str | None = None,
 ) -> NodeConfig:
     if not NAME_RE.match(name):
         raise ConfigError(
@@ -107,4 +146,12 @@ def make_config(
     path = Path(data_dir) if data_dir else None
     if path is not None and path.exists() and not path.is_dir():
         raise ConfigError(f"--data-dir {data_dir} is not a directory")
-    return NodeConfig(name=name, host=host, port=port, data_dir=path, cluster=cluster)
+    return NodeConfig(
+        name=name,
+        host=host,
+        port=port,
+        data_dir=path,
+        cluster=cluster,
+        tls=tls,
+        auth_file=Path(auth_file) if auth_file else None,
+    )

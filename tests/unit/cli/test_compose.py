@@ -185,7 +185,7 @@ def test_password_goes_into_the_environment_with_dollars_escaped() -> None:
         'cluster = "C"\npassword = "pa$$"\n[[node]]\nname = "FR1"\nrole = "full"\n'
     )
     doc = compose_document(topology)
-    assert doc["services"]["FR1"]["environment"]["QMGR_CLUSTER_PASSWORD"] == "pa$$$$"
+    assert doc["services"]["FR1"]["environment"]["QMGR_CLUSTER_SECRET"] == "pa$$$$"
     assert doc["name"] == "qmgr-c"
 
 
