@@ -67,8 +67,12 @@ def cli() -> None:
     is_flag=True,
     help="Run a cluster member without a secret: nothing between members is authenticated.",
 )
-@click.option("--tls-cert", type=click.Path(dir_okay=False, exists=True), help="PEM certificate for TLS.")
-@click.option("--tls-key", type=click.Path(dir_okay=False, exists=True), help="PEM key of --tls-cert.")
+@click.option(
+    "--tls-cert", type=click.Path(dir_okay=False, exists=True), help="PEM certificate for TLS."
+)
+@click.option(
+    "--tls-key", type=click.Path(dir_okay=False, exists=True), help="PEM key of --tls-cert."
+)
 @click.option(
     "--tls-ca",
     type=click.Path(dir_okay=False, exists=True),
@@ -101,8 +105,8 @@ def start(
     import logging
 
     from qmgr.node.config import ConfigError, make_cluster_settings, make_config, make_tls
-    from qmgr.security.files import SecretError, read_secret
     from qmgr.node.server import run
+    from qmgr.security.files import SecretError, read_secret
 
     logging.basicConfig(
         level=os.environ.get("QMGR_LOG", "WARNING"),

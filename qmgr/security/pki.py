@@ -123,7 +123,9 @@ def issue(
     key = _key()
     subject = x509.Name(
         [
-            x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, MEMBER_OU if member else CLIENT_OU),
+            x509.NameAttribute(
+                NameOID.ORGANIZATIONAL_UNIT_NAME, MEMBER_OU if member else CLIENT_OU
+            ),
             x509.NameAttribute(NameOID.COMMON_NAME, name),
         ]
     )

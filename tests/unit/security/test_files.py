@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from qmgr.security.files import SecretError, generate_secret, private_dir, read_secret, write_private
+from qmgr.security.files import (
+    SecretError,
+    generate_secret,
+    private_dir,
+    read_secret,
+    write_private,
+)
 
 
 def test_a_secret_is_written_private_and_read_back(tmp_path: Path) -> None:

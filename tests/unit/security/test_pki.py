@@ -8,7 +8,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from qmgr.security.pki import PkiError, Issued, client_name, issue, make_ca, member_name
+from qmgr.security.pki import Issued, PkiError, client_name, issue, make_ca, member_name
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 
