@@ -13,7 +13,7 @@ from collections.abc import Callable
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from qmgr.node.config import NodeConfig
+from qmgr.node.config import NodeConfig, TlsSettings
 from qmgr.node.runtime import NodeRuntime
 from qmgr.store import StoreFailed
 
@@ -55,7 +55,7 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors(runtime))
     add_services(server, runtime)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    port = server.add_insecure_port(f"{config.host}:{config.port}")
+    port = _listen(server, config)
     if port == 0:
         raise SystemExit(f"qmgr: cannot listen on {config.address}")
     await server.start()
@@ -92,6 +92,22 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     if failures:
         raise SystemExit(f"qmgr: {config.name} stopped: {failures[0]}")
     print(f"STOPPED name={config.name}", file=sys.stderr, flush=True)
+
+
+def server_credentials(tls: TlsSettings) -> grpc.ServerCredentials:
+    """TLS for the node's port; with a CA, clients must show a certificate it issued."""
+    try:
+        pair = (tls.key.read_bytes(), tls.cert.read_bytes())
+        ca = tls.ca.read_bytes() if tls.ca is not None else None
+    except OSError as exc:
+        raise SystemExit(f"qmgr: cannot read TLS files: {exc}") from None
+    return grpc.ssl_server_credentials([pair], root_certificates=ca, require_client_auth=bool(ca))
+
+
+def _listen(server: grpc.aio.Server, config: NodeConfig) -> int:
+    if config.tls is None:
+        return server.add_insecure_port(f"{config.host}:{config.port}")
+    return server.add_secure_port(f"{config.host}:{config.port}", server_credentials(config.tls))
 
 
 def run(config: NodeConfig, on_ready: Callable[[str], None] | None = None) -> None:
