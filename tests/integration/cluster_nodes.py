@@ -106,9 +106,10 @@ class ClusterNode(NodeProcess):
 class Cluster:
     """Nodes of one cluster; FRs first (started together), then partial repositories."""
 
-    def __init__(self, base: Path, name: str = "DEMO") -> None:
+    def __init__(self, base: Path, name: str = "DEMO", secret: str | None = None) -> None:
         self.base = base
         self.name = name
+        self.secret = secret  # given to every node as QMGR_CLUSTER_SECRET
         self.nodes: dict[str, ClusterNode] = {}
         self.frs: list[str] = []
 
@@ -128,7 +129,7 @@ class Cluster:
         for i, name in enumerate(full):
             args = ["--cluster", self.name, "--full-repository", "--raft", raft[i]]
             args += ["--raft-peers", ",".join(raft)]
-            self.nodes[name] = ClusterNode(name, self.base, ports[i], args)
+            self.nodes[name] = self._node(name, ports[i], args)
             self.frs.append(name)
         self._start_all([self.nodes[n] for n in full])
         first = join_first(self) if join_first is not None else full[0]
@@ -137,9 +138,15 @@ class Cluster:
         ]
         join = ["--cluster", self.name, "--join", ",".join(order)]
         for j, name in enumerate(partial):
-            self.nodes[name] = ClusterNode(name, self.base, ports[2 * len(full) + j], join)
+            self.nodes[name] = self._node(name, ports[2 * len(full) + j], join)
         self._start_all([self.nodes[n] for n in partial])
         return self
+
+    def _node(self, name: str, port: int, args: list[str]) -> ClusterNode:
+        node = ClusterNode(name, self.base, port, args)
+        if self.secret is not None:
+            node.env["QMGR_CLUSTER_SECRET"] = self.secret
+        return node
 
     @staticmethod
     def _start_all(nodes: list[ClusterNode]) -> None:
