@@ -12,8 +12,8 @@ import logging
 import os
 import stat
 import time
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qmgr.core.admin import execute
