@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,16 @@ import pytest
 from click.testing import CliRunner
 
 from qmgr.cli.cluster import cluster
-from qmgr.cli.compose import INIT_SERVICE, compose_document, compose_files, to_yaml
+from qmgr.cli.compose import (
+    ENV_FILE,
+    IMAGE_UID,
+    INIT_SERVICE,
+    compose_document,
+    compose_files,
+    to_yaml,
+)
 from qmgr.cli.topology import TopologyError, load_topology, parse_topology
+from qmgr.security.files import write_private
 
 REPO = Path(__file__).resolve().parents[3]
 COMPOSE = REPO / "compose"
@@ -180,13 +189,67 @@ def test_init_scripts_hold_each_nodes_mqsc() -> None:
     ]
 
 
-def test_password_goes_into_the_environment_with_dollars_escaped() -> None:
-    topology = parse_topology(
-        'cluster = "C"\npassword = "pa$$"\n[[node]]\nname = "FR1"\nrole = "full"\n'
+def test_the_project_is_named_after_the_cluster() -> None:
+    topology = parse_topology('cluster = "C"\n[[node]]\nname = "FR1"\nrole = "full"\n')
+    assert compose_document(topology)["name"] == "qmgr-c"
+
+
+def test_nodes_read_the_secret_from_an_env_file_and_no_committed_file_holds_one() -> None:
+    doc = read_yaml((COMPOSE / "docker-compose.yml").read_text())
+    for name, svc in doc["services"].items():
+        assert "QMGR_CLUSTER_SECRET" not in svc.get("environment", {})
+        assert svc.get("env_file") == ([ENV_FILE] if name != INIT_SERVICE else None)
+    committed = subprocess.run(
+        ["git", "ls-files", "compose"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert f"compose/{ENV_FILE}" not in committed
+    for rel in committed:
+        text = (REPO / rel).read_text()
+        assert "QMGR_CLUSTER_SECRET=" not in text and "password =" not in text, rel
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", f"compose/{ENV_FILE}"], cwd=REPO, check=False
     )
-    doc = compose_document(topology)
-    assert doc["services"]["FR1"]["environment"]["QMGR_CLUSTER_SECRET"] == "pa$$$$"
-    assert doc["name"] == "qmgr-c"
+    assert ignored.returncode == 0, f"compose/{ENV_FILE} is not in .gitignore"
+
+
+def test_compose_creates_the_env_file_private_and_keeps_an_existing_one(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cluster, ["compose", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    env = tmp_path / ENV_FILE
+    assert stat.S_IMODE(env.stat().st_mode) == 0o600
+    key, _, secret = env.read_text().strip().partition("=")
+    assert key == "QMGR_CLUSTER_SECRET" and len(secret) >= 40
+    assert "keep it out of git" in result.output
+    again = CliRunner().invoke(cluster, ["compose", "--out", str(tmp_path)])
+    assert again.exit_code == 0 and env.read_text() == f"{key}={secret}\n"
+    assert str(env) not in again.output
+
+
+def test_compose_puts_the_topologys_secret_file_in_the_env_file(tmp_path: Path) -> None:
+    write_private(tmp_path / "c.secret", "the-secret_1\n")
+    (tmp_path / "t.toml").write_text(
+        'cluster = "C"\nsecret_file = "c.secret"\n[[node]]\nname = "FR1"\nrole = "full"\n'
+    )
+    result = CliRunner().invoke(cluster, ["compose", str(tmp_path / "t.toml")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / ENV_FILE).read_text() == "QMGR_CLUSTER_SECRET=the-secret_1\n"
+
+
+def test_a_secret_an_env_file_cannot_carry_is_refused(tmp_path: Path) -> None:
+    write_private(tmp_path / "c.secret", "has $dollar\n")
+    (tmp_path / "t.toml").write_text(
+        'cluster = "C"\nsecret_file = "c.secret"\n[[node]]\nname = "FR1"\nrole = "full"\n'
+    )
+    result = CliRunner().invoke(cluster, ["compose", str(tmp_path / "t.toml")])
+    assert result.exit_code == 1 and "cannot go into an env file" in result.output
+    assert not (tmp_path / ENV_FILE).exists()
+
+
+def test_the_image_runs_as_the_non_root_user_the_compose_notes_name() -> None:
+    dockerfile = (COMPOSE / "Dockerfile").read_text()
+    assert f"--uid {IMAGE_UID}" in dockerfile
+    users = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("USER ")]
+    assert users and users[-1].split(":")[0] == "qmgr"
 
 
 def test_names_that_cannot_be_host_names_are_refused(tmp_path: Path) -> None:
