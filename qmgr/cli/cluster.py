@@ -72,7 +72,13 @@ def _load(path: str | None) -> tuple[Topology, str]:
     help="File holding the cluster secret (mode 0600); replaces the topology's secret_file. "
     "Default: one generated in the cluster's state directory and kept for the next `up`.",
 )
-def up(topology_file: str | None, timeout: float, secret_file: str | None) -> None:
+@click.option(
+    "--tls",
+    is_flag=True,
+    help="Nodes serve TLS with member certificates of the cluster CA (as `tls = true` in the "
+    "topology); administer them with pki/client-admin.pem in the state directory.",
+)
+def up(topology_file: str | None, timeout: float, secret_file: str | None, tls: bool) -> None:
     """Start every node of TOPOLOGY (a TOML file; default: the built-in DEMO cluster, the same
     as compose/cluster.toml): full repositories together, then the partial repositories, then
     each node's MQSC in node order. Nodes keep running after this command returns.
@@ -82,6 +88,8 @@ def up(topology_file: str | None, timeout: float, secret_file: str | None) -> No
     topology, source = _load(topology_file)
     if secret_file is not None:
         topology = dataclasses.replace(topology, secret_file=Path(secret_file).resolve())
+    if tls:
+        topology = dataclasses.replace(topology, tls=True)
     with private_files():
         _up(topology, source, timeout)
 

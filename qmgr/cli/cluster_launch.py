@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from qmgr.cli.cluster_secrets import secret_path
+from qmgr.cli.cluster_secrets import node_tls_args, secret_path
 from qmgr.cli.cluster_state import (
     ClusterState,
     NodeState,
@@ -137,6 +137,8 @@ def spawn(topology: Topology, spec: NodeSpec, plan: dict[str, NodeAddresses], ba
     env["PYTHONUNBUFFERED"] = "1"
     env["QMGR_CLUSTER_SECRET_FILE"] = str(secret_path(topology, base))
     args = [*qmgr_command(), *node_args(topology, spec, plan), "--data-dir", str(data_dir)]
+    if topology.tls:
+        args += node_tls_args(base, spec.name)
     with open(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as out:
         offset = out.tell()
         proc = subprocess.Popen(
@@ -219,6 +221,7 @@ def state_of(topology: Topology, source: str, launches: list[Launch]) -> Cluster
     return ClusterState(
         cluster=topology.cluster,
         topology=source,
+        tls=topology.tls,
         nodes=tuple(
             NodeState(
                 name=x.spec.name,

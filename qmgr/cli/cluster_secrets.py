@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from qmgr.cli.cluster_state import file_name
 from qmgr.cli.topology import Topology
@@ -63,6 +64,22 @@ def cert_files(base: Path, name: str, *, client: bool = False) -> CertFiles:
     pki = base / PKI_DIR
     stem = f"client-{file_name(name)}" if client else file_name(name)
     return CertFiles(pki / f"{stem}.pem", pki / f"{stem}.key", pki / "ca.pem")
+
+
+def node_tls_args(base: Path, name: str) -> list[str]:
+    """``qmgr start`` options serving TLS with node ``name``'s member certificate and
+    requiring certificates of the cluster CA."""
+    files = cert_files(base, name)
+    return ["--tls-cert", str(files.cert), "--tls-key", str(files.key), "--tls-ca", str(files.ca)]
+
+
+def admin_client_options(base: Path, tls: bool) -> dict[str, Any]:
+    """Keyword arguments of ``QueueManagerClient`` for the administrator of the cluster in
+    ``base``: its ``admin`` client certificate and the cluster CA when the nodes serve TLS."""
+    if not tls:
+        return {}
+    files = cert_files(base, ADMIN, client=True)
+    return {"tls_ca": files.ca, "tls_cert": files.cert, "tls_key": files.key}
 
 
 def ensure_pki(topology: Topology, base: Path, now: datetime | None = None) -> None:

@@ -11,6 +11,8 @@ docker-compose.yml and the per-node init scripts from it)::
     secret_file = "cluster.secret"  # optional: file with the cluster secret (mode 0600;
                                   # relative to this file); without it `qmgr cluster up`
                                   # generates one in the cluster's state directory
+    tls = false                   # optional: nodes serve TLS with member certificates of
+                                  # the cluster CA that `qmgr cluster up` creates
 
     [[node]]
     name = "FR1"                  # required: queue manager name
@@ -32,7 +34,7 @@ from qmgr.node.config import NAME_RE
 
 Role = Literal["full", "partial"]
 ROLES: tuple[Role, ...] = ("full", "partial")
-TOP_KEYS = ("cluster", "base_port", "secret_file", "node")
+TOP_KEYS = ("cluster", "base_port", "secret_file", "tls", "node")
 NODE_KEYS = ("name", "role", "mqsc", "description")
 RAFT_OFFSET = 100  # with base_port: the Raft port of node i is base_port + RAFT_OFFSET + i
 DEFAULT_SOURCE = "(built-in default topology)"
@@ -66,6 +68,7 @@ class Topology:
     nodes: tuple[NodeSpec, ...]
     base_port: int | None = None
     secret_file: Path | None = None  # the cluster secret's file; None: the state directory's
+    tls: bool = False  # nodes serve TLS with certificates of the cluster CA (`up --tls`)
 
     @property
     def full_repositories(self) -> tuple[NodeSpec, ...]:
@@ -127,6 +130,9 @@ def parse_topology(
     nodes = _nodes(data.get("node"), cluster, problems)
     base_port = _base_port(data.get("base_port"), len(nodes), problems)
     secret = _optional_text(data.get("secret_file"), "secret_file", problems, allow_empty=False)
+    tls = data.get("tls", False)
+    if not isinstance(tls, bool):
+        problems.append(f"'tls' must be true or false, got {_kind(tls)}")
     if problems:
         raise TopologyError(source, problems)
     secret_file = None
@@ -135,7 +141,11 @@ def parse_topology(
         if directory is not None and not secret_file.is_absolute():
             secret_file = directory / secret_file
     return Topology(
-        cluster=cluster, nodes=tuple(nodes), base_port=base_port, secret_file=secret_file
+        cluster=cluster,
+        nodes=tuple(nodes),
+        base_port=base_port,
+        secret_file=secret_file,
+        tls=bool(tls),
     )
 
 
@@ -354,9 +364,10 @@ DEFAULT_TOPOLOGY_TOML = """\
 # Keys: cluster (name), base_port (optional: node i listens on base_port+i and binds Raft on
 # base_port+100+i; without it free ports are chosen), secret_file (optional: a file, mode 0600
 # and never committed, holding the cluster secret; without it `qmgr cluster up` generates one
-# in the cluster's state directory), and one [[node]] table per queue manager with name,
-# role ("full" repository or "partial", the default), description and mqsc (commands run on
-# that node once the whole cluster is up, in node order).
+# in the cluster's state directory), tls (optional: true makes `qmgr cluster up` start the
+# nodes with TLS and certificates of the cluster CA it creates), and one [[node]] table per
+# queue manager with name, role ("full" repository or "partial", the default), description
+# and mqsc (commands run on that node once the whole cluster is up, in node order).
 
 cluster = "DEMO"
 

@@ -182,7 +182,7 @@ def test_empty_file_reports_missing_cluster_and_no_nodes() -> None:
         (MINIMAL + "colour = 1\n", "node 1 (FR1): unknown key 'colour' (allowed: name, role"),
         (
             "flavour = 1\n" + MINIMAL,
-            "top level: unknown key 'flavour' (allowed: cluster, base_port, secret_file, node)",
+            "top level: unknown key 'flavour' (allowed: cluster, base_port, secret_file, tls, node)",
         ),
         (MINIMAL.replace('name = "FR1"\n', ""), "node 1: 'name' is missing"),
         (MINIMAL.replace('"FR1"', "1"), "node 1: 'name' must be a string, got an integer"),
@@ -242,7 +242,7 @@ def test_base_port_cannot_number_more_than_100_nodes() -> None:
 def test_a_misspelt_key_gets_a_suggestion() -> None:
     found = problems('cluster = "C1"\n[[nodes]]\nname = "FR1"\nrole = "full"\n')
     assert found == [
-        "top level: unknown key 'nodes' (allowed: cluster, base_port, secret_file, node); "
+        "top level: unknown key 'nodes' (allowed: cluster, base_port, secret_file, tls, node); "
         "did you mean 'node'?",
         "no nodes: add at least one [[node]] table",
     ]
@@ -325,3 +325,8 @@ name = "A"
     assert found[1].startswith("cluster name 'bad cluster'")
     assert found[2].startswith("node 1 (A): role must be")
     assert found[3].startswith("no full repository")
+
+
+def test_tls_must_be_a_boolean() -> None:
+    text = MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\ntls = "yes"')
+    assert "'tls' must be true or false, got a string" in one_problem(text)
