@@ -31,8 +31,9 @@ IMAGE_UID = 10001  # the non-root user of compose/Dockerfile
 INIT_SERVICE = "mqsc-init"  # '-' cannot occur in a node name, so no node service can clash
 COMPOSE_HEADER = """\
 # GENERATED from {source} by `qmgr cluster compose`: edit that file and regenerate.
-# Run from this directory: docker compose up --build
-# Admin: docker compose exec {first} qmgr runmqsc 127.0.0.1:{port}
+# Run from this directory: docker compose -p {project} up --build
+# (docker-compose 1.29: docker-compose -p {project} up --build)
+# Admin: docker compose -p {project} exec {first} qmgr runmqsc 127.0.0.1:{port}
 # The nodes read the cluster secret from {env_file} (mode 0600, not committed), which
 # `qmgr cluster compose` creates when it is missing.
 """
@@ -100,15 +101,26 @@ def compose_document(topology: Topology) -> dict[str, Any]:
     }
     volumes: dict[str, Any] = {f"{n.name}-data": {} for n in topology.nodes}
     volumes[f"{INIT_SERVICE}-state"] = {}
-    project = re.sub(r"[^a-z0-9_-]", "-", f"qmgr-{topology.cluster.lower()}")
-    return {"name": project, "services": services, "volumes": volumes}
+    return {"services": services, "volumes": volumes}
+
+
+def project_name(topology: Topology) -> str:
+    """The compose project (``-p``): given on the command line rather than as the top-level
+    ``name`` key, which docker-compose 1.29 refuses."""
+    return re.sub(r"[^a-z0-9_-]", "-", f"qmgr-{topology.cluster.lower()}")
 
 
 def compose_files(topology: Topology, source: str) -> dict[str, str]:
     """Relative path -> content: docker-compose.yml and init/NODE.mqsc for each node that has
     MQSC. ``source`` names the topology file in the generated header."""
     first = topology.nodes[0].name
-    header = COMPOSE_HEADER.format(source=source, first=first, port=COMPOSE_PORT, env_file=ENV_FILE)
+    header = COMPOSE_HEADER.format(
+        source=source,
+        first=first,
+        port=COMPOSE_PORT,
+        env_file=ENV_FILE,
+        project=project_name(topology),
+    )
     files = {"docker-compose.yml": header + to_yaml(compose_document(topology))}
     for spec in topology.nodes:
         commands = mqsc_commands(spec)

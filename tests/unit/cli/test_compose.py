@@ -189,9 +189,11 @@ def test_init_scripts_hold_each_nodes_mqsc() -> None:
     ]
 
 
-def test_the_project_is_named_after_the_cluster() -> None:
+def test_the_project_is_named_after_the_cluster_on_the_command_line() -> None:
     topology = parse_topology('cluster = "C"\n[[node]]\nname = "FR1"\nrole = "full"\n')
-    assert compose_document(topology)["name"] == "qmgr-c"
+    assert "name" not in compose_document(topology)  # docker-compose 1.29 refuses the key
+    header = compose_files(topology, "t.toml")["docker-compose.yml"]
+    assert "docker compose -p qmgr-c up --build" in header
 
 
 def test_nodes_read_the_secret_from_an_env_file_and_no_committed_file_holds_one() -> None:
@@ -283,28 +285,49 @@ def test_to_yaml_rejects_values_it_cannot_write() -> None:
         to_yaml({"x": [1.5]})
 
 
-def _docker_compose() -> str | None:
-    docker = shutil.which("docker")
-    if docker is None:
-        return None
-    try:
-        probe = subprocess.run(
-            [docker, "compose", "version"], capture_output=True, text=True, timeout=20
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return docker if probe.returncode == 0 else None
+def _docker_compose() -> list[str] | None:
+    """``docker compose`` (v2) or ``docker-compose`` (v1.29), whichever works here."""
+    candidates = []
+    if docker := shutil.which("docker"):
+        candidates.append([docker, "compose"])
+    if legacy := shutil.which("docker-compose"):
+        candidates.append([legacy])
+    for command in candidates:
+        try:
+            probe = subprocess.run(
+                [*command, "version"], capture_output=True, text=True, timeout=20
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0:
+            return command
+    return None
 
 
-def test_docker_compose_accepts_the_file() -> None:
-    docker = _docker_compose()
-    if docker is None:
-        pytest.skip("docker compose is not available here (no docker CLI or no compose plugin)")
-    result = subprocess.run(
-        [docker, "compose", "-f", str(COMPOSE / "docker-compose.yml"), "config", "--quiet"],
+def test_docker_compose_accepts_the_file(tmp_path: Path) -> None:
+    command = _docker_compose()
+    if command is None:
+        pytest.skip("docker compose is not available here (no compose plugin, no docker-compose)")
+    shutil.copytree(COMPOSE, tmp_path / "compose")
+    work = tmp_path / "compose"
+    (work / ENV_FILE).unlink(missing_ok=True)
+    missing = subprocess.run(
+        [*command, "-f", "docker-compose.yml", "config", "--quiet"],
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=COMPOSE,
+        cwd=work,
+    )
+    assert missing.returncode != 0 and ENV_FILE in missing.stdout + missing.stderr
+    created = CliRunner().invoke(cluster, ["compose", str(work / "cluster.toml")])
+    assert created.exit_code == 0, created.output
+    result = subprocess.run(
+        [*command, "-f", "docker-compose.yml", "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=work,
     )
     assert result.returncode == 0, result.stderr
+    secret = (work / ENV_FILE).read_text().strip().partition("=")[2]
+    assert f"QMGR_CLUSTER_SECRET: {secret}" in result.stdout
