@@ -15,13 +15,20 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 import qmgr.cli.cluster_launch as cluster_launch
 from qmgr.cli.cluster import cluster
-from qmgr.cli.cluster_secrets import ADMIN, PKI_DIR, SECRET_FILE, cert_files
+from qmgr.cli.cluster_secrets import (
+    ADMIN,
+    PKI_DIR,
+    SECRET_FILE,
+    admin_client_options,
+    cert_files,
+)
 from qmgr.cli.cluster_state import node_alive, pid_alive
 from qmgr.cli.launch import qmgr_command
 from qmgr.security.files import write_private
@@ -312,3 +319,43 @@ def test_up_refuses_an_empty_secret_file(home: Path, tmp_path: Path) -> None:
     code, output = invoke("up", str(topology), "--secret-file", str(empty))
     assert code == 1 and "is empty" in output
     assert running_under(home) == []
+
+
+def _client_takes_tls() -> bool:
+    import inspect
+
+    from qmgr.client import QueueManagerClient
+
+    return "tls_ca" in inspect.signature(QueueManagerClient).parameters
+
+
+@pytest.mark.skipif(
+    not _client_takes_tls(), reason="QueueManagerClient(tls_ca=, tls_cert=, tls_key=) pending"
+)
+def test_up_with_tls_serves_member_certificates_of_the_cluster_ca(
+    home: Path, tmp_path: Path
+) -> None:
+    from qmgr.client import MQClientError, QueueManagerClient
+
+    topology = tmp_path / "itest.toml"
+    topology.write_text(TOPOLOGY)
+    code, output = invoke("up", str(topology), "--tls")
+    assert code == 0, output
+    base = home / "clusters" / "ITEST"
+    state = json.loads((base / "state.json").read_text())
+    assert state["tls"] is True
+    code, output = invoke("status", "--output", "json")
+    assert code == 0, output
+    result = json.loads(output)
+    assert all(n["channels"] is not None for n in result["nodes"]), result
+    address = {n["name"]: n["address"] for n in state["nodes"]}
+    options = admin_client_options(base, True)
+    with QueueManagerClient(address["ITHOST1"], **options) as qm:
+        ok, records = qm.mqsc_ok("DISPLAY QLOCAL(IT.Q1)")
+        assert ok, records
+    no_cert: dict[str, Any] = {"tls_ca": options["tls_ca"]}
+    # no client certificate: the node refuses the call
+    with pytest.raises(MQClientError), QueueManagerClient(address["ITHOST1"], 5, **no_cert) as qm:
+        qm.mqsc_ok("DISPLAY QMGR")
+    code, output = invoke("down", "--purge")
+    assert code == 0, output
