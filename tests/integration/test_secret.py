@@ -28,7 +28,8 @@ DROP_WAIT = 20.0  # bound on waiting for the node to close the connection; never
 # -- refusing to start -----------------------------------------------------------------------------
 
 
-def _start(tmp_path: Path, *args: str, **env: str) -> NodeProcess:
+def _without_secret(tmp_path: Path, **env: str) -> NodeProcess:
+    """A node (not started) whose environment holds no cluster secret but ``env``."""
     node = NodeProcess("FR1", tmp_path)
     for key in ("QMGR_CLUSTER_SECRET", "QMGR_CLUSTER_SECRET_FILE"):
         node.env.pop(key, None)
@@ -42,7 +43,7 @@ def _fr_args(raft_port: int) -> list[str]:
 
 
 def test_qmgr_start_refuses_a_full_repository_without_a_secret(tmp_path: Path) -> None:
-    node = _start(tmp_path)
+    node = _without_secret(tmp_path)
     (raft,) = free_ports(1)
     result = node.cli("start", "--name", "FR1", *_fr_args(raft))
     assert result.returncode != 0
@@ -56,7 +57,7 @@ def test_qmgr_start_refuses_a_full_repository_without_a_secret(tmp_path: Path) -
 def test_qmgr_start_refuses_a_partial_repository_without_a_secret_or_certificate(
     tmp_path: Path,
 ) -> None:
-    node = _start(tmp_path)
+    node = _without_secret(tmp_path)
     result = node.cli("start", "--name", "PR1", "--cluster", "DEMO", "--join", "127.0.0.1:1")
     assert result.returncode != 0
     assert "a partial repository needs the cluster secret" in result.stderr
@@ -71,7 +72,7 @@ def test_qmgr_start_refuses_insecure_with_a_secret(tmp_path: Path, how: str) -> 
         if how == "env"
         else {"QMGR_CLUSTER_SECRET_FILE": str(secret_file)}
     )
-    node = _start(tmp_path, **env)
+    node = _without_secret(tmp_path, **env)
     (raft,) = free_ports(1)
     result = node.cli("start", "--name", "FR1", *_fr_args(raft), "--insecure")
     assert result.returncode != 0
@@ -80,7 +81,7 @@ def test_qmgr_start_refuses_insecure_with_a_secret(tmp_path: Path, how: str) -> 
 
 def test_a_full_repository_starts_with_its_secret_in_a_file(tmp_path: Path) -> None:
     secret_file = write_private(tmp_path / "cluster.secret", generate_secret() + "\n")
-    node = _start(tmp_path, QMGR_CLUSTER_SECRET_FILE=str(secret_file))
+    node = _without_secret(tmp_path, QMGR_CLUSTER_SECRET_FILE=str(secret_file))
     (raft,) = free_ports(1)
     launched = start_node(
         "FR1", data_dir=None, log=node.log, extra_args=_fr_args(raft), env=node.env

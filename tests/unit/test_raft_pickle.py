@@ -6,6 +6,7 @@ import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pysyncobj.journal
@@ -95,3 +96,12 @@ def test_a_fresh_interpreter_importing_the_raft_adapter_is_protected() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "refused"
+
+
+def test_the_journal_metadata_reads_back_through_the_restriction(tmp_path: Path) -> None:
+    import qmgr.node.raft  # noqa: F401
+
+    store = pysyncobj.journal.MetaStorer(str(tmp_path / "journal.meta"))
+    meta = {"votedForNodeId": "127.0.0.1:7100", "currentTerm": 5, "raftCommitIndex": 9}
+    store.storeMeta(meta)
+    assert store.getMeta() == meta
