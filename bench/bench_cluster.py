@@ -1,7 +1,10 @@
 """A cluster of real nodes on this machine: what each extra hop costs, how fast a new
 subscription reaches the topic host, and how fast publishing re-routes when a host is killed.
 
-Run: .venv/bin/python bench/bench_cluster.py [--quick] [--json-out PATH]
+Run: .venv/bin/python bench/bench_cluster.py [--quick] [--json-out PATH] [--insecure]
+
+Cluster members run with a generated cluster secret (as `qmgr cluster up` does); --insecure
+runs them without it, so two runs show what authentication costs.
 
 Nodes: FR1 (full repository), HOST1 and HOST2 (topic hosts), PUB1, SUB1 (partial repositories)
 and SOLO (a standalone node for the single-node baseline). The publisher and the subscriber are
@@ -627,15 +630,24 @@ def main() -> None:
         "--quick", action="store_true", help="fewer messages and trials (about 35 s)"
     )
     parser.add_argument("--json-out", type=Path, help="also write the results as JSON here")
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="run the cluster without its secret (nothing authenticated), to measure its cost",
+    )
     args = parser.parse_args()
     settings = Settings.of(args.quick)
     raise_on_sigterm()
     console = Console() if sys.stdout.isatty() else Console(width=150)
     started = time.time()
-    results: dict[str, Any] = {"settings": settings.__dict__, "quick": args.quick}
+    results: dict[str, Any] = {
+        "settings": settings.__dict__,
+        "quick": args.quick,
+        "cluster_secret": not args.insecure,
+    }
     workers: list[ClientWorker] = []
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
-        cl = BenchCluster(Path(tmp))
+        cl = BenchCluster(Path(tmp), insecure=args.insecure)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
         try:
             with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
@@ -660,7 +672,8 @@ def main() -> None:
     results["seconds"] = time.time() - started
     console.print()
     render(console, results)
-    console.print(f"run time {results['seconds']:.0f} s")
+    mode = "without the cluster secret (--insecure)" if args.insecure else "with the cluster secret"
+    console.print(f"run time {results['seconds']:.0f} s, cluster {mode}")
     if args.json_out:
         args.json_out.write_text(json.dumps(_no_nan(results), indent=2, default=str))
         console.print(f"results written to {args.json_out}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import multiprocessing as mp
+import os
 import queue
 import signal
 import socket
@@ -29,6 +30,7 @@ from typing import Any
 
 from qmgr.cli.launch import start_node
 from qmgr.client import OutgoingMessage, QueueManagerClient, StreamPublisher
+from qmgr.security.files import generate_secret
 
 ROUTE = "qmgr.route"  # nodes a copy passed through the cluster, origin first
 
@@ -63,8 +65,11 @@ def wait_for(
 class BenchNode:
     """One `qmgr start` process with a fixed port, so a restart keeps its address."""
 
-    def __init__(self, name: str, base: Path, port: int, args: list[str]) -> None:
+    def __init__(
+        self, name: str, base: Path, port: int, args: list[str], env: dict[str, str] | None = None
+    ) -> None:
         self.name = name
+        self.env = env
         self.data_dir = base / name
         self.log = base / f"{name}.log"
         self.port = port
@@ -80,6 +85,7 @@ class BenchNode:
             log=self.log,
             listen=f"127.0.0.1:{self.port}",
             extra_args=self.args,
+            env=self.env,
             timeout=timeout,
         )
         self.proc = launched.proc
@@ -147,11 +153,15 @@ class BenchNode:
 
 class BenchCluster:
     """A standalone node and/or one cluster: full repositories first (started together, Raft
-    on fixed ports), then partial repositories joining through them."""
+    on fixed ports), then partial repositories joining through them. Cluster members get a
+    generated cluster secret (in their environment), or run ``--insecure`` when asked."""
 
-    def __init__(self, base: Path, cluster: str = "BENCH") -> None:
+    def __init__(self, base: Path, cluster: str = "BENCH", *, insecure: bool = False) -> None:
         self.base = base
         self.cluster = cluster
+        self.insecure = insecure
+        env = {k: v for k, v in os.environ.items() if not k.startswith("QMGR_CLUSTER_SECRET")}
+        self.member_env = env if insecure else {**env, "QMGR_CLUSTER_SECRET": generate_secret()}
         self.nodes: dict[str, BenchNode] = {}
 
     def __getitem__(self, name: str) -> BenchNode:
@@ -165,13 +175,16 @@ class BenchCluster:
         grpc_ports, raft_ports = ports[: len(full)], ports[len(full) : 2 * len(full)]
         rest = iter(ports[2 * len(full) :])
         raft = [f"127.0.0.1:{p}" for p in raft_ports]
+        insecure = ["--insecure"] if self.insecure else []
         for name, port, me in zip(full, grpc_ports, raft, strict=True):
             args = ["--cluster", self.cluster, "--full-repository", "--raft", me]
-            args += ["--raft-peers", ",".join(raft)]
-            self.nodes[name] = BenchNode(name, self.base, port, args)
+            args += ["--raft-peers", ",".join(raft), *insecure]
+            self.nodes[name] = BenchNode(name, self.base, port, args, self.member_env)
         join = ["--cluster", self.cluster, "--join", ",".join(f"127.0.0.1:{p}" for p in grpc_ports)]
         for name in partial:
-            self.nodes[name] = BenchNode(name, self.base, next(rest), join)
+            self.nodes[name] = BenchNode(
+                name, self.base, next(rest), [*join, *insecure], self.member_env
+            )
         for name in standalone:
             self.nodes[name] = BenchNode(name, self.base, next(rest), [])
         self._start_all([*full, *standalone])

@@ -9,6 +9,7 @@ what `up` and `status` print (:mod:`qmgr.cli.cluster_status`) and the docker com
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -27,6 +28,7 @@ from qmgr.cli.cluster_launch import (
     stop_nodes,
 )
 from qmgr.cli.cluster_mqsc import MqscFailure, apply_all_mqsc
+from qmgr.cli.cluster_secrets import prepare, private_files
 from qmgr.cli.cluster_state import (
     clear_state,
     find_cluster,
@@ -36,9 +38,10 @@ from qmgr.cli.cluster_state import (
     write_state,
 )
 from qmgr.cli.cluster_status import collect_status, print_status, print_summary, wide_console
-from qmgr.cli.compose import compose_files
+from qmgr.cli.compose import compose_files, ensure_env_file
 from qmgr.cli.registry import register
 from qmgr.cli.topology import DEFAULT_SOURCE, Topology, TopologyError, load_topology
+from qmgr.security.files import SecretError
 
 
 @click.group()
@@ -63,13 +66,37 @@ def _load(path: str | None) -> tuple[Topology, str]:
     show_default=True,
     help="Seconds each group of nodes may take to print READY.",
 )
-def up(topology_file: str | None, timeout: float) -> None:
+@click.option(
+    "--secret-file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="File holding the cluster secret (mode 0600); replaces the topology's secret_file. "
+    "Default: one generated in the cluster's state directory and kept for the next `up`.",
+)
+@click.option(
+    "--tls",
+    is_flag=True,
+    help="Nodes serve TLS with member certificates of the cluster CA (as `tls = true` in the "
+    "topology); administer them with pki/client-admin.pem in the state directory.",
+)
+def up(topology_file: str | None, timeout: float, secret_file: str | None, tls: bool) -> None:
     """Start every node of TOPOLOGY (a TOML file; default: the built-in DEMO cluster, the same
     as compose/cluster.toml): full repositories together, then the partial repositories, then
-    each node's MQSC in node order. Nodes keep running after this command returns."""
+    each node's MQSC in node order. Nodes keep running after this command returns.
+
+    Every node gets the cluster secret (the file's path in QMGR_CLUSTER_SECRET_FILE); the
+    state directory also holds the cluster CA and a certificate per node and for admin."""
+    topology, source = _load(topology_file)
+    if secret_file is not None:
+        topology = dataclasses.replace(topology, secret_file=Path(secret_file).resolve())
+    if tls:
+        topology = dataclasses.replace(topology, tls=True)
+    with private_files():
+        _up(topology, source, timeout)
+
+
+def _up(topology: Topology, source: str, timeout: float) -> None:
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
-    topology, source = _load(topology_file)
     base = state_dir(topology.cluster)
     old = read_state(base)
     if old is not None:
@@ -80,6 +107,7 @@ def up(topology_file: str | None, timeout: float) -> None:
                 "stop it first with: qmgr cluster down --cluster " + topology.cluster
             )
     plan = plan_ports(topology, base)
+    prepare(topology, base)
     console = wide_console()
     launches: list[Launch] = []
     try:
@@ -160,7 +188,8 @@ def down(name: str | None, purge: bool, timeout: float) -> None:
 )
 def compose(topology_file: str | None, out: str | None) -> None:
     """Write docker-compose.yml and init/NODE.mqsc for TOPOLOGY (default: the built-in DEMO
-    cluster). The compose file builds compose/Dockerfile from the repository root, so it is
+    cluster), and cluster.env with the cluster secret (mode 0600, never committed) when it is
+    missing. The compose file builds compose/Dockerfile from the repository root, so it is
     meant to live in the repository's compose/ directory."""
     topology, _ = _load(topology_file)
     target = Path(out) if out else (Path(topology_file).parent if topology_file else Path("."))
@@ -174,6 +203,12 @@ def compose(topology_file: str | None, out: str | None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         click.echo(f"wrote {path}")
+    try:
+        created = ensure_env_file(target, topology)
+    except SecretError as exc:
+        raise click.ClickException(str(exc)) from None
+    if created is not None:
+        click.echo(f"wrote {created} (the cluster secret, mode 0600: keep it out of git)")
     stale = sorted(p for p in (target / "init").glob("*.mqsc") if f"init/{p.name}" not in files)
     for path in stale:
         click.echo(f"note: {path} is not part of this topology (left alone)", err=True)

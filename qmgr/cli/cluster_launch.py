@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from qmgr.cli.cluster_secrets import node_tls_args, secret_path
 from qmgr.cli.cluster_state import (
     ClusterState,
     NodeState,
@@ -126,16 +127,19 @@ def node_args(topology: Topology, spec: NodeSpec, plan: dict[str, NodeAddresses]
 
 
 def spawn(topology: Topology, spec: NodeSpec, plan: dict[str, NodeAddresses], base: Path) -> Launch:
-    """Start node ``spec`` in its own session, its output appended to its log under ``base``;
-    returns at once (see :func:`await_ready`)."""
+    """Start node ``spec`` in its own session, its output appended to its log under ``base``
+    (0600), the cluster secret's file in ``QMGR_CLUSTER_SECRET_FILE``; returns at once (see
+    :func:`await_ready`)."""
     data_dir = node_dir(base, spec.name) / "data"
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     log = node_dir(base, spec.name) / "node.log"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    if topology.password is not None:
-        env["QMGR_CLUSTER_SECRET"] = topology.password
+    env = {k: v for k, v in os.environ.items() if k != "QMGR_CLUSTER_SECRET"}
+    env["PYTHONUNBUFFERED"] = "1"
+    env["QMGR_CLUSTER_SECRET_FILE"] = str(secret_path(topology, base))
     args = [*qmgr_command(), *node_args(topology, spec, plan), "--data-dir", str(data_dir)]
-    with open(log, "ab") as out:
+    if topology.tls:
+        args += node_tls_args(base, spec.name)
+    with open(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as out:
         offset = out.tell()
         proc = subprocess.Popen(
             args,
@@ -217,6 +221,7 @@ def state_of(topology: Topology, source: str, launches: list[Launch]) -> Cluster
     return ClusterState(
         cluster=topology.cluster,
         topology=source,
+        tls=topology.tls,
         nodes=tuple(
             NodeState(
                 name=x.spec.name,

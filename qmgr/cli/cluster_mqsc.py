@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from qmgr.cli.cluster_launch import Launch
+from qmgr.cli.cluster_secrets import admin_client_options
 from qmgr.cli.cluster_state import mqsc_marker
 from qmgr.cli.topology import NodeSpec, Topology, mqsc_commands
 
@@ -18,9 +19,12 @@ class MqscFailure(Exception):
     """A command failed: the message names the node, the command and the answer."""
 
 
-def apply_mqsc(spec: NodeSpec, address: str, marker: Path) -> tuple[int, int]:
+def apply_mqsc(
+    spec: NodeSpec, address: str, marker: Path, client_options: dict[str, Any] | None = None
+) -> tuple[int, int]:
     """Run the node's MQSC; commands recorded in ``marker`` as already applied to this data
-    are skipped. Returns (applied, skipped); raises MqscFailure on the first failure."""
+    are skipped. Returns (applied, skipped); raises MqscFailure on the first failure.
+    ``client_options``: more ``QueueManagerClient`` arguments (TLS files)."""
     from qmgr.client import MQClientError, QueueManagerClient
 
     try:
@@ -29,7 +33,7 @@ def apply_mqsc(spec: NodeSpec, address: str, marker: Path) -> tuple[int, int]:
         done = []
     earlier = Counter(done)  # a command given twice is run twice
     applied = skipped = 0
-    with QueueManagerClient(address, timeout=30) as client:
+    with QueueManagerClient(address, timeout=30, **(client_options or {})) as client:
         for text in mqsc_commands(spec):
             if earlier[text] > 0:
                 earlier[text] -= 1
@@ -54,6 +58,7 @@ def apply_all_mqsc(
     """Every node's MQSC in node order, with a status line on ``console`` (a rich Console).
     Returns node name -> what ran, for the summary ('-' when the node has none)."""
     by_name = {x.spec.name: x for x in launches}
+    options = admin_client_options(base, topology.tls)
     out: dict[str, str] = {}
     for spec in topology.nodes:
         if not mqsc_commands(spec):
@@ -61,7 +66,7 @@ def apply_all_mqsc(
             continue
         with console.status(f"MQSC on {spec.name}"):
             applied, skipped = apply_mqsc(
-                spec, by_name[spec.name].address, mqsc_marker(base, spec.name)
+                spec, by_name[spec.name].address, mqsc_marker(base, spec.name), options
             )
         out[spec.name] = str(applied) + (f" (+{skipped} earlier)" if skipped else "")
     return out

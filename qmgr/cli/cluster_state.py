@@ -49,11 +49,13 @@ class ClusterState:
     cluster: str
     topology: str
     nodes: tuple[NodeState, ...]
+    tls: bool = False  # the nodes serve TLS (certificates in the state directory's pki/)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "cluster": self.cluster,
             "topology": self.topology,
+            "tls": self.tls,
             "nodes": [asdict(n) for n in self.nodes],
         }
 
@@ -63,6 +65,7 @@ class ClusterState:
             cluster=str(data["cluster"]),
             topology=str(data.get("topology", "")),
             nodes=tuple(NodeState(**n) for n in data["nodes"]),
+            tls=bool(data.get("tls", False)),
         )
 
 

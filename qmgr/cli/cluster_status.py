@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from qmgr.cli.cluster_launch import Launch
+from qmgr.cli.cluster_secrets import admin_client_options
 from qmgr.cli.cluster_state import ClusterState, node_alive, state_dir
 from qmgr.cli.topology import Topology
 
@@ -95,10 +96,10 @@ def _query(client: Any, command: str) -> tuple[list[dict[str, str]] | None, str 
 
 
 @contextlib.contextmanager
-def _client(address: str) -> Iterator[Any]:
+def _client(address: str, options: dict[str, Any]) -> Iterator[Any]:
     from qmgr.client import QueueManagerClient
 
-    client = QueueManagerClient(address, timeout=5)
+    client = QueueManagerClient(address, timeout=5, **options)
     try:
         yield client
     finally:
@@ -108,6 +109,7 @@ def _client(address: str) -> Iterator[Any]:
 def collect_status(directory: Path, state: ClusterState) -> dict[str, Any]:
     """Everything `status` shows, as JSON-ready data; what cannot be had is None plus a reason."""
     nodes: list[dict[str, Any]] = []
+    options = admin_client_options(directory, state.tls)
     for n in state.nodes:
         entry: dict[str, Any] = {**asdict(n), "alive": node_alive(n.pid, n.name)}
         for key, command in (
@@ -117,7 +119,7 @@ def collect_status(directory: Path, state: ClusterState) -> dict[str, Any]:
             records: list[dict[str, str]] | None = None
             error: str | None = "node is not running"
             if entry["alive"]:
-                with _client(n.address) as client:
+                with _client(n.address, options) as client:
                     records, error = _query(client, command)
             entry[key] = records
             entry[key + "_error"] = error
@@ -126,7 +128,7 @@ def collect_status(directory: Path, state: ClusterState) -> dict[str, Any]:
     order = sorted(nodes, key=lambda e: e["role"] != "full")
     for entry in order:
         if entry["alive"]:
-            with _client(entry["address"]) as client:
+            with _client(entry["address"], options) as client:
                 found, why = _query(client, "DISPLAY CLUSQMGR(*) ALL")
             members = {"seen_by": entry["name"], "records": found, "error": why}
             break

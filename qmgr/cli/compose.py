@@ -1,24 +1,41 @@
 """docker compose files for a topology (:mod:`qmgr.cli.topology`): ``docker-compose.yml`` with
 one service per node plus a ``mqsc-init`` service, and ``init/NODE.mqsc`` for each node with
-MQSC. Written by ``qmgr cluster compose``."""
+MQSC. Written by ``qmgr cluster compose``.
+
+The cluster secret is in none of them: every node reads it from ``cluster.env``
+(``QMGR_CLUSTER_SECRET=...``, mode 0600, ignored by git), an env file that ``qmgr cluster
+compose`` creates next to the compose file when it is missing (:func:`ensure_env_file`). An env
+file rather than a Docker secret: outside swarm a file secret is a bind mount that keeps the host
+file's owner and mode (compose ignores ``uid``/``mode`` there), so a 0600 file of the host user
+could not be read by the image's non-root user (uid ``IMAGE_UID``); compose reads an env file
+itself, as the host user.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from qmgr.cli.topology import Topology, TopologyError, mqsc_commands
+from qmgr.security.files import SecretError, generate_secret, read_secret, write_private
 
 COMPOSE_PORT = 7000  # every container listens here (gRPC)
 COMPOSE_RAFT_PORT = 7100  # and a full repository binds Raft here
 COMPOSE_IMAGE = "qmgr:local"
+ENV_FILE = "cluster.env"  # the cluster secret; created by `qmgr cluster compose`, never committed
+SECRET_VAR = "QMGR_CLUSTER_SECRET"
+IMAGE_UID = 10001  # the non-root user of compose/Dockerfile
 INIT_SERVICE = "mqsc-init"  # '-' cannot occur in a node name, so no node service can clash
 COMPOSE_HEADER = """\
 # GENERATED from {source} by `qmgr cluster compose`: edit that file and regenerate.
-# Run from this directory: docker compose up --build
-# Admin: docker compose exec {first} qmgr runmqsc 127.0.0.1:{port}
+# Run from this directory: docker compose -p {project} up --build
+# (docker-compose 1.29: docker-compose -p {project} up --build)
+# Admin: docker compose -p {project} exec {first} qmgr runmqsc 127.0.0.1:{port}
+# The nodes read the cluster secret from {env_file} (mode 0600, not committed), which
+# `qmgr cluster compose` creates when it is missing.
 """
 _HOST_NAME = re.compile(r"^[A-Za-z0-9]{1,48}$")
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -52,7 +69,8 @@ def compose_document(topology: Topology) -> dict[str, Any]:
             command += ["--join", joins]
         service: dict[str, Any] = {**_image(), "hostname": spec.name, "init": True}
         service["command"] = command
-        service["environment"] = _environment(topology)
+        service["environment"] = _environment()
+        service["env_file"] = [ENV_FILE]
         service["volumes"] = [f"{spec.name}-data:/data"]
         service["healthcheck"] = {
             "test": [
@@ -76,22 +94,33 @@ def compose_document(topology: Topology) -> dict[str, Any]:
     services[INIT_SERVICE] = {
         **_image(),
         "command": ["sh", "-c", " && ".join(steps) if steps else "true"],
-        "environment": _environment(topology),
+        "environment": _environment(),
         "volumes": ["./init:/init:ro", f"{INIT_SERVICE}-state:/state"],
         "depends_on": {n.name: {"condition": "service_healthy"} for n in topology.nodes},
         "restart": "no",
     }
     volumes: dict[str, Any] = {f"{n.name}-data": {} for n in topology.nodes}
     volumes[f"{INIT_SERVICE}-state"] = {}
-    project = re.sub(r"[^a-z0-9_-]", "-", f"qmgr-{topology.cluster.lower()}")
-    return {"name": project, "services": services, "volumes": volumes}
+    return {"services": services, "volumes": volumes}
+
+
+def project_name(topology: Topology) -> str:
+    """The compose project (``-p``): given on the command line rather than as the top-level
+    ``name`` key, which docker-compose 1.29 refuses."""
+    return re.sub(r"[^a-z0-9_-]", "-", f"qmgr-{topology.cluster.lower()}")
 
 
 def compose_files(topology: Topology, source: str) -> dict[str, str]:
     """Relative path -> content: docker-compose.yml and init/NODE.mqsc for each node that has
     MQSC. ``source`` names the topology file in the generated header."""
     first = topology.nodes[0].name
-    header = COMPOSE_HEADER.format(source=source, first=first, port=COMPOSE_PORT)
+    header = COMPOSE_HEADER.format(
+        source=source,
+        first=first,
+        port=COMPOSE_PORT,
+        env_file=ENV_FILE,
+        project=project_name(topology),
+    )
     files = {"docker-compose.yml": header + to_yaml(compose_document(topology))}
     for spec in topology.nodes:
         commands = mqsc_commands(spec)
@@ -109,11 +138,26 @@ def _image() -> dict[str, Any]:
     }
 
 
-def _environment(topology: Topology) -> dict[str, str]:
-    env = {"QMGR_LOG": "INFO"}
-    if topology.password is not None:
-        env["QMGR_CLUSTER_SECRET"] = topology.password.replace("$", "$$")
-    return env
+def _environment() -> dict[str, str]:
+    return {"QMGR_LOG": "INFO"}
+
+
+def ensure_env_file(directory: Path, topology: Topology) -> Path | None:
+    """Create ``directory/cluster.env`` (mode 0600) holding the cluster secret, unless it
+    exists: the topology's ``secret_file`` when it names one, else a new secret. Returns the
+    path when it was created."""
+    path = directory / ENV_FILE
+    if path.exists():
+        return None
+    secret = (
+        read_secret(topology.secret_file) if topology.secret_file is not None else generate_secret()
+    )
+    if any(c.isspace() or c in "\"'$#\\" for c in secret):
+        raise SecretError(
+            f"the cluster secret in {topology.secret_file} cannot go into an env file as it is "
+            "(spaces, quotes, '$', '#' or backslashes); use letters, digits, '-' and '_'"
+        )
+    return write_private(path, f"{SECRET_VAR}={secret}\n")
 
 
 def to_yaml(value: Mapping[str, Any], indent: int = 0) -> str:

@@ -25,6 +25,7 @@ from qmgr.cli.cluster_launch import (
     state_of,
 )
 from qmgr.cli.cluster_mqsc import MqscFailure, apply_mqsc
+from qmgr.cli.cluster_secrets import prepare, private_files
 from qmgr.cli.cluster_state import ClusterState, mqsc_marker, node_alive, read_state, state_dir
 from qmgr.cli.topology import Topology, mqsc_commands
 
@@ -88,7 +89,15 @@ def start(
     """Start every node (full repositories together, then the others) and run each node's
     MQSC, as `qmgr cluster up` does; started nodes are appended to ``launches`` as they start,
     so the caller can stop them whatever happens."""
+    with private_files():
+        _start(topology, base, launches, progress, timeout)
+
+
+def _start(
+    topology: Topology, base: Path, launches: list[Launch], progress: Any, timeout: float
+) -> None:
     plan = plan_ports(topology, base)
+    prepare(topology, base)
     tasks = {
         n.name: progress.add_task(f"{n.name} ({n.role}) starting", total=1) for n in topology.nodes
     }

@@ -1,10 +1,13 @@
-"""Where running nodes are found by name: one small JSON file per node under QMGR_HOME."""
+"""Where running nodes are found by name: one small JSON file per node under QMGR_HOME
+(directories 0700, files 0600)."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+
+from qmgr.security.files import private_dir, write_private
 
 
 def home() -> Path:
@@ -13,9 +16,9 @@ def home() -> Path:
 
 def register(name: str, address: str, pid: int) -> Path:
     path = home() / "nodes" / f"{name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"name": name, "address": address, "pid": pid}))
+    write_private(tmp, json.dumps({"name": name, "address": address, "pid": pid}))
     tmp.replace(path)
     return path
 

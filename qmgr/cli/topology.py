@@ -8,7 +8,11 @@ docker-compose.yml and the per-node init scripts from it)::
     cluster = "DEMO"              # required: the cluster name (MQ object name rules)
     base_port = 17000             # optional: node i (0-based, file order) listens on
                                   # base_port+i, its Raft transport on base_port+100+i
-    password = "secret"           # optional: the cluster password (Raft encryption)
+    secret_file = "cluster.secret"  # optional: file with the cluster secret (mode 0600;
+                                  # relative to this file); without it `qmgr cluster up`
+                                  # generates one in the cluster's state directory
+    tls = false                   # optional: nodes serve TLS with member certificates of
+                                  # the cluster CA that `qmgr cluster up` creates
 
     [[node]]
     name = "FR1"                  # required: queue manager name
@@ -22,7 +26,7 @@ from __future__ import annotations
 import difflib
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +34,7 @@ from qmgr.node.config import NAME_RE
 
 Role = Literal["full", "partial"]
 ROLES: tuple[Role, ...] = ("full", "partial")
-TOP_KEYS = ("cluster", "base_port", "password", "node")
+TOP_KEYS = ("cluster", "base_port", "secret_file", "tls", "node")
 NODE_KEYS = ("name", "role", "mqsc", "description")
 RAFT_OFFSET = 100  # with base_port: the Raft port of node i is base_port + RAFT_OFFSET + i
 DEFAULT_SOURCE = "(built-in default topology)"
@@ -63,7 +67,8 @@ class Topology:
     cluster: str
     nodes: tuple[NodeSpec, ...]
     base_port: int | None = None
-    password: str | None = field(default=None, repr=False)
+    secret_file: Path | None = None  # the cluster secret's file; None: the state directory's
+    tls: bool = False  # nodes serve TLS with certificates of the cluster CA (`up --tls`)
 
     @property
     def full_repositories(self) -> tuple[NodeSpec, ...]:
@@ -96,23 +101,52 @@ def load_topology(path: Path | None = None) -> Topology:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TopologyError(str(path), [f"cannot be read: {exc}"]) from None
-    return parse_topology(text, str(path))
+    return parse_topology(text, str(path), path.parent)
 
 
-def parse_topology(text: str, source: str = "<topology>") -> Topology:
+PASSWORD_GONE = (
+    "'password' is no longer read: a secret written in a topology file ends up committed "
+    "with it. Put the secret in a file of its own (mode 0600, not committed) and name it with "
+    'secret_file = "PATH", or leave both out: `qmgr cluster up` then generates one in the '
+    "cluster's state directory"
+)
+
+
+def parse_topology(
+    text: str, source: str = "<topology>", directory: Path | None = None
+) -> Topology:
+    """``directory``: where a relative ``secret_file`` is looked for (default: as given)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TopologyError(source, [f"not valid TOML: {exc}"]) from None
     problems: list[str] = []
-    _unknown_keys(data, TOP_KEYS, "top level", problems)
+    if "password" in data:
+        problems.append(PASSWORD_GONE)
+    _unknown_keys(
+        {k: v for k, v in data.items() if k != "password"}, TOP_KEYS, "top level", problems
+    )
     cluster = _cluster_name(data.get("cluster"), problems)
     nodes = _nodes(data.get("node"), cluster, problems)
     base_port = _base_port(data.get("base_port"), len(nodes), problems)
-    password = _optional_text(data.get("password"), "password", problems, allow_empty=False)
+    secret = _optional_text(data.get("secret_file"), "secret_file", problems, allow_empty=False)
+    tls = data.get("tls", False)
+    if not isinstance(tls, bool):
+        problems.append(f"'tls' must be true or false, got {_kind(tls)}")
     if problems:
         raise TopologyError(source, problems)
-    return Topology(cluster=cluster, nodes=tuple(nodes), base_port=base_port, password=password)
+    secret_file = None
+    if secret is not None:
+        secret_file = Path(secret).expanduser()
+        if directory is not None and not secret_file.is_absolute():
+            secret_file = directory / secret_file
+    return Topology(
+        cluster=cluster,
+        nodes=tuple(nodes),
+        base_port=base_port,
+        secret_file=secret_file,
+        tls=bool(tls),
+    )
 
 
 def plan_addresses(
@@ -328,10 +362,12 @@ DEFAULT_TOPOLOGY_TOML = """\
 # regenerate the compose files: qmgr cluster compose compose/cluster.toml
 #
 # Keys: cluster (name), base_port (optional: node i listens on base_port+i and binds Raft on
-# base_port+100+i; without it free ports are chosen), password (optional cluster password,
-# also env QMGR_CLUSTER_SECRET), and one [[node]] table per queue manager with name,
-# role ("full" repository or "partial", the default), description and mqsc (commands run on
-# that node once the whole cluster is up, in node order).
+# base_port+100+i; without it free ports are chosen), secret_file (optional: a file, mode 0600
+# and never committed, holding the cluster secret; without it `qmgr cluster up` generates one
+# in the cluster's state directory), tls (optional: true makes `qmgr cluster up` start the
+# nodes with TLS and certificates of the cluster CA it creates), and one [[node]] table per
+# queue manager with name, role ("full" repository or "partial", the default), description
+# and mqsc (commands run on that node once the whole cluster is up, in node order).
 
 cluster = "DEMO"
 

@@ -95,6 +95,8 @@ def make_cluster_settings(
             f"cluster name '{cluster}' must be 1-48 characters of A-Z a-z 0-9 . _ % /"
         )
     joins = _addresses(join or "", "--join")
+    secret = password or None
+    _check_secret(full_repository, secret, insecure, tls)
     if full_repository:
         if not raft:
             raise ConfigError("--full-repository needs --raft HOST:PORT for the Raft transport")
@@ -108,14 +110,47 @@ def make_cluster_settings(
             raft,
             tuple(dict.fromkeys((raft, *peers))),
             joins,
-            password or None,
+            secret,
             insecure,
         )
     if raft or raft_peers:
         raise ConfigError("--raft and --raft-peers are for full repositories only")
     if not joins:
         raise ConfigError("a partial repository needs --join with the address of a full repository")
-    return ClusterSettings(cluster, False, "", (), joins, password or None, insecure)
+    return ClusterSettings(cluster, False, "", (), joins, secret, insecure)
+
+
+INSECURE_HINT = "or give --insecure to run with nothing between members authenticated"
+
+
+def _check_secret(
+    full_repository: bool, secret: str | None, insecure: bool, tls: TlsSettings | None
+) -> None:
+    """A cluster member needs a way to prove who it is: the cluster secret (both roles) or,
+    for a partial repository, a certificate from the cluster CA. ``--insecure`` is the explicit
+    way to run without either, and contradicts a secret."""
+    if secret is not None and insecure:
+        raise ConfigError(
+            "--insecure contradicts the cluster secret that was given "
+            "(--cluster-secret-file, QMGR_CLUSTER_SECRET_FILE or QMGR_CLUSTER_SECRET): "
+            "drop one of them"
+        )
+    if secret is not None or insecure:
+        return
+    if full_repository:
+        raise ConfigError(
+            "a full repository needs the cluster secret (--cluster-secret-file FILE, or env "
+            "QMGR_CLUSTER_SECRET_FILE / QMGR_CLUSTER_SECRET): its Raft port unpickles what "
+            "reaches it (PySyncObj), and the secret makes PySyncObj encrypt and authenticate "
+            f"every frame so nothing from outside the cluster is read; {INSECURE_HINT}"
+        )
+    if tls is None or tls.ca is None:
+        raise ConfigError(
+            "a partial repository needs the cluster secret (--cluster-secret-file FILE, or env "
+            "QMGR_CLUSTER_SECRET_FILE / QMGR_CLUSTER_SECRET) or a member certificate "
+            "(--tls-cert/--tls-key with --tls-ca, the cluster CA) to prove to the full "
+            f"repositories and its peers who it is; {INSECURE_HINT}"
+        )
 
 
 def make_tls(cert: str | None, key: str | None, ca: str | None) -> TlsSettings | None:

@@ -15,10 +15,12 @@ What goes through Raft is ours, not pickled objects:
   PySyncObj's two last log entries and the member list (command bytes in base64).
 
 PySyncObj still pickles its own framing on the wire: the transport is bound to the node's own
-address (``bindAddress``, not 0.0.0.0), and a cluster password (``RaftConfig.password``) makes
-PySyncObj encrypt and authenticate every connection (Fernet); that needs the ``cryptography``
-package (``PASSWORD_SUPPORTED``). Without it a password is refused at start-up rather than
-silently ignored.
+address (``bindAddress``, not 0.0.0.0), and the cluster secret (``RaftConfig.password``) makes
+PySyncObj encrypt and authenticate every frame (Fernet) before anything is unpickled; that needs
+the ``cryptography`` package (``PASSWORD_SUPPORTED``). Without it a password is refused at
+start-up rather than silently ignored. In addition, importing this module installs
+:mod:`qmgr.node.raft_pickle`: PySyncObj's unpickler then rebuilds builtin data only, so not even
+a member holding the secret (or anyone, on a node run with ``--insecure``) can make it run code.
 
 Timers (``RaftTimers``): PySyncObj batches writes and sends them on its 100 ms append period by
 default, so one blocking write takes ~100 ms. The defaults here disable batching (a submit wakes
@@ -52,6 +54,9 @@ from pysyncobj.node import TCPNode
 
 from cluster.records import RepoEvent
 from cluster.repository import ApplyResult, ClusterRepository, ErrorCode, RepoError
+from qmgr.node import raft_pickle
+
+raft_pickle.install()
 
 log = logging.getLogger("qmgr.node.raft")
 

@@ -1,9 +1,19 @@
-"""A running queue manager: the domain, its store, group commit and consumer wake-ups."""
+"""A running queue manager: the domain, its store, group commit and consumer wake-ups.
+
+At rest, only the node's user may read what it keeps: creating the runtime sets the process
+umask to 0o077 (every file the node writes after that, the SQLite database, its -wal and -shm,
+the Raft journal and snapshot, is 0600 and every directory 0700), and a data directory made by
+an older version is tightened to those modes at start (:func:`make_private_tree`).
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import stat
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qmgr.core.admin import execute
@@ -22,6 +32,27 @@ from qmgr.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
     from qmgr.node.cluster.agent import ClusterAgent
+
+
+log = logging.getLogger("qmgr.node")
+
+PRIVATE_UMASK = 0o077
+
+
+def make_private_tree(root: Path) -> None:
+    """Create ``root`` if needed; make it and every directory under it 0700 and every file
+    0600 (files of other owners and symbolic links are left alone)."""
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for path in (root, *root.rglob("*")):
+        try:
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+            if stat.S_IMODE(st.st_mode) != want:
+                os.chmod(path, want)
+        except OSError as exc:  # a file removed meanwhile, or not ours to change
+            log.warning("cannot make %s private: %s", path, exc)
 
 
 class SystemClock:
@@ -43,7 +74,9 @@ class NodeRuntime:
         self.loaded_kv: dict[str, str] = {}
         self.restored_xmit: list[tuple[str, Message]] = []
         clock = SystemClock()
+        os.umask(PRIVATE_UMASK)
         if config.data_dir is not None:
+            make_private_tree(config.data_dir)
             self.store = SqliteStore(config.data_dir, fail_at_commit=store_fault_at_commit)
             loaded = self.store.load()
             self.qm = QueueManager(

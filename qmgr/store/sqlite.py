@@ -2,13 +2,15 @@
 
 The node's event loop appends changes (cheap: one tuple each); a single writer thread commits
 whatever has accumulated in one transaction. Readers of the data (start-up only) open the same
-file. WAL mode with synchronous=FULL: a committed group survives the process being killed.
+file. WAL mode with synchronous=FULL: a committed group survives the process being killed. The
+database is created with mode 0600 (SQLite gives its -wal and -shm files the same mode).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import uuid
 from dataclasses import dataclass, field
@@ -58,6 +60,8 @@ class Loaded:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
+    # created 0600 before SQLite opens it: SQLite gives its -wal and -shm the database's mode
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
@@ -71,7 +75,7 @@ class SqliteStore:
     def __init__(self, data_dir: Path, *, fail_at_commit: int = 0) -> None:
         """``fail_at_commit`` (tests only): the N-th non-empty commit raises
         ``sqlite3.OperationalError("database or disk is full")`` and writes nothing."""
-        data_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._fail_at_commit = fail_at_commit
         self._commits = 0
         self.path = data_dir / "qmgr.sqlite"

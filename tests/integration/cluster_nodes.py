@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from qmgr.client import QueueManagerClient
+from qmgr.security.files import generate_secret
 from tests.integration.conftest import NodeProcess
 
 
@@ -104,12 +105,20 @@ class ClusterNode(NodeProcess):
 
 
 class Cluster:
-    """Nodes of one cluster; FRs first (started together), then partial repositories."""
+    """Nodes of one cluster; FRs first (started together), then partial repositories.
 
-    def __init__(self, base: Path, name: str = "DEMO", secret: str | None = None) -> None:
+    Every node gets the cluster secret (``secret``, or one generated for this cluster) in
+    ``QMGR_CLUSTER_SECRET``; ``insecure=True`` runs them without one (``--insecure``)."""
+
+    def __init__(
+        self, base: Path, name: str = "DEMO", secret: str | None = None, *, insecure: bool = False
+    ) -> None:
+        if insecure and secret is not None:
+            raise ValueError("a cluster is either insecure or has a secret")
         self.base = base
         self.name = name
-        self.secret = secret  # given to every node as QMGR_CLUSTER_SECRET
+        self.insecure = insecure
+        self.secret = None if insecure else secret or generate_secret()
         self.nodes: dict[str, ClusterNode] = {}
         self.frs: list[str] = []
 
@@ -143,9 +152,14 @@ class Cluster:
         return self
 
     def _node(self, name: str, port: int, args: list[str]) -> ClusterNode:
+        if self.insecure:
+            args = [*args, "--insecure"]
         node = ClusterNode(name, self.base, port, args)
+        node.env.pop("QMGR_CLUSTER_SECRET_FILE", None)
         if self.secret is not None:
             node.env["QMGR_CLUSTER_SECRET"] = self.secret
+        else:
+            node.env.pop("QMGR_CLUSTER_SECRET", None)
         return node
 
     @staticmethod

@@ -1,7 +1,10 @@
 """Test harness: one Raft member (a RepositoryReplica) driven by JSON lines on stdin.
 
-    python raft_member.py --self 127.0.0.1:P --peers A,B --cluster C [--data-dir D]
-        [--password PW] [--compact-after N]
+    QMGR_CLUSTER_SECRET=... python raft_member.py --self 127.0.0.1:P --peers A,B --cluster C
+        [--data-dir D] [--compact-after N] [--insecure]
+
+The cluster secret (PySyncObj's password) comes from the environment, never argv; without one
+the member refuses to start unless ``--insecure``.
 
 Prints ``READY`` once started, then answers each request line with one JSON line:
 ``{"submit": cmd}`` -> ``{"ok", "error", "events"}`` (or ``{"unavailable": why}``),
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,14 +49,17 @@ def main() -> int:
     parser.add_argument("--peers", required=True)
     parser.add_argument("--cluster", required=True)
     parser.add_argument("--data-dir", type=Path)
-    parser.add_argument("--password")
+    parser.add_argument("--insecure", action="store_true")
     parser.add_argument("--compact-after", type=int, default=5000)
     args = parser.parse_args()
+    password = os.environ.get("QMGR_CLUSTER_SECRET") or None
+    if (password is None) != args.insecure:
+        parser.error("give the secret in QMGR_CLUSTER_SECRET, or --insecure (not both)")
     config = RaftConfig(
         self_addr=args.self_addr,
         peers=tuple(p for p in args.peers.split(",") if p),
         cluster=args.cluster,
-        password=args.password,
+        password=password,
         data_dir=args.data_dir,
         compact_after_entries=args.compact_after,
     )

@@ -10,18 +10,29 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 import qmgr.cli.cluster_launch as cluster_launch
 from qmgr.cli.cluster import cluster
+from qmgr.cli.cluster_secrets import (
+    ADMIN,
+    PKI_DIR,
+    SECRET_FILE,
+    admin_client_options,
+    cert_files,
+)
 from qmgr.cli.cluster_state import node_alive, pid_alive
 from qmgr.cli.launch import qmgr_command
+from qmgr.security.files import write_private
+from qmgr.security.pki import client_name, member_name
 
 QMGR = qmgr_command()
 
@@ -224,3 +235,127 @@ def test_launcher_stops_everything_when_mqsc_fails(home: Path, tmp_path: Path) -
     assert "AMQ8147E" in output
     assert not (home / "clusters" / "ITEST" / "state.json").exists()
     assert running_under(home) == []
+
+
+# -- the cluster secret and certificates -------------------------------------------------------
+
+
+def _proc_text(pid: int, what: str) -> list[str]:
+    return (Path(f"/proc/{pid}") / what).read_bytes().decode(errors="replace").split("\0")
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_up_gives_every_node_the_secret_by_file_and_keeps_it(home: Path, tmp_path: Path) -> None:
+    topology = tmp_path / "itest.toml"
+    topology.write_text(TOPOLOGY)
+    code, output = invoke("up", str(topology))
+    assert code == 0, output
+    base = home / "clusters" / "ITEST"
+    secret_file = base / SECRET_FILE
+    secret = secret_file.read_text().strip()
+    assert _mode(base) == 0o700 and _mode(secret_file) == 0o600 and len(secret) >= 40
+    state = json.loads((base / "state.json").read_text())
+    for node in state["nodes"]:
+        pid = node["pid"]
+        if Path(f"/proc/{pid}").is_dir():  # Linux: what other local users could see
+            assert not any(secret in arg for arg in _proc_text(pid, "cmdline"))
+            env = _proc_text(pid, "environ")
+            assert f"QMGR_CLUSTER_SECRET_FILE={secret_file}" in env
+            assert not any(e.startswith("QMGR_CLUSTER_SECRET=") for e in env)
+        assert _mode(Path(node["log"])) == 0o600
+        data = Path(node["data_dir"])
+        assert _mode(data) == 0o700
+        assert {_mode(p) for p in data.rglob("*") if p.is_file()} == {0o600}
+    for name in ("ITFR1", "ITHOST1", "ITSUB1"):
+        files = cert_files(base, name)
+        assert member_name(files.cert.read_bytes()) == name
+        assert _mode(files.key) == 0o600
+    admin = cert_files(base, ADMIN, client=True)
+    assert client_name(admin.cert.read_bytes()) == ADMIN and _mode(admin.key) == 0o600
+    ca = (base / PKI_DIR / "ca.pem").read_bytes()
+
+    code, output = invoke("down")
+    assert code == 0, output
+    code, output = invoke("up", str(topology))  # the same secret and CA: the data still fits
+    assert code == 0, output
+    assert secret_file.read_text().strip() == secret
+    assert (base / PKI_DIR / "ca.pem").read_bytes() == ca
+    code, output = invoke("down", "--purge")
+    assert code == 0, output
+
+
+def test_up_takes_the_secret_file_it_is_given(home: Path, tmp_path: Path) -> None:
+    topology = tmp_path / "itest.toml"
+    topology.write_text(TOPOLOGY)
+    mine = write_private(tmp_path / "mine.secret", "my-own-cluster-secret\n")
+    code, output = invoke("up", str(topology), "--secret-file", str(mine))
+    assert code == 0, output
+    base = home / "clusters" / "ITEST"
+    assert not (base / SECRET_FILE).exists()
+    pid = json.loads((base / "state.json").read_text())["nodes"][0]["pid"]
+    if Path(f"/proc/{pid}").is_dir():
+        assert f"QMGR_CLUSTER_SECRET_FILE={mine}" in _proc_text(pid, "environ")
+    code, output = invoke("down", "--purge")
+    assert code == 0, output
+
+
+def test_up_refuses_a_topology_with_a_password(home: Path, tmp_path: Path) -> None:
+    topology = tmp_path / "old.toml"
+    topology.write_text(TOPOLOGY.replace('cluster = "ITEST"', 'cluster = "ITEST"\npassword = "pw"'))
+    code, output = invoke("up", str(topology))
+    assert code == 1
+    assert "'password' is no longer read" in output and "secret_file" in output
+    assert not (home / "clusters").exists()
+    assert running_under(home) == []
+
+
+def test_up_refuses_an_empty_secret_file(home: Path, tmp_path: Path) -> None:
+    topology = tmp_path / "itest.toml"
+    topology.write_text(TOPOLOGY)
+    empty = write_private(tmp_path / "empty.secret", "\n")
+    code, output = invoke("up", str(topology), "--secret-file", str(empty))
+    assert code == 1 and "is empty" in output
+    assert running_under(home) == []
+
+
+def _client_takes_tls() -> bool:
+    import inspect
+
+    from qmgr.client import QueueManagerClient
+
+    return "tls_ca" in inspect.signature(QueueManagerClient).parameters
+
+
+@pytest.mark.skipif(
+    not _client_takes_tls(), reason="QueueManagerClient(tls_ca=, tls_cert=, tls_key=) pending"
+)
+def test_up_with_tls_serves_member_certificates_of_the_cluster_ca(
+    home: Path, tmp_path: Path
+) -> None:
+    from qmgr.client import MQClientError, QueueManagerClient
+
+    topology = tmp_path / "itest.toml"
+    topology.write_text(TOPOLOGY)
+    code, output = invoke("up", str(topology), "--tls")
+    assert code == 0, output
+    base = home / "clusters" / "ITEST"
+    state = json.loads((base / "state.json").read_text())
+    assert state["tls"] is True
+    code, output = invoke("status", "--output", "json")
+    assert code == 0, output
+    result = json.loads(output)
+    assert all(n["channels"] is not None for n in result["nodes"]), result
+    address = {n["name"]: n["address"] for n in state["nodes"]}
+    options = admin_client_options(base, True)
+    with QueueManagerClient(address["ITHOST1"], **options) as qm:
+        ok, records = qm.mqsc_ok("DISPLAY QLOCAL(IT.Q1)")
+        assert ok, records
+    no_cert: dict[str, Any] = {"tls_ca": options["tls_ca"]}
+    # no client certificate: the node refuses the call
+    with pytest.raises(MQClientError), QueueManagerClient(address["ITHOST1"], 5, **no_cert) as qm:
+        qm.mqsc_ok("DISPLAY QMGR")
+    code, output = invoke("down", "--purge")
+    assert code == 0, output

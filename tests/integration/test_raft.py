@@ -27,6 +27,7 @@ from qmgr.node.raft import (
     RaftUnavailable,
     RepositoryReplica,
 )
+from qmgr.security.files import generate_secret
 
 HARNESS = Path(__file__).with_name("raft_member.py")
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,11 +45,18 @@ def free_addresses(n: int) -> list[str]:
             s.close()
 
 
-class Member:
-    """One ``raft_member.py`` process, spoken to in JSON lines."""
+SECRET = generate_secret()  # every member's, unless a test gives another
 
-    def __init__(self, addr: str, peers: list[str], data_dir: Path, **extra: str) -> None:
+
+class Member:
+    """One ``raft_member.py`` process, spoken to in JSON lines; ``password`` replaces the
+    cluster secret it is given (in its environment)."""
+
+    def __init__(
+        self, addr: str, peers: list[str], data_dir: Path, password: str = SECRET, **extra: str
+    ) -> None:
         self.addr, self.peers, self.data_dir, self.extra = addr, peers, data_dir, extra
+        self.password = password
         self.proc: subprocess.Popen[str] | None = None
         self.lines: queue.Queue[str] = queue.Queue()
 
@@ -63,7 +71,7 @@ class Member:
             stdout=subprocess.PIPE,
             text=True,
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": str(ROOT), "QMGR_CLUSTER_SECRET": self.password},
         )
         self.lines = queue.Queue()
         threading.Thread(target=self._read, args=(self.proc, self.lines), daemon=True).start()
@@ -215,7 +223,7 @@ def test_single_replica_async_submit_events_in_log_order_and_replay(tmp_path: Pa
     def record(events: list[RepoEvent]) -> None:
         seen.append(tuple(e.kind.value for e in events))
 
-    config = RaftConfig(addr, (addr,), "CL1", data_dir=tmp_path)
+    config = RaftConfig(addr, (addr,), "CL1", password=SECRET, data_dir=tmp_path)
     with RepositoryReplica(config, on_events=record) as replica:
         replica.wait_ready(DEADLINE)
 
@@ -243,7 +251,7 @@ def test_single_replica_async_submit_events_in_log_order_and_replay(tmp_path: Pa
 
 def test_submit_without_quorum_raises_unavailable(tmp_path: Path) -> None:
     addrs = free_addresses(3)  # the two partners never start
-    with RepositoryReplica(RaftConfig(addrs[0], tuple(addrs), "CL1")) as lonely:
+    with RepositoryReplica(RaftConfig(addrs[0], tuple(addrs), "CL1", password=SECRET)) as lonely:
         with pytest.raises(RaftUnavailable, match="no commit"):
             lonely.submit(Cmd.join_member("QM1", "QM1_id", "127.0.0.1:1"), timeout=0.5)
         assert lonely.snapshot()["revision"] == 0

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from qmgr.node.config import ConfigError, make_cluster_settings, make_config
+from qmgr.node.config import ConfigError, TlsSettings, make_cluster_settings, make_config
+
+SECRET = "s3cret"
 
 
 def test_no_cluster_means_no_settings() -> None:
@@ -17,13 +21,14 @@ def test_full_repository_includes_itself_among_raft_peers() -> None:
         full_repository=True,
         raft="127.0.0.1:7101",
         raft_peers="127.0.0.1:7102, 127.0.0.1:7103,127.0.0.1:7102",
+        password=SECRET,
     )
     assert s is not None and s.full_repository
     assert s.raft_peers == ("127.0.0.1:7101", "127.0.0.1:7102", "127.0.0.1:7103")
 
 
 def test_partial_repository_keeps_join_addresses_in_order() -> None:
-    s = make_cluster_settings("DEMO", join="127.0.0.1:7001,127.0.0.1:7002")
+    s = make_cluster_settings("DEMO", join="127.0.0.1:7001,127.0.0.1:7002", password=SECRET)
     assert s is not None and not s.full_repository
     assert s.join == ("127.0.0.1:7001", "127.0.0.1:7002")
 
@@ -43,11 +48,64 @@ def test_partial_repository_keeps_join_addresses_in_order() -> None:
 )
 def test_bad_cluster_options_are_refused(kwargs: dict[str, object], message: str) -> None:
     cluster = kwargs.pop("cluster")
+    kwargs.setdefault("password", SECRET)
     with pytest.raises(ConfigError, match=message):
         make_cluster_settings(cluster, **kwargs)  # type: ignore[arg-type]
 
 
 def test_config_carries_cluster_settings() -> None:
-    s = make_cluster_settings("DEMO", join="127.0.0.1:7001")
+    s = make_cluster_settings("DEMO", join="127.0.0.1:7001", password=SECRET)
     config = make_config("QM1", "127.0.0.1:0", None, s)
     assert config.cluster is s
+
+
+FR = {"full_repository": True, "raft": "127.0.0.1:7101"}
+PR = {"join": "127.0.0.1:7001"}
+
+
+@pytest.mark.parametrize("role", [FR, PR], ids=["full", "partial"])
+def test_a_member_without_a_secret_is_refused_and_told_why(role: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match="needs the cluster secret") as info:
+        make_cluster_settings("DEMO", **role)  # type: ignore[arg-type]
+    assert "--insecure" in str(info.value)
+
+
+def test_the_full_repository_refusal_names_the_raft_port_risk() -> None:
+    with pytest.raises(ConfigError, match="unpickles") as info:
+        make_cluster_settings("DEMO", **FR)  # type: ignore[arg-type]
+    assert "encrypt and authenticate" in str(info.value)
+
+
+@pytest.mark.parametrize("role", [FR, PR], ids=["full", "partial"])
+def test_insecure_runs_a_member_without_a_secret(role: dict[str, object]) -> None:
+    s = make_cluster_settings("DEMO", insecure=True, **role)  # type: ignore[arg-type]
+    assert s is not None and s.insecure and s.password is None
+
+
+@pytest.mark.parametrize("role", [FR, PR], ids=["full", "partial"])
+def test_insecure_with_a_secret_is_a_contradiction(role: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match="contradicts"):
+        make_cluster_settings("DEMO", password=SECRET, insecure=True, **role)  # type: ignore[arg-type]
+
+
+def test_an_empty_secret_counts_as_none() -> None:
+    with pytest.raises(ConfigError, match="needs the cluster secret"):
+        make_cluster_settings("DEMO", password="", **PR)  # type: ignore[arg-type]
+
+
+def test_a_partial_repository_with_a_member_certificate_needs_no_secret(tmp_path: Path) -> None:
+    tls = TlsSettings(tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "ca.pem")
+    s = make_cluster_settings("DEMO", tls=tls, **PR)  # type: ignore[arg-type]
+    assert s is not None and s.password is None and not s.insecure
+
+
+def test_a_certificate_without_the_cluster_ca_does_not_replace_the_secret(tmp_path: Path) -> None:
+    tls = TlsSettings(tmp_path / "c.pem", tmp_path / "k.pem", None)
+    with pytest.raises(ConfigError, match="needs the cluster secret"):
+        make_cluster_settings("DEMO", tls=tls, **PR)  # type: ignore[arg-type]
+
+
+def test_a_full_repository_needs_the_secret_even_with_a_certificate(tmp_path: Path) -> None:
+    tls = TlsSettings(tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "ca.pem")
+    with pytest.raises(ConfigError, match="unpickles"):
+        make_cluster_settings("DEMO", tls=tls, **FR)  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,16 @@ import pytest
 from click.testing import CliRunner
 
 from qmgr.cli.cluster import cluster
-from qmgr.cli.compose import INIT_SERVICE, compose_document, compose_files, to_yaml
+from qmgr.cli.compose import (
+    ENV_FILE,
+    IMAGE_UID,
+    INIT_SERVICE,
+    compose_document,
+    compose_files,
+    to_yaml,
+)
 from qmgr.cli.topology import TopologyError, load_topology, parse_topology
+from qmgr.security.files import write_private
 
 REPO = Path(__file__).resolve().parents[3]
 COMPOSE = REPO / "compose"
@@ -180,13 +189,69 @@ def test_init_scripts_hold_each_nodes_mqsc() -> None:
     ]
 
 
-def test_password_goes_into_the_environment_with_dollars_escaped() -> None:
-    topology = parse_topology(
-        'cluster = "C"\npassword = "pa$$"\n[[node]]\nname = "FR1"\nrole = "full"\n'
+def test_the_project_is_named_after_the_cluster_on_the_command_line() -> None:
+    topology = parse_topology('cluster = "C"\n[[node]]\nname = "FR1"\nrole = "full"\n')
+    assert "name" not in compose_document(topology)  # docker-compose 1.29 refuses the key
+    header = compose_files(topology, "t.toml")["docker-compose.yml"]
+    assert "docker compose -p qmgr-c up --build" in header
+
+
+def test_nodes_read_the_secret_from_an_env_file_and_no_committed_file_holds_one() -> None:
+    doc = read_yaml((COMPOSE / "docker-compose.yml").read_text())
+    for name, svc in doc["services"].items():
+        assert "QMGR_CLUSTER_SECRET" not in svc.get("environment", {})
+        assert svc.get("env_file") == ([ENV_FILE] if name != INIT_SERVICE else None)
+    committed = subprocess.run(
+        ["git", "ls-files", "compose"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert f"compose/{ENV_FILE}" not in committed
+    for rel in committed:
+        text = (REPO / rel).read_text()
+        assert "QMGR_CLUSTER_SECRET=" not in text and "password =" not in text, rel
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", f"compose/{ENV_FILE}"], cwd=REPO, check=False
     )
-    doc = compose_document(topology)
-    assert doc["services"]["FR1"]["environment"]["QMGR_CLUSTER_SECRET"] == "pa$$$$"
-    assert doc["name"] == "qmgr-c"
+    assert ignored.returncode == 0, f"compose/{ENV_FILE} is not in .gitignore"
+
+
+def test_compose_creates_the_env_file_private_and_keeps_an_existing_one(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cluster, ["compose", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    env = tmp_path / ENV_FILE
+    assert stat.S_IMODE(env.stat().st_mode) == 0o600
+    key, _, secret = env.read_text().strip().partition("=")
+    assert key == "QMGR_CLUSTER_SECRET" and len(secret) >= 40
+    assert "keep it out of git" in result.output
+    again = CliRunner().invoke(cluster, ["compose", "--out", str(tmp_path)])
+    assert again.exit_code == 0 and env.read_text() == f"{key}={secret}\n"
+    assert str(env) not in again.output
+
+
+def test_compose_puts_the_topologys_secret_file_in_the_env_file(tmp_path: Path) -> None:
+    write_private(tmp_path / "c.secret", "the-secret_1\n")
+    (tmp_path / "t.toml").write_text(
+        'cluster = "C"\nsecret_file = "c.secret"\n[[node]]\nname = "FR1"\nrole = "full"\n'
+    )
+    result = CliRunner().invoke(cluster, ["compose", str(tmp_path / "t.toml")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / ENV_FILE).read_text() == "QMGR_CLUSTER_SECRET=the-secret_1\n"
+
+
+def test_a_secret_an_env_file_cannot_carry_is_refused(tmp_path: Path) -> None:
+    write_private(tmp_path / "c.secret", "has $dollar\n")
+    (tmp_path / "t.toml").write_text(
+        'cluster = "C"\nsecret_file = "c.secret"\n[[node]]\nname = "FR1"\nrole = "full"\n'
+    )
+    result = CliRunner().invoke(cluster, ["compose", str(tmp_path / "t.toml")])
+    assert result.exit_code == 1 and "cannot go into an env file" in result.output
+    assert not (tmp_path / ENV_FILE).exists()
+
+
+def test_the_image_runs_as_the_non_root_user_the_compose_notes_name() -> None:
+    dockerfile = (COMPOSE / "Dockerfile").read_text()
+    assert f"--uid {IMAGE_UID}" in dockerfile
+    users = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("USER ")]
+    assert users and users[-1].split(":")[0] == "qmgr"
 
 
 def test_names_that_cannot_be_host_names_are_refused(tmp_path: Path) -> None:
@@ -220,28 +285,49 @@ def test_to_yaml_rejects_values_it_cannot_write() -> None:
         to_yaml({"x": [1.5]})
 
 
-def _docker_compose() -> str | None:
-    docker = shutil.which("docker")
-    if docker is None:
-        return None
-    try:
-        probe = subprocess.run(
-            [docker, "compose", "version"], capture_output=True, text=True, timeout=20
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return docker if probe.returncode == 0 else None
+def _docker_compose() -> list[str] | None:
+    """``docker compose`` (v2) or ``docker-compose`` (v1.29), whichever works here."""
+    candidates = []
+    if docker := shutil.which("docker"):
+        candidates.append([docker, "compose"])
+    if legacy := shutil.which("docker-compose"):
+        candidates.append([legacy])
+    for command in candidates:
+        try:
+            probe = subprocess.run(
+                [*command, "version"], capture_output=True, text=True, timeout=20
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if probe.returncode == 0:
+            return command
+    return None
 
 
-def test_docker_compose_accepts_the_file() -> None:
-    docker = _docker_compose()
-    if docker is None:
-        pytest.skip("docker compose is not available here (no docker CLI or no compose plugin)")
-    result = subprocess.run(
-        [docker, "compose", "-f", str(COMPOSE / "docker-compose.yml"), "config", "--quiet"],
+def test_docker_compose_accepts_the_file(tmp_path: Path) -> None:
+    command = _docker_compose()
+    if command is None:
+        pytest.skip("docker compose is not available here (no compose plugin, no docker-compose)")
+    shutil.copytree(COMPOSE, tmp_path / "compose")
+    work = tmp_path / "compose"
+    (work / ENV_FILE).unlink(missing_ok=True)
+    missing = subprocess.run(
+        [*command, "-f", "docker-compose.yml", "config", "--quiet"],
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=COMPOSE,
+        cwd=work,
+    )
+    assert missing.returncode != 0 and ENV_FILE in missing.stdout + missing.stderr
+    created = CliRunner().invoke(cluster, ["compose", str(work / "cluster.toml")])
+    assert created.exit_code == 0, created.output
+    result = subprocess.run(
+        [*command, "-f", "docker-compose.yml", "config"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=work,
     )
     assert result.returncode == 0, result.stderr
+    secret = (work / ENV_FILE).read_text().strip().partition("=")[2]
+    assert f"QMGR_CLUSTER_SECRET: {secret}" in result.stdout

@@ -50,7 +50,7 @@ def test_compose_cluster_toml_is_the_built_in_default() -> None:
 def test_default_topology_is_the_demo_cluster() -> None:
     topology = load_topology(None)
     assert topology.cluster == "DEMO"
-    assert topology.base_port is None and topology.password is None
+    assert topology.base_port is None and topology.secret_file is None
     assert [n.name for n in topology.full_repositories] == ["FR1", "FR2", "FR3"]
     assert [n.name for n in topology.partial_repositories] == [
         "HOSTA1",
@@ -89,7 +89,7 @@ def test_full_example_parses() -> None:
         """
 cluster = "C1"
 base_port = 20000
-password = "s3cret"
+secret_file = "/etc/qmgr/c1.secret"
 
 [[node]]
 name = "FR1"
@@ -108,7 +108,7 @@ DEFINE QLOCAL(NOT.RUN)
 '''
 """
     )
-    assert topology.base_port == 20000 and topology.password == "s3cret"
+    assert topology.base_port == 20000 and topology.secret_file == Path("/etc/qmgr/c1.secret")
     fr, app = topology.nodes
     assert (fr.role, fr.description, fr.mqsc) == ("full", "first", "")
     assert app.role == "partial" and not app.full_repository
@@ -182,7 +182,7 @@ def test_empty_file_reports_missing_cluster_and_no_nodes() -> None:
         (MINIMAL + "colour = 1\n", "node 1 (FR1): unknown key 'colour' (allowed: name, role"),
         (
             "flavour = 1\n" + MINIMAL,
-            "top level: unknown key 'flavour' (allowed: cluster, base_port, password, node)",
+            "top level: unknown key 'flavour' (allowed: cluster, base_port, secret_file, tls, node)",
         ),
         (MINIMAL.replace('name = "FR1"\n', ""), "node 1: 'name' is missing"),
         (MINIMAL.replace('"FR1"', "1"), "node 1: 'name' must be a string, got an integer"),
@@ -198,8 +198,14 @@ def test_empty_file_reports_missing_cluster_and_no_nodes() -> None:
         (MINIMAL.replace('role = "full"', "role = true"), 'role must be "full" or "partial"'),
         (MINIMAL + "mqsc = 5\n", "node 1 (FR1): 'mqsc' must be a string, got an integer"),
         (MINIMAL + "description = []\n", "'description' must be a string, got an array"),
-        (MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\npassword = ""'), "'password' must not"),
-        (MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\npassword = 1'), "'password' must be"),
+        (
+            MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nsecret_file = ""'),
+            "'secret_file' must not",
+        ),
+        (
+            MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nsecret_file = 1'),
+            "'secret_file' must be",
+        ),
         (
             MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nbase_port = "7000"'),
             "'base_port' must be an integer, got a string",
@@ -236,15 +242,23 @@ def test_base_port_cannot_number_more_than_100_nodes() -> None:
 def test_a_misspelt_key_gets_a_suggestion() -> None:
     found = problems('cluster = "C1"\n[[nodes]]\nname = "FR1"\nrole = "full"\n')
     assert found == [
-        "top level: unknown key 'nodes' (allowed: cluster, base_port, password, node); "
+        "top level: unknown key 'nodes' (allowed: cluster, base_port, secret_file, tls, node); "
         "did you mean 'node'?",
         "no nodes: add at least one [[node]] table",
     ]
 
 
-def test_the_password_is_not_in_the_repr() -> None:
+def test_a_password_in_the_topology_is_refused_naming_the_new_key() -> None:
     text = MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\npassword = "s3cret"')
-    assert "s3cret" not in repr(parse_topology(text))
+    problem = one_problem(text)
+    assert "'password' is no longer read" in problem and "secret_file" in problem
+    assert "s3cret" not in problem
+
+
+def test_a_relative_secret_file_is_relative_to_the_topology_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text(MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nsecret_file = "c.secret"'))
+    assert load_topology(path).secret_file == tmp_path / "c.secret"
 
 
 def test_duplicate_names() -> None:
@@ -311,3 +325,8 @@ name = "A"
     assert found[1].startswith("cluster name 'bad cluster'")
     assert found[2].startswith("node 1 (A): role must be")
     assert found[3].startswith("no full repository")
+
+
+def test_tls_must_be_a_boolean() -> None:
+    text = MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\ntls = "yes"')
+    assert "'tls' must be true or false, got a string" in one_problem(text)

@@ -1,0 +1,265 @@
+"""The cluster secret, against real processes: a member without one does not start (unless
+--insecure), a crafted pickle sent to a full repository's Raft port runs nothing and is dropped
+while the cluster goes on, and what a node keeps on disk is readable by its user only."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import stat
+import struct
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cryptography.fernet import Fernet
+
+from qmgr.cli.launch import start_node
+from qmgr.security.files import generate_secret, write_private
+from tests.integration.cluster_nodes import Cluster, free_ports, wait_for
+from tests.integration.conftest import NodeProcess
+
+DROP_WAIT = 20.0  # bound on waiting for the node to close the connection; never asserted on
+
+
+# -- refusing to start -----------------------------------------------------------------------------
+
+
+def _without_secret(tmp_path: Path, **env: str) -> NodeProcess:
+    """A node (not started) whose environment holds no cluster secret but ``env``."""
+    node = NodeProcess("FR1", tmp_path)
+    for key in ("QMGR_CLUSTER_SECRET", "QMGR_CLUSTER_SECRET_FILE"):
+        node.env.pop(key, None)
+    node.env.update(env)
+    return node
+
+
+def _fr_args(raft_port: int) -> list[str]:
+    raft = f"127.0.0.1:{raft_port}"
+    return ["--cluster", "DEMO", "--full-repository", "--raft", raft, "--raft-peers", raft]
+
+
+def test_qmgr_start_refuses_a_full_repository_without_a_secret(tmp_path: Path) -> None:
+    node = _without_secret(tmp_path)
+    (raft,) = free_ports(1)
+    result = node.cli("start", "--name", "FR1", *_fr_args(raft))
+    assert result.returncode != 0
+    assert "a full repository needs the cluster secret" in result.stderr
+    assert "unpickles" in result.stderr and "--insecure" in result.stderr
+    assert "READY" not in result.stdout
+    with socket.socket() as s:  # nothing was left listening on the Raft port
+        s.bind(("127.0.0.1", raft))
+
+
+def test_qmgr_start_refuses_a_partial_repository_without_a_secret_or_certificate(
+    tmp_path: Path,
+) -> None:
+    node = _without_secret(tmp_path)
+    result = node.cli("start", "--name", "PR1", "--cluster", "DEMO", "--join", "127.0.0.1:1")
+    assert result.returncode != 0
+    assert "a partial repository needs the cluster secret" in result.stderr
+    assert "--tls-ca" in result.stderr and "--insecure" in result.stderr
+
+
+@pytest.mark.parametrize("how", ["env", "file"])
+def test_qmgr_start_refuses_insecure_with_a_secret(tmp_path: Path, how: str) -> None:
+    secret_file = write_private(tmp_path / "cluster.secret", generate_secret())
+    env = (
+        {"QMGR_CLUSTER_SECRET": generate_secret()}
+        if how == "env"
+        else {"QMGR_CLUSTER_SECRET_FILE": str(secret_file)}
+    )
+    node = _without_secret(tmp_path, **env)
+    (raft,) = free_ports(1)
+    result = node.cli("start", "--name", "FR1", *_fr_args(raft), "--insecure")
+    assert result.returncode != 0
+    assert "--insecure contradicts the cluster secret" in result.stderr
+
+
+def test_a_full_repository_starts_with_its_secret_in_a_file(tmp_path: Path) -> None:
+    secret_file = write_private(tmp_path / "cluster.secret", generate_secret() + "\n")
+    node = _without_secret(tmp_path, QMGR_CLUSTER_SECRET_FILE=str(secret_file))
+    (raft,) = free_ports(1)
+    launched = start_node(
+        "FR1", data_dir=None, log=node.log, extra_args=_fr_args(raft), env=node.env
+    )
+    node.proc, node.address = launched.proc, launched.address
+    try:
+        with node.client() as qm:
+            assert qm.mqsc_ok("DISPLAY QMGR")[0]
+    finally:
+        node.kill()
+
+
+# -- a crafted pickle on the Raft port -------------------------------------------------------------
+
+
+class _Payload:
+    """Unpickling this runs a shell command (what an attacker sends)."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.system, (self.command,))
+
+
+def _frame(data: bytes) -> bytes:
+    """As PySyncObj frames a message: native int length, then the (compressed) bytes."""
+    return struct.pack("i", len(data)) + data
+
+
+def _attacks(marker: Path) -> dict[str, bytes]:
+    evil = _Payload(f"touch {marker}")
+    bare = zlib.compress(pickle.dumps(evil, 2), 3)
+    shaped = zlib.compress(
+        pickle.dumps({"type": "append_entries", "term": 1 << 20, "entries": [evil]}, 2), 3
+    )
+    # a genuine Fernet token (current timestamp, valid layout) under a key that is not the
+    # cluster's: PySyncObj reads its timestamp, then must refuse it on the HMAC
+    forged = Fernet(Fernet.generate_key()).encrypt(bare)
+    return {
+        "bare pickle": _frame(bare),
+        "pickle shaped as a Raft message": _frame(shaped),
+        "Fernet token under another key": _frame(forged),
+        "Fernet-looking garbage": _frame(b"gAAAAA" + os.urandom(120).hex().encode()),
+    }
+
+
+def _raft_address(cl: Cluster, name: str) -> tuple[str, int]:
+    args = cl[name].args
+    host, _, port = args[args.index("--raft") + 1].rpartition(":")
+    return host, int(port)
+
+
+def _send_and_await_drop(address: tuple[str, int], frame: bytes) -> bytes:
+    """Send ``frame`` on a new connection; return what the node sent before closing it."""
+    got = b""
+    with socket.create_connection(address, timeout=DROP_WAIT) as sock:
+        sock.sendall(frame)
+        deadline = time.monotonic() + DROP_WAIT
+        while time.monotonic() < deadline:
+            try:
+                chunk = sock.recv(4096)
+            except ConnectionResetError:
+                return got
+            if not chunk:
+                return got
+            got += chunk
+    raise AssertionError(f"the node kept the connection open for {DROP_WAIT:g}s")
+
+
+@pytest.fixture
+def secure(tmp_path: Path) -> Iterator[Cluster]:
+    cl = Cluster(tmp_path).start(["FR1", "FR2", "FR3"], ["HOST1"])
+    yield cl
+    cl.stop()
+
+
+@pytest.fixture
+def insecure(tmp_path: Path) -> Iterator[Cluster]:
+    cl = Cluster(tmp_path, insecure=True).start(["FR1"], ["HOST1"])
+    yield cl
+    cl.stop()
+
+
+def _assert_still_serving(cl: Cluster, topic: str) -> None:
+    for name in cl.frs:
+        wait_for(
+            f"a Raft leader known to {name}",
+            lambda n=name: cl[n].mqsc("DISPLAY QMGR ALL")[0].get("RAFTLEADER"),
+        )
+    cl.define_topic("HOST1", topic, topic.title())
+    cl.wait_definition(topic, ["HOST1"])
+
+
+def test_a_crafted_pickle_on_the_raft_port_runs_nothing_and_is_dropped(
+    secure: Cluster, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pwned"
+    for name in secure.frs:
+        for what, frame in _attacks(marker).items():
+            answer = _send_and_await_drop(_raft_address(secure, name), frame)
+            assert answer == b"", f"{name} answered a {what}"
+            assert not marker.exists(), f"{name} ran the payload of a {what}"
+    _assert_still_serving(secure, "ORDERS")
+    assert not marker.exists()
+    assert all(secure[n].proc is not None and secure[n].proc.poll() is None for n in secure.nodes)
+
+
+def test_even_an_insecure_full_repository_does_not_run_a_pickled_payload(
+    insecure: Cluster, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pwned"
+    attacks = _attacks(marker)
+    for what in ("bare pickle", "pickle shaped as a Raft message"):
+        assert _send_and_await_drop(_raft_address(insecure, "FR1"), attacks[what]) == b""
+        assert not marker.exists(), f"the insecure node ran the payload of a {what}"
+    _assert_still_serving(insecure, "PRICES")
+    assert not marker.exists()
+
+
+# -- at rest ---------------------------------------------------------------------------------------
+
+
+def _modes(root: Path) -> dict[str, int]:
+    return {
+        str(p.relative_to(root.parent)): stat.S_IMODE(p.lstat().st_mode)
+        for p in (root, *root.rglob("*"))
+    }
+
+
+def _assert_private(root: Path) -> None:
+    modes = _modes(root)
+    loose = {
+        path: oct(mode)
+        for path, mode in modes.items()
+        if mode != (0o700 if (root.parent / path).is_dir() else 0o600)
+    }
+    assert not loose, f"readable by others: {loose}"
+
+
+def test_a_node_keeps_its_data_private(tmp_path: Path) -> None:
+    node = NodeProcess("QM1", tmp_path)
+    node.start()
+    try:
+        with node.client() as qm:
+            qm.mqsc("DEFINE QLOCAL(PAYROLL)")
+            qm.put("PAYROLL", b"salary", persistent=True)
+        _assert_private(tmp_path / "QM1")
+        assert {"QM1/qmgr.sqlite", "QM1/qmgr.sqlite-wal"} <= set(_modes(tmp_path / "QM1"))
+    finally:
+        node.kill()
+
+
+def test_a_full_repository_keeps_its_raft_journal_private(secure: Cluster, tmp_path: Path) -> None:
+    secure.define_topic("HOST1", "ORDERS", "Orders")
+    secure.wait_definition("ORDERS", ["HOST1"])
+    for name in ("FR1", "HOST1"):
+        _assert_private(tmp_path / name)
+    assert any("raft" in path for path in _modes(tmp_path / "FR1"))
+
+
+def test_a_data_directory_left_readable_is_made_private_at_start(tmp_path: Path) -> None:
+    node = NodeProcess("QM1", tmp_path)
+    node.start()
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(PAYROLL)")
+        qm.put("PAYROLL", b"salary", persistent=True)
+    node.stop()
+    data = tmp_path / "QM1"
+    for path in (data, *data.rglob("*")):
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    (data / "notes").mkdir(mode=0o755)
+    (data / "notes" / "old.txt").write_text("kept")
+    node.start()
+    try:
+        _assert_private(data)
+        with node.client() as qm:
+            msg = qm.get("PAYROLL", wait_ms=5000)
+            assert msg is not None and msg.body == b"salary"
+    finally:
+        node.kill()
