@@ -65,7 +65,10 @@ class RepositoryServicer(crpc.RepositoryServicer):
         claimed = proof.name or command_subject(command) or ""
         try:
             if not claimed:
-                raise Refused(grpc.StatusCode.UNAUTHENTICATED, "the call names no member")
+                raise Refused(
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    "no member proof: the call names no queue manager",
+                )
             who = authenticate(agent, context, proof, method, claimed)
             refusal = remote_refusal(command, who, join=join)
             if refusal is not None:

@@ -143,7 +143,7 @@ class WatchLink:
         if self.had_cache:
             log.warning("no full repository reachable; using the cluster view kept on disk")
         elif self.refused.is_set():
-            raise RuntimeError(f"the full repository refused this node: {self.reason}")
+            raise RuntimeError(f"no full repository accepted this node: {self.reason}")
         else:
             raise RuntimeError(
                 f"no full repository answered within {timeout:g}s at "
