@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,40 +29,15 @@ import pytest
 from cluster.repository import Cmd
 from qmgr.client import QueueManagerClient
 from qmgr.client.types import OutgoingMessage
-from qmgr.security.member import CHANNEL, PROPOSE, WATCH, Challenge, Prover, member_key
+from qmgr.security.member import CHANNEL, PROPOSE, WATCH
 from qmgr.security.pki import Issued, issue, make_ca
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import cluster_pb2_grpc as crpc
 from qmgr.wire import messages_pb2 as mpb
 from tests.integration.cluster_nodes import Cluster, ClusterNode, free_ports, wait_for
+from tests.integration.members import CALL_TIMEOUT, SECRET, connect, proof_for
 
-SECRET = "a cluster secret for the member tests"
 TOPIC = "Auth/Prices"
-CALL_TIMEOUT = 10.0
-
-
-def proof_for(
-    address: str,
-    name: str,
-    method: str,
-    secret: str = SECRET,
-    credentials: grpc.ChannelCredentials | None = None,
-) -> cpb.MemberProof:
-    """A member proof made with ``secret`` on a challenge of the node at ``address``."""
-    prover = Prover(member_key(secret, "DEMO"), "DEMO", name)
-    with _channel(address, credentials) as channel:
-        answer = crpc.PeerStub(channel).Challenge(
-            cpb.ChallengeRequest(client_nonce=prover.client_nonce, cluster="DEMO"),
-            timeout=CALL_TIMEOUT,
-        )
-    proof = prover.prove(Challenge(answer.server_nonce, answer.server, answer.proof), method)
-    return cpb.MemberProof(name=name, server_nonce=proof.server_nonce, proof=proof.proof)
-
-
-def _channel(address: str, credentials: grpc.ChannelCredentials | None) -> grpc.Channel:
-    if credentials is None:
-        return grpc.insecure_channel(address)
-    return grpc.secure_channel(address, credentials)
 
 
 def forged_hello(
@@ -82,11 +57,20 @@ def forged_hello(
         cpb.ChannelRequest(hello=hello),
         cpb.ChannelRequest(batch=cpb.ChannelBatch(items=[item])),
     ]
-    with grpc.insecure_channel(address) as channel:
-        call = crpc.PeerStub(channel).Channel(iter(requests), timeout=CALL_TIMEOUT)
-        with pytest.raises(grpc.RpcError) as raised:
-            for _ack in call:
-                pass
+    return refusal(
+        address, lambda ch: crpc.PeerStub(ch).Channel(iter(requests), timeout=CALL_TIMEOUT)
+    )
+
+
+def refusal(
+    address: str,
+    call: Callable[[grpc.Channel], Iterable[Any]],
+    credentials: grpc.ChannelCredentials | None = None,
+) -> grpc.RpcError:
+    """The error that ends the stream ``call`` opens (it must end with one)."""
+    with connect(address, credentials) as channel, pytest.raises(grpc.RpcError) as raised:
+        for _ in call(channel):
+            pass
     return raised.value
 
 
@@ -94,12 +78,7 @@ def watch(address: str, join: dict[str, Any], proof: cpb.MemberProof | None) -> 
     request = cpb.WatchRequest(join_command_json=json.dumps(join))
     if proof is not None:
         request.proof.CopyFrom(proof)
-    with grpc.insecure_channel(address) as channel:
-        call = crpc.RepositoryStub(channel).Watch(request, timeout=CALL_TIMEOUT)
-        with pytest.raises(grpc.RpcError) as raised:
-            for _update in call:
-                pass
-    return raised.value
+    return refusal(address, lambda ch: crpc.RepositoryStub(ch).Watch(request, timeout=CALL_TIMEOUT))
 
 
 def propose(address: str, command: dict[str, Any], proof: cpb.MemberProof | None) -> grpc.RpcError:
@@ -154,7 +133,9 @@ def test_a_forged_hello_is_refused_and_moves_nothing(cl: Cluster) -> None:
         assert len(rows) == 1
         return rows[0]["RQMID"], rows[0]["LSTSEQNO"]
 
-    qmid, before = position()
+    qmid, before = wait_for(
+        "PUB1's publication committed on SUB1", lambda: position()[1] != "0.0" and position()
+    )
     no_proof = forged_hello(sub1.address, "PUB1", qmid, None)
     assert no_proof.code() is grpc.StatusCode.UNAUTHENTICATED
     assert "PUB1: no member proof" in (no_proof.details() or "")
@@ -368,31 +349,29 @@ def test_a_tls_cluster_works_end_to_end(
         fr1 = cl["FR1"].address
         # a client certificate is no member certificate, whatever name it claims
         admin = cl.credentials(cl.admin)
-        with _channel(fr1, admin) as channel:
-            request = cpb.WatchRequest(
-                join_command_json=json.dumps(Cmd.join_member("admin", "admin_1", "h:1"))
-            )
-            if secret is not None:
-                request.proof.CopyFrom(proof_for(fr1, "admin", WATCH, credentials=admin))
-            with pytest.raises(grpc.RpcError) as raised:
-                for _ in crpc.RepositoryStub(channel).Watch(request, timeout=CALL_TIMEOUT):
-                    pass
-        assert raised.value.code() is grpc.StatusCode.PERMISSION_DENIED
-        assert "not a member certificate (client admin)" in (raised.value.details() or "")
+        request = cpb.WatchRequest(
+            join_command_json=json.dumps(Cmd.join_member("admin", "admin_1", "h:1"))
+        )
+        if secret is not None:
+            request.proof.CopyFrom(proof_for(fr1, "admin", WATCH, credentials=admin))
+        client = refusal(
+            fr1, lambda ch: crpc.RepositoryStub(ch).Watch(request, timeout=CALL_TIMEOUT), admin
+        )
+        assert client.code() is grpc.StatusCode.PERMISSION_DENIED
+        assert "not a member certificate (client admin)" in (client.details() or "")
         # SUB1's certificate does not open a channel as PUB1
         sub1_cert = cl.credentials(cl.issued["SUB1"])
         hello = cpb.ChannelHello(sender="PUB1", address="127.0.0.1:1", cluster="DEMO", qmid="x")
         if secret is not None:
             hello.proof.CopyFrom(proof_for(fr1, "PUB1", CHANNEL, credentials=sub1_cert))
-        with _channel(fr1, sub1_cert) as channel:
-            call = crpc.PeerStub(channel).Channel(
-                iter([cpb.ChannelRequest(hello=hello)]), timeout=CALL_TIMEOUT
-            )
-            with pytest.raises(grpc.RpcError) as raised:
-                for _ in call:
-                    pass
-        assert raised.value.code() is grpc.StatusCode.PERMISSION_DENIED
-        assert "certificate presented is queue manager SUB1's" in (raised.value.details() or "")
+        hellos = [cpb.ChannelRequest(hello=hello)]
+        other = refusal(
+            fr1,
+            lambda ch: crpc.PeerStub(ch).Channel(iter(hellos), timeout=CALL_TIMEOUT),
+            sub1_cert,
+        )
+        assert other.code() is grpc.StatusCode.PERMISSION_DENIED
+        assert "certificate presented is queue manager SUB1's" in (other.details() or "")
     finally:
         cl.stop()
 
