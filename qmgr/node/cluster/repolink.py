@@ -166,10 +166,13 @@ class WatchLink:
                     if snapshot is not None:
                         new = ClusterRepository.from_snapshot(snapshot)
                         if server not in {m.name for m in new.full_repositories()}:
-                            raise Refusal(
-                                f"{server} at {address} is not a full repository of cluster "
-                                f"{self.settings.cluster}"
+                            # not (yet) a full repository: nothing of it is taken
+                            self._failed(
+                                address,
+                                f"{server} is not a full repository of cluster "
+                                f"{self.settings.cluster}",
                             )
+                            break
                         events = self.repository.view().diff(new.view())
                         self.repository = new
                     else:
@@ -179,8 +182,7 @@ class WatchLink:
                     self.synced.set()
                     self.on_change(events)
             except Refusal as exc:
-                log.error("repository at %s refused: %s", address, exc)
-                self.reason = f"{address}: {exc}"
+                self._failed(address, str(exc))
                 self.refused.set()
             except (TransportError, OSError) as exc:
                 log.info("repository stream from %s ended: %s", address, exc)
@@ -188,6 +190,13 @@ class WatchLink:
                 with contextlib.suppress(Exception):
                     await client.close()
             await asyncio.sleep(0.2 if attempt % max(1, len(addresses)) else 0.5)
+
+    def _failed(self, address: str, reason: str) -> None:
+        """Logged once per distinct reason (a refusal repeats on every retry)."""
+        text = f"{address}: {reason}"
+        if text != self.reason:
+            log.error("repository at %s: %s", address, reason)
+        self.reason = text
 
     async def propose(self, command: Mapping[str, Any]) -> ApplyResult:
         last = "no full repository known"
