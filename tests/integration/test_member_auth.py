@@ -233,6 +233,27 @@ def test_a_node_without_the_secret_cannot_join(cl: Cluster, tmp_path: Path) -> N
     assert "BAD2" not in clusqmgr(cl["FR1"])
 
 
+def test_a_node_with_a_secret_does_not_join_a_cluster_without_one(tmp_path: Path) -> None:
+    """An --insecure cluster proves nothing: a node holding a secret will not take it for its
+    own (and the insecure nodes stay as they were)."""
+    grpc_port, raft_port, port = free_ports(3)
+    raft = f"127.0.0.1:{raft_port}"
+    fr_args = ["--cluster", "DEMO", "--full-repository", "--raft", raft, "--raft-peers", raft]
+    fr1 = ClusterNode("FR1", tmp_path, grpc_port, [*fr_args, "--insecure"])
+    fr1.env.pop("QMGR_CLUSTER_SECRET", None)
+    fr1.start()
+    try:
+        join = ["--cluster", "DEMO", "--join", fr1.address]
+        node = ClusterNode("SAFE1", tmp_path, port, join)
+        node.env["QMGR_CLUSTER_SECRET"] = SECRET
+        with pytest.raises(RuntimeError, match="did not become ready") as failed:
+            node.start(timeout=30)
+        assert "FR1 has no cluster secret" in str(failed.value)
+        assert set(clusqmgr(fr1)) == {"FR1"}
+    finally:
+        fr1.kill()
+
+
 def test_a_new_qmid_under_a_known_name_is_refused_until_reset_cluster(cl: Cluster) -> None:
     sub1 = cl["SUB1"]
     old = clusqmgr(cl["FR1"])["SUB1"]["QMID"]
