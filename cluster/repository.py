@@ -44,12 +44,18 @@ Rules (reference mq-semantics.md §1, §2):
 - Copies of one object name on several queue managers whose other attributes (or TOPICSTR)
   differ are accepted with a warning, as MQ does.
 
+Commands from a member over the network (``remote_refusal``): a member proposes changes about
+itself only (its own join, touch, leave, suspend/resume, workload; topics it hosts); a join
+there cannot claim role REPOS (full repositories join through Raft, locally); ``force_remove``
+(RESET CLUSTER) runs on a full repository only, never on a member's request.
+
 Choices where MQ leaves it open:
 
-- Members are keyed by name. A join with a known name but a new QMID is a re-created queue
-  manager: the old record and the topic definitions it hosted are removed (events) and the new
-  one joins. MQ would keep the old QMID's record until FORCEREMOVE or expiry; with one record per
-  name the routing tables stay unambiguous. FORCEREMOVE accepts the name, the QMID or both.
+- Members are keyed by name. A join with a known name but a new QMID (a re-created queue
+  manager, or another one using its name) is rejected with MQRCCF_OBJECT_ALREADY_EXISTS, as MQ
+  refuses a second queue manager of that name: an administrator removes the old one with RESET
+  CLUSTER ACTION(FORCEREMOVE) QMNAME/QMID, after which the new one joins. FORCEREMOVE accepts
+  the name, the QMID or both.
 - Removing a member (leave or FORCEREMOVE) also removes the topic definitions it hosts: a
   removed queue manager must stop being a routing candidate at once.
 - The 10-second "ignore rejoin after FORCEREMOVE" window needs a clock; the node enforces it
@@ -325,6 +331,54 @@ def _str_map(raw: Any, what: str) -> dict[str, str]:
     return dict(raw)
 
 
+_SUBJECT_KEY = {
+    "join_member": "name",
+    "touch_member": "name",
+    "leave_member": "name",
+    "suspend_member": "name",
+    "resume_member": "name",
+    "set_workload": "name",
+    "define_topic": "qmgr",
+    "alter_topic": "qmgr",
+    "delete_topic": "qmgr",
+}
+
+
+def command_subject(command: Mapping[str, Any]) -> str | None:
+    """The queue manager a member command is about (None: not a member command)."""
+    op = command.get("op")
+    key = _SUBJECT_KEY.get(op) if isinstance(op, str) else None
+    subject = command.get(key) if key is not None else None
+    return subject if isinstance(subject, str) else None
+
+
+def remote_refusal(command: Mapping[str, Any], member: str, *, join: bool = False) -> str | None:
+    """Why queue manager ``member`` may not have ``command`` applied at its request over the
+    network (None: it may; the command is then applied and checked as any other). ``join``:
+    the command opens a watch, so it must be the member's own join."""
+    if not isinstance(command, Mapping):
+        return None
+    op = command.get("op")
+    if op == "force_remove":
+        return (
+            "RESET CLUSTER ACTION(FORCEREMOVE) runs on a full repository; a member cannot "
+            "propose it"
+        )
+    if join and op != "join_member":
+        return f"a watch starts with the member's join_member, not {op!r}"
+    if not isinstance(op, str) or op not in _SUBJECT_KEY:
+        return None  # an unknown op: rejected by apply
+    subject = command.get(_SUBJECT_KEY[op])
+    if subject != member:
+        return f"{member} cannot {op} for queue manager {subject!r}: only about itself"
+    if op == "join_member" and command.get("role") == Role.REPOS.value:
+        return (
+            f"{member} cannot join as a full repository: only queue managers configured "
+            "as full repositories act as one"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class RepositoryView:
     """A read-only set of records (the whole repository, or what one PR must see)."""
@@ -438,11 +492,12 @@ class ClusterRepository:
         at: int | None = _get(cmd, "at", int, None)
         current = self._members.get(name)
         if current is not None and current.qmid != qmid:
-            warn.append(
-                f"QMGR({name}) rejoined with QMID {qmid}; record of {current.qmid} replaced"
+            raise _Rejected(
+                ErrorCode.OBJECT_ALREADY_EXISTS,
+                f"queue manager {name} is already in cluster {self.cluster} with QMID "
+                f"{current.qmid} (this one is {qmid}); RESET CLUSTER ACTION(FORCEREMOVE) "
+                f"QMNAME({name}) on a full repository removes the old one",
             )
-            self._remove_member(current, ev)
-            current = None
         base = current.workload if current is not None else WorkloadAttrs()
         member = Member(
             name=name,

@@ -1,6 +1,11 @@
 """The Peer service: the receiving end of cluster channels (a thin driver of the receiver
 state machine in ``cluster.channel``, applied through the cluster agent).
 
+- A channel is opened by a member that proved who it is (``qmgr.rpc.peer_auth``): its hello
+  carries a member proof for the sender it names (and, with TLS and a cluster CA, its
+  certificate names that sender). A hello that does not check is refused with
+  UNAUTHENTICATED/PERMISSION_DENIED before anything changes: no position moves, no proxy is
+  taken. ``Challenge`` starts the proof.
 - The first request must be a hello; its answer is the last key committed from the sender's
   QMID: everything applied so far is committed before it is announced.
 - Each batch is applied item by item; its acknowledgement (coalesced with those waiting) is
@@ -23,7 +28,9 @@ from google.protobuf.message import DecodeError
 
 from qmgr.core.errors import MQError
 from qmgr.node.runtime import NodeRuntime
+from qmgr.rpc.peer_auth import Refused, authenticate, challenge, refuse
 from qmgr.rpc.peer_convert import ChannelInputError, items_from_wire
+from qmgr.security.member import CHANNEL
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import cluster_pb2_grpc as crpc
 
@@ -53,6 +60,17 @@ class PeerServicer(crpc.PeerServicer):
     def __init__(self, runtime: NodeRuntime) -> None:
         self.rt = runtime
 
+    async def Challenge(self, request: cpb.ChallengeRequest, context: Ctx) -> cpb.ChallengeResponse:
+        agent = self.rt.agent
+        if agent is None:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "not a cluster member")
+            raise AssertionError("unreachable")
+        try:
+            return challenge(agent, request)
+        except Refused as refused:
+            await refuse(context, refused)
+            raise AssertionError("unreachable") from None
+
     async def Channel(
         self, request_iterator: AsyncIterator[cpb.ChannelRequest], context: Ctx
     ) -> AsyncIterator[cpb.ChannelAck]:
@@ -79,6 +97,12 @@ class PeerServicer(crpc.PeerServicer):
             )
             return
         sender = hello.sender
+        try:
+            authenticate(agent, context, hello.proof, CHANNEL, sender)
+        except Refused as refused:
+            log.warning("channel from %s refused: %s", context.peer(), refused)
+            await refuse(context, refused)
+            return
         qmid = hello.qmid or f"{sender}_"  # a sender that does not say its QMID
         rt = self.rt
         # announce only what is committed

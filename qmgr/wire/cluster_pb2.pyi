@@ -48,15 +48,21 @@ class ProposeRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     COMMAND_JSON_FIELD_NUMBER: _builtins.int
+    PROOF_FIELD_NUMBER: _builtins.int
     command_json: _builtins.str
+    @_builtins.property
+    def proof(self) -> Global___MemberProof:
+        """the proposer: it may only propose changes about itself"""
+
     def __init__(
         self,
         *,
         command_json: _builtins.str = ...,
+        proof: Global___MemberProof | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["proof", b"proof"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["command_json", b"command_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["command_json", b"command_json", "proof", b"proof"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -103,16 +109,22 @@ class WatchRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     JOIN_COMMAND_JSON_FIELD_NUMBER: _builtins.int
+    PROOF_FIELD_NUMBER: _builtins.int
     join_command_json: _builtins.str
     """the member's own join_member command"""
+    @_builtins.property
+    def proof(self) -> Global___MemberProof:
+        """its name must be the join's name"""
+
     def __init__(
         self,
         *,
         join_command_json: _builtins.str = ...,
+        proof: Global___MemberProof | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["proof", b"proof"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["join_command_json", b"join_command_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["join_command_json", b"join_command_json", "proof", b"proof"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -152,6 +164,87 @@ class RepositoryUpdate(_message.Message):
 Global___RepositoryUpdate: _TypeAlias = RepositoryUpdate  # noqa: Y015
 
 @_typing.final
+class ChallengeRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CLIENT_NONCE_FIELD_NUMBER: _builtins.int
+    CLUSTER_FIELD_NUMBER: _builtins.int
+    client_nonce: _builtins.bytes
+    cluster: _builtins.str
+    def __init__(
+        self,
+        *,
+        client_nonce: _builtins.bytes = ...,
+        cluster: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_nonce", b"client_nonce", "cluster", b"cluster"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ChallengeRequest: _TypeAlias = ChallengeRequest  # noqa: Y015
+
+@_typing.final
+class ChallengeResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_NONCE_FIELD_NUMBER: _builtins.int
+    SERVER_FIELD_NUMBER: _builtins.int
+    PROOF_FIELD_NUMBER: _builtins.int
+    server_nonce: _builtins.bytes
+    server: _builtins.str
+    """queue manager name of the server"""
+    proof: _builtins.bytes
+    """HMAC(K, "server" | cluster | client nonce | server nonce | server)"""
+    def __init__(
+        self,
+        *,
+        server_nonce: _builtins.bytes = ...,
+        server: _builtins.str = ...,
+        proof: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["proof", b"proof", "server", b"server", "server_nonce", b"server_nonce"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ChallengeResponse: _TypeAlias = ChallengeResponse  # noqa: Y015
+
+@_typing.final
+class MemberProof(_message.Message):
+    """Carried by every Peer.Channel hello, Repository.Watch and Repository.Propose. Without a
+    cluster secret (an --insecure cluster) only ``name`` is set.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    SERVER_NONCE_FIELD_NUMBER: _builtins.int
+    PROOF_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """the queue manager the caller claims to be"""
+    server_nonce: _builtins.bytes
+    """from its Challenge on this server"""
+    proof: _builtins.bytes
+    """HMAC(K, "client" | cluster | server nonce | client nonce | name | method)"""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        server_nonce: _builtins.bytes = ...,
+        proof: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "proof", b"proof", "server_nonce", b"server_nonce"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MemberProof: _TypeAlias = MemberProof  # noqa: Y015
+
+@_typing.final
 class ChannelHello(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -160,6 +253,7 @@ class ChannelHello(_message.Message):
     CLUSTER_FIELD_NUMBER: _builtins.int
     PROXIES_FIELD_NUMBER: _builtins.int
     QMID_FIELD_NUMBER: _builtins.int
+    PROOF_FIELD_NUMBER: _builtins.int
     sender: _builtins.str
     """queue manager name of the sending node"""
     address: _builtins.str
@@ -171,6 +265,12 @@ class ChannelHello(_message.Message):
     def proxies(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """every proxy topic the sender holds at this receiver"""
 
+    @_builtins.property
+    def proof(self) -> Global___MemberProof:
+        """QMID, so a member re-created under the same name starts afresh
+        its name must be the sender
+        """
+
     def __init__(
         self,
         *,
@@ -179,10 +279,11 @@ class ChannelHello(_message.Message):
         cluster: _builtins.str = ...,
         proxies: _abc.Iterable[_builtins.str] | None = ...,
         qmid: _builtins.str = ...,
+        proof: Global___MemberProof | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["proof", b"proof"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["address", b"address", "cluster", b"cluster", "proxies", b"proxies", "qmid", b"qmid", "sender", b"sender"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["address", b"address", "cluster", b"cluster", "proof", b"proof", "proxies", b"proxies", "qmid", b"qmid", "sender", b"sender"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -148,7 +148,8 @@ class Repository:
 
 
 class PeerStub:
-    """Served by every member: the receiving end of cluster channels.
+    """Served by every member: the receiving end of cluster channels, and the challenge every
+    Peer and Repository call answers (qmgr.security.member).
     """
 
     def __init__(self, channel):
@@ -157,6 +158,11 @@ class PeerStub:
         Args:
             channel: A grpc.Channel.
         """
+        self.Challenge = channel.unary_unary(
+                '/qmgr.wire.Peer/Challenge',
+                request_serializer=qmgr_dot_wire_dot_cluster__pb2.ChallengeRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_cluster__pb2.ChallengeResponse.FromString,
+                _registered_method=True)
         self.Channel = channel.stream_stream(
                 '/qmgr.wire.Peer/Channel',
                 request_serializer=qmgr_dot_wire_dot_cluster__pb2.ChannelRequest.SerializeToString,
@@ -165,8 +171,17 @@ class PeerStub:
 
 
 class PeerServicer:
-    """Served by every member: the receiving end of cluster channels.
+    """Served by every member: the receiving end of cluster channels, and the challenge every
+    Peer and Repository call answers (qmgr.security.member).
     """
+
+    def Challenge(self, request, context):
+        """Start a member proof: the caller's nonce, answered by a single-use server nonce and the
+        server's proof over it. UNAUTHENTICATED when this node has no cluster secret.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
 
     def Channel(self, request_iterator, context):
         """One channel from a sender: the first request is a ChannelHello, answered with the last key
@@ -182,6 +197,11 @@ class PeerServicer:
 
 def add_PeerServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'Challenge': grpc.unary_unary_rpc_method_handler(
+                    servicer.Challenge,
+                    request_deserializer=qmgr_dot_wire_dot_cluster__pb2.ChallengeRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_cluster__pb2.ChallengeResponse.SerializeToString,
+            ),
             'Channel': grpc.stream_stream_rpc_method_handler(
                     servicer.Channel,
                     request_deserializer=qmgr_dot_wire_dot_cluster__pb2.ChannelRequest.FromString,
@@ -196,8 +216,36 @@ def add_PeerServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Peer:
-    """Served by every member: the receiving end of cluster channels.
+    """Served by every member: the receiving end of cluster channels, and the challenge every
+    Peer and Repository call answers (qmgr.security.member).
     """
+
+    @staticmethod
+    def Challenge(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Peer/Challenge',
+            qmgr_dot_wire_dot_cluster__pb2.ChallengeRequest.SerializeToString,
+            qmgr_dot_wire_dot_cluster__pb2.ChallengeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
 
     @staticmethod
     def Channel(request_iterator,

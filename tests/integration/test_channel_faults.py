@@ -1,6 +1,7 @@
 """Cluster channels against failures of real node processes (DESIGN.md §7): a channel that
 cannot go on says why in DISPLAY CHSTATUS and recovers without duplicates; a member re-created
-under the same name with an empty data directory is not black-holed; a dead subscriber node
+under the same name with an empty data directory (after RESET CLUSTER removed the old one) is
+not black-holed; a dead subscriber node
 fills its host's transmission queue up to MAXDEPTH and no further."""
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def test_a_publication_that_cannot_be_sent_does_not_stop_its_channel(cl: Cluster
     sub.close()
 
 
-def test_a_re_created_member_with_the_same_name_has_its_publications_delivered(
+def test_a_member_re_created_after_reset_cluster_has_its_publications_delivered(
     cl: Cluster,
 ) -> None:
     direct_topic(cl, "SUB1", "RECR", "Recreate")
@@ -128,6 +129,8 @@ def test_a_re_created_member_with_the_same_name_has_its_publications_delivered(
     pub.kill()
     assert pub.data_dir is not None
     shutil.rmtree(pub.data_dir)  # the same name, an empty data directory: a new QMID
+    # the old PUB1 is still a member: an administrator removes it first (MQ: RESET CLUSTER)
+    cl["FR1"].c.mqsc("RESET CLUSTER(DEMO) ACTION(FORCEREMOVE) QMNAME(PUB1) QUEUES(NO)")
     pub.start()
     cl.wait_proxy("PUB1", "SUB1", "Recreate/x")
     after = [("Recreate/x", OutgoingMessage(f"new {i}", persistent=True)) for i in range(10)]

@@ -1,7 +1,9 @@
 """What a receiving node does with bad channel input, sent straight to its Peer service with a
 raw gRPC stub: an item that cannot be delivered goes to the dead-letter queue with a
 dead-letter header and the channel moves on (the items before it are delivered once, not again
-on every retry); garbage ends the stream with INVALID_ARGUMENT, never OK."""
+on every retry); garbage ends the stream with INVALID_ARGUMENT, never OK. The sender, FORGER,
+proves it holds the cluster secret (a member gone wrong): input from non-members never gets this
+far (tests/integration/test_member_auth.py)."""
 
 from __future__ import annotations
 
@@ -13,19 +15,26 @@ import grpc
 import pytest
 
 from qmgr.client.types import ReceivedMessage
+from qmgr.security.member import CHANNEL
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import cluster_pb2_grpc as crpc
 from qmgr.wire import messages_pb2 as mpb
 from tests.integration.cluster_nodes import Cluster, wait_for
+from tests.integration.members import SECRET, proof_for
 
 TOPIC = "Forged/Prices"
 DLQ = "SYSTEM.DEAD.LETTER.QUEUE"
 
 
-def hello(cluster: str = "DEMO") -> cpb.ChannelRequest:
+def hello(address: str) -> cpb.ChannelRequest:
+    """A hello from FORGER, a member holding the cluster secret (a fresh proof each time)."""
     return cpb.ChannelRequest(
         hello=cpb.ChannelHello(
-            sender="FORGER", address="127.0.0.1:1", cluster=cluster, qmid="FORGER_0000cafe"
+            sender="FORGER",
+            address="127.0.0.1:1",
+            cluster="DEMO",
+            qmid="FORGER_0000cafe",
+            proof=proof_for(address, "FORGER", CHANNEL),
         )
     )
 
@@ -78,7 +87,7 @@ def receive_all(sub: object, want: int, timeout: float = 20) -> list[ReceivedMes
 
 @pytest.fixture
 def cl(tmp_path: Path) -> Iterator[Cluster]:
-    cluster = Cluster(tmp_path).start(["FR1"], ["SUB1"])
+    cluster = Cluster(tmp_path, secret=SECRET).start(["FR1"], ["SUB1"])
     try:
         yield cluster
     finally:
@@ -96,11 +105,13 @@ def test_forged_items_are_dead_lettered_and_the_channel_moves_on(cl: Cluster) ->
         item(5, "expiry overflow", expiry_ms=2**63 - 1),
         item(6, "d"),
     ]
-    first = run_channel(node.address, [hello(), batch(*items)])
+    first = run_channel(node.address, [hello(node.address), batch(*items)])
     assert first[0] == (0, 0)  # a new sender QMID: nothing committed from it yet
     assert first[-1] == (1, 6)
     # the sender did not see the acknowledgement in time and sends the batch again
-    again = run_channel(node.address, [hello(), batch(*items), batch(item(7, "marker"))])
+    again = run_channel(
+        node.address, [hello(node.address), batch(*items), batch(item(7, "marker"))]
+    )
     assert again[0] == (1, 6)  # the hello answers the last committed key
     assert again[-1] == (1, 7)
     got = [m.body.decode() for m in receive_all(sub, 5)]
@@ -146,7 +157,7 @@ def _call(address: str, requests: list[bytes]) -> grpc.RpcError:
 def test_garbage_on_a_channel_ends_it_with_invalid_argument(cl: Cluster) -> None:
     address = cl["SUB1"].address
     garbage = b"\xff\xff\xff\xff\x0f garbage"
-    hello_bytes = hello().SerializeToString()
+    hello_bytes = b"a hello"  # stands for a fresh hello with its own proof
     for requests in (
         [garbage],
         [batch(item(1, "no hello")).SerializeToString()],
@@ -156,7 +167,8 @@ def test_garbage_on_a_channel_ends_it_with_invalid_argument(cl: Cluster) -> None
         [hello_bytes, batch(cpb.ChannelItem(epoch=0, seq=0)).SerializeToString()],
         [hello_bytes, batch(item(2, "x"), item(1, "y")).SerializeToString()],
     ):
-        err = _call(address, requests)
+        fresh = [hello(address).SerializeToString() if r is hello_bytes else r for r in requests]
+        err = _call(address, fresh)
         assert err.code() is grpc.StatusCode.INVALID_ARGUMENT, (requests, err)
     # nothing was delivered, the node still serves
     wait_for("DISPLAY QMGR", lambda: cl["SUB1"].mqsc("DISPLAY QMGR"))

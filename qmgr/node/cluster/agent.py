@@ -17,6 +17,9 @@ repository link and the channels.
   per item, and an item that cannot be delivered (invalid values, a delivery the publication
   rules fail, a full transmission queue when passing it on) goes to the dead-letter queue with a
   dead-letter header instead of failing the batch.
+- Identity: with the cluster secret this node answers challenges (``challenger``) and proves
+  itself on every channel and repository call it opens (``dialer``); with TLS and a cluster CA
+  its member certificate does too, and callers must present theirs (``member_certificates``).
 - Back-pressure: a publication from a local application meets a full transmission queue as MQ
   rules say (PMSGDLV/NPMSGDLV ALLAVAIL: not sent to that peer; otherwise MQRC_Q_FULL and nothing
   delivered).
@@ -54,7 +57,9 @@ from qmgr.node.cluster.items import (
 from qmgr.node.cluster.outbound import SENT_KIND, ChannelManager, Identity
 from qmgr.node.cluster.plans import PlanCache
 from qmgr.node.cluster.repolink import RaftLink, WatchLink
-from qmgr.node.config import ClusterSettings
+from qmgr.node.config import ClusterSettings, TlsSettings
+from qmgr.rpc.peer_client import Dialer
+from qmgr.security.member import Challenger, member_key
 
 if TYPE_CHECKING:
     from qmgr.node.runtime import NodeRuntime
@@ -66,6 +71,17 @@ CHANSEQ_KIND = "chanseq"
 PROXY_KIND = "proxy"
 XMITQ_KIND = "xmitq"  # transmission queue attributes (MAXDEPTH)
 VIEW_KEY = "cluster.view"
+
+
+def _tls_material(tls: TlsSettings | None) -> tuple[bytes, bytes, bytes | None] | None:
+    """The node's certificate, key and cluster CA (PEM), presented on the channels it opens."""
+    if tls is None:
+        return None
+    return (
+        tls.cert.read_bytes(),
+        tls.key.read_bytes(),
+        tls.ca.read_bytes() if tls.ca is not None else None,
+    )
 
 
 def _stored_name(qmid: str) -> str:
@@ -107,6 +123,12 @@ class ClusterAgent:
         for data in saved.get(CLUSRCVR_KIND, {}).values():
             self.clusrcvr = dict(data.get("attrs", {}))
             self.workload = WorkloadAttrs.from_dict(data.get("workload", {}))
+        key = member_key(settings.password, self.cluster) if settings.password else None
+        # the server side of member authentication (qmgr.rpc.peer_auth)
+        self.challenger = Challenger(key, self.cluster, self.name) if key is not None else None
+        tls = runtime.config.tls
+        self.member_certificates = tls is not None and tls.ca is not None
+        self.dialer = Dialer.make(self.name, self.cluster, key, _tls_material(tls))
         self.link: RaftLink | WatchLink
         if settings.full_repository:
             self.link = RaftLink(settings, runtime.config.data_dir, self._repository_changed)
@@ -114,6 +136,7 @@ class ClusterAgent:
             cached = runtime.loaded_kv.get(VIEW_KEY)
             self.link = WatchLink(
                 settings,
+                self.dialer,
                 self._repository_changed,
                 None if cached is None else json.loads(cached),
                 self._save_view,
@@ -131,6 +154,7 @@ class ClusterAgent:
             self._channel_status,
             runtime.durable,
             self._undeliverable,
+            self.dialer,
         )
         self.channels.maxdepths.update(xmitq_maxdepth)
         self.plans = PlanCache(

@@ -27,7 +27,7 @@ from cluster.channel import MAXDEPTH, ChannelSender, Key, Remove, StatusChange
 from cluster.records import ChannelStatus
 from qmgr.core.journal import Journal
 from qmgr.node.cluster.items import Forwarded, Item, stored_copy, xmitq
-from qmgr.rpc.peer_client import ChannelLost, PeerConnection, TransportError, describe
+from qmgr.rpc.peer_client import ChannelLost, Dialer, PeerConnection, TransportError, describe
 
 log = logging.getLogger("qmgr.node.channels")
 
@@ -129,12 +129,12 @@ class OutboundChannel:
                 if not address:
                     raise ChannelLost(f"address of {self.peer} unknown")
                 self.address = address
-                conn = PeerConnection(address)
+                conn = PeerConnection(address, self.manager.dialer)
                 try:
                     me = self.manager.identity
                     proxies = sorted(self.manager.proxies_for(self.peer))
                     upto = await conn.open(
-                        me.name, me.address, me.cluster, proxies, HELLO_TIMEOUT, qmid=me.qmid
+                        self.peer, me.address, proxies, HELLO_TIMEOUT, qmid=me.qmid
                     )
                     for action in self.sm.hello_answer(upto):
                         self._apply(action)
@@ -209,9 +209,11 @@ class ChannelManager:
         on_status: Callable[[str, ChannelStatus, str], None],
         durable: Callable[[], Awaitable[None]],
         undeliverable: Callable[[str, Item, str, str], None],
+        dialer: Dialer,
         maxdepth: int = MAXDEPTH,
     ) -> None:
         self.identity = identity
+        self.dialer = dialer  # how the channels prove who this node is
         self.durable = durable
         self.journal = journal
         self.epoch = epoch

@@ -6,6 +6,11 @@
   (``--join``) or has since learnt of, receives a snapshot of what it may see and then every
   change, and fails over to another full repository when its stream breaks. Its copy is kept in
   the node's store, so with every full repository down it still routes with what it knew.
+- Every watch and proposal proves who this node is (``Dialer``); with a cluster secret the
+  full repository proves it is a member too, and a snapshot is taken (with the full
+  repositories' addresses it lists) only from a server the snapshot itself lists as a full
+  repository. A first join the cluster refuses (wrong secret or certificate, a name taken by
+  another QMID) fails the start with the reason.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from cluster.records import RepoEvent
 from cluster.repository import ApplyResult, ClusterRepository, ErrorCode, RepoError
 from qmgr.node.config import ClusterSettings
 from qmgr.node.raft import RaftConfig, RaftUnavailable, RepositoryReplica
-from qmgr.rpc.peer_client import RepositoryClient, TransportError
+from qmgr.rpc.peer_client import Dialer, Refusal, RepositoryClient, TransportError
 
 log = logging.getLogger("qmgr.node.repository")
 
@@ -97,11 +102,13 @@ class WatchLink:
     def __init__(
         self,
         settings: ClusterSettings,
+        dialer: Dialer,
         on_change: ChangeSink,
         cached: Mapping[str, Any] | None,
         save: Callable[[dict[str, Any]], None],
     ) -> None:
         self.settings = settings
+        self.dialer = dialer
         self.on_change = on_change
         self.repository = (
             ClusterRepository.from_snapshot(cached)
@@ -111,6 +118,8 @@ class WatchLink:
         self.had_cache = bool(cached)
         self._save = save
         self.synced = asyncio.Event()
+        self.refused = asyncio.Event()  # a full repository refused this node (see reason)
+        self.reason = ""
         self._task: asyncio.Task[None] | None = None
         self._join: Mapping[str, Any] = {}
 
@@ -122,15 +131,24 @@ class WatchLink:
         self._join = join
         self._task = asyncio.get_running_loop().create_task(self._run())
         wait = min(timeout, 3.0) if self.had_cache else timeout
-        try:
-            await asyncio.wait_for(self.synced.wait(), wait)
-        except TimeoutError:
-            if not self.had_cache:
-                raise RuntimeError(
-                    f"no full repository answered within {timeout:g}s at "
-                    + ", ".join(self.settings.join)
-                ) from None
+        waits = {
+            asyncio.ensure_future(self.synced.wait()),
+            asyncio.ensure_future(self.refused.wait()),
+        }
+        await asyncio.wait(waits, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waits:
+            waiter.cancel()
+        if self.synced.is_set():
+            return
+        if self.had_cache:
             log.warning("no full repository reachable; using the cluster view kept on disk")
+        elif self.refused.is_set():
+            raise RuntimeError(f"no full repository accepted this node: {self.reason}")
+        else:
+            raise RuntimeError(
+                f"no full repository answered within {timeout:g}s at "
+                + ", ".join(self.settings.join)
+            )
 
     def set_join(self, join: Mapping[str, Any]) -> None:
         """The join command to use on the next (re)connection."""
@@ -142,11 +160,19 @@ class WatchLink:
             addresses = self._addresses()
             address = addresses[attempt % len(addresses)]
             attempt += 1
-            client = RepositoryClient(address)
+            client = RepositoryClient(address, self.dialer)
             try:
-                async for snapshot, events, _fr in client.watch(self._join):
+                async for snapshot, events, server in client.watch(self._join):
                     if snapshot is not None:
                         new = ClusterRepository.from_snapshot(snapshot)
+                        if server not in {m.name for m in new.full_repositories()}:
+                            # not (yet) a full repository: nothing of it is taken
+                            self._failed(
+                                address,
+                                f"{server} is not a full repository of cluster "
+                                f"{self.settings.cluster}",
+                            )
+                            break
                         events = self.repository.view().diff(new.view())
                         self.repository = new
                     else:
@@ -155,6 +181,9 @@ class WatchLink:
                     self._save(self.repository.to_snapshot())
                     self.synced.set()
                     self.on_change(events)
+            except Refusal as exc:
+                self._failed(address, str(exc))
+                self.refused.set()
             except (TransportError, OSError) as exc:
                 log.info("repository stream from %s ended: %s", address, exc)
             finally:
@@ -162,13 +191,20 @@ class WatchLink:
                     await client.close()
             await asyncio.sleep(0.2 if attempt % max(1, len(addresses)) else 0.5)
 
+    def _failed(self, address: str, reason: str) -> None:
+        """Logged once per distinct reason (a refusal repeats on every retry)."""
+        text = f"{address}: {reason}"
+        if text != self.reason:
+            log.error("repository at %s: %s", address, reason)
+        self.reason = text
+
     async def propose(self, command: Mapping[str, Any]) -> ApplyResult:
         last = "no full repository known"
         for address in self._addresses():
-            client = RepositoryClient(address)
+            client = RepositoryClient(address, self.dialer)
             try:
                 return await client.propose(command, RETRY_FOR + PROPOSE_TIMEOUT)
-            except (TransportError, OSError) as exc:
+            except (TransportError, OSError, Refusal) as exc:
                 last = f"{address}: {exc}"
             finally:
                 with contextlib.suppress(Exception):

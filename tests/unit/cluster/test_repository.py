@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cluster.records import ClRoute, ClState, EventKind, Member, RepoEvent, Role
-from cluster.repository import ClusterRepository, Cmd, ErrorCode
+from cluster.repository import ClusterRepository, Cmd, ErrorCode, remote_refusal
 
 C = "DEMO"
 
@@ -66,14 +66,63 @@ def test_touch_records_logical_stamp_and_proposer_time_without_events() -> None:
     assert member.last_seen == repo.revision and member.clusdate_ms == 1_700_000_000_000
 
 
-def test_new_qmid_replaces_the_old_incarnation_and_its_topics() -> None:
+def test_a_new_qmid_under_a_known_name_is_refused_until_force_remove() -> None:
     repo = repo_with("QM1")
     repo.apply(Cmd.define_topic("T1", "QM1", "a", C, "TOPICHOST"))
+    before = repo.to_snapshot()
     result = repo.apply(Cmd.join_member("QM1", "QM1_2", "h:QM1"))
-    assert kinds(result) == ["topic_deleted", "member_removed", "member_joined"]
-    assert result.warnings
+    assert result.error is not None
+    assert result.error.code is ErrorCode.OBJECT_ALREADY_EXISTS
+    assert "QM1 is already in cluster" in result.error.message
+    assert "FORCEREMOVE" in result.error.message
+    assert repo.to_snapshot() == before
+    removed = repo.apply(Cmd.force_remove(qmname="QM1"))
+    assert removed.ok
+    joined = repo.apply(Cmd.join_member("QM1", "QM1_2", "h:QM1"))
+    assert kinds(joined) == ["member_joined"]
     assert member(repo, "QM1").qmid == "QM1_2"
     assert repo.topics() == []
+
+
+def test_a_member_may_only_propose_changes_about_itself() -> None:
+    mine = [
+        Cmd.join_member("QM1", "QM1_1", "h:1"),
+        Cmd.touch_member("QM1"),
+        Cmd.leave_member("QM1"),
+        Cmd.suspend_member("QM1"),
+        Cmd.resume_member("QM1"),
+        Cmd.set_workload("QM1", CLWLWGHT=5),
+        Cmd.define_topic("T1", "QM1", "a", C, "TOPICHOST"),
+        Cmd.alter_topic("T1", "QM1", {}),
+        Cmd.delete_topic("T1", "QM1"),
+    ]
+    for cmd in mine:
+        assert remote_refusal(cmd, "QM1") is None, cmd
+    theirs = [
+        Cmd.join_member("QM2", "QM2_1", "h:1"),
+        Cmd.touch_member("QM2"),
+        Cmd.leave_member("QM2"),
+        Cmd.suspend_member("QM2"),
+        Cmd.set_workload("QM2", CLWLWGHT=5),
+        Cmd.define_topic("T1", "QM2", "a", C, "TOPICHOST"),
+        Cmd.alter_topic("T1", "QM2", {}),
+        Cmd.delete_topic("T1", "QM2"),
+        {"v": 1, "op": "leave_member", "name": ["QM1"]},
+    ]
+    for cmd in theirs:
+        refusal = remote_refusal(cmd, "QM1")
+        assert refusal is not None and "only about itself" in refusal, cmd
+
+
+def test_force_remove_and_full_repository_joins_are_never_taken_from_a_member() -> None:
+    for cmd in (Cmd.force_remove(qmname="QM2"), Cmd.force_remove(qmname="QM1", qmid="QM1_1")):
+        refusal = remote_refusal(cmd, "QM1")
+        assert refusal is not None and "RESET CLUSTER" in refusal
+    refusal = remote_refusal(Cmd.join_member("QM1", "QM1_1", "h:1", Role.REPOS), "QM1")
+    assert refusal is not None and "cannot join as a full repository" in refusal
+    watch = remote_refusal(Cmd.touch_member("QM1"), "QM1", join=True)
+    assert watch is not None and "join_member" in watch
+    assert remote_refusal(Cmd.join_member("QM1", "QM1_1", "h:1"), "QM1", join=True) is None
 
 
 def test_force_remove_by_qmid_or_name_removes_member_and_its_definitions() -> None:
