@@ -106,9 +106,7 @@ def main() -> None:
             for _ in range(args.rounds):
                 for label, client in clients.items():
                     puts[label] = max(puts[label], unary_put_rate(client, args.puts))
-                    streams[label] = max(
-                        streams[label], stream_publish_rate(client, args.messages)
-                    )
+                    streams[label] = max(streams[label], stream_publish_rate(client, args.messages))
             for label in nodes:
                 print(
                     f"  {label:<9} unary put {puts[label]:>9,.0f} msg/s "

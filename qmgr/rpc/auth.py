@@ -10,7 +10,12 @@ subject to it: members authenticate with the cluster secret or certificates.
 
 A password is checked with scrypt once per distinct user and password (in a worker thread, so
 the event loop goes on); later calls with the same credentials are a dictionary look-up.
-Failed attempts are never remembered. Client certificates do not stand in for a password.
+Failed attempts are never remembered.
+
+On a port that requires client certificates (``--tls-ca``), a call without credentials may
+stand on its certificate instead: the certificate (verified by TLS against the CA) names a user
+(``qmgr.security.pki.client_name``: its common name) who must be in the users file, whose groups
+then apply.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
+import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -26,7 +33,15 @@ from typing import Any
 import grpc
 
 from qmgr.rpc.errors import HEALTH_PREFIX, abort_with
-from qmgr.security.users import ADMIN_GROUP, CredentialCache, Users, UsersFileError, parse_users
+from qmgr.security.pki import client_name
+from qmgr.security.users import (
+    ADMIN_GROUP,
+    CredentialCache,
+    User,
+    Users,
+    UsersFileError,
+    parse_users,
+)
 
 log = logging.getLogger("qmgr.rpc.auth")
 
@@ -34,6 +49,10 @@ AUTHORIZATION = "authorization"
 ADMIN_PREFIX = "/qmgr.wire.Admin/"
 EXEMPT = (HEALTH_PREFIX, "/qmgr.wire.Peer/", "/qmgr.wire.Repository/")
 NOT_AUTHORIZED = (2035, "MQRC_NOT_AUTHORIZED")
+NO_CREDENTIALS = (
+    "this queue manager requires a user and password (connection authentication) and none was given"
+)
+Refusal = tuple[grpc.StatusCode, str]
 
 
 def load_users(path: Path) -> Users:
@@ -52,10 +71,7 @@ def credentials(metadata: Sequence[Any] | None) -> tuple[str, str] | str:
     """The (user, password) of a call's metadata, or why there are none."""
     values = [value for key, value in metadata or () if key == AUTHORIZATION]
     if not values:
-        return (
-            "this queue manager requires a user and password (connection authentication) "
-            "and none was given"
-        )
+        return NO_CREDENTIALS
     scheme, _, token = str(values[0]).partition(" ")
     try:
         if scheme.lower() != "basic":
@@ -73,6 +89,7 @@ class ConnectionAuthentication(grpc.aio.ServerInterceptor):
 
     def __init__(self, users: Users) -> None:
         self._cache = CredentialCache(users)
+        self._by_certificate: dict[bytes, User | None] = {}
 
     async def intercept_service(
         self,
@@ -82,16 +99,16 @@ class ConnectionAuthentication(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         if method.startswith(EXEMPT):
             return await continuation(handler_call_details)
-        refusal = await self._refusal(method, handler_call_details.invocation_metadata)
+        found = credentials(handler_call_details.invocation_metadata)
         handler = await continuation(handler_call_details)
-        if refusal is None or handler is None:
+        if handler is None:
             return handler
-        return _refusing(handler, *refusal)
+        if found == NO_CREDENTIALS:  # the client certificate, if any, decides in the call
+            return _guarded(handler, lambda context: self._certificate_refusal(method, context))
+        refusal = await self._refusal(method, found)
+        return handler if refusal is None else _refusing(handler, *refusal)
 
-    async def _refusal(
-        self, method: str, metadata: Sequence[Any] | None
-    ) -> tuple[grpc.StatusCode, str] | None:
-        found = credentials(metadata)
+    async def _refusal(self, method: str, found: tuple[str, str] | str) -> Refusal | None:
         if isinstance(found, str):
             log.warning("%s refused: %s", method, found)
             return grpc.StatusCode.UNAUTHENTICATED, found
@@ -106,13 +123,44 @@ class ConnectionAuthentication(grpc.aio.ServerInterceptor):
                 grpc.StatusCode.UNAUTHENTICATED,
                 f"user '{name}' is not known to this queue manager or the password is wrong",
             )
-        if method.startswith(ADMIN_PREFIX) and not user.is_admin:
-            log.warning("%s refused: user '%s' is not in group %s", method, name, ADMIN_GROUP)
-            return (
-                grpc.StatusCode.PERMISSION_DENIED,
-                f"user '{name}' is not in group {ADMIN_GROUP}, which MQSC administration needs",
+        return _authorized(method, user)
+
+    def _certificate_refusal(
+        self, method: str, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> Refusal | None:
+        """A call without credentials: its TLS client certificate (already verified against
+        the node's CA) may name a user of the users file."""
+        pems = (context.auth_context() or {}).get("x509_pem_cert") or []
+        if not pems:
+            log.warning("%s refused: %s", method, NO_CREDENTIALS)
+            return grpc.StatusCode.UNAUTHENTICATED, NO_CREDENTIALS
+        pem = bytes(pems[0])
+        if pem not in self._by_certificate:
+            if len(self._by_certificate) >= 1024:
+                self._by_certificate.clear()
+            name = client_name(pem)
+            self._by_certificate[pem] = self._cache.users.get(name) if name else None
+        user = self._by_certificate[pem]
+        if user is None:
+            text = (
+                f"the client certificate ({client_name(pem) or 'no user name'}) names no user "
+                "of this queue manager, and no user and password were given"
             )
-        return None
+            log.warning("%s refused: %s", method, text)
+            return grpc.StatusCode.UNAUTHENTICATED, text
+        return _authorized(method, user)
+
+
+def _authorized(method: str, user: User) -> Refusal | None:
+    """None when ``user`` may call ``method``: MQSC (Admin) needs group mqm."""
+    name = user.name
+    if method.startswith(ADMIN_PREFIX) and not user.is_admin:
+        log.warning("%s refused: user '%s' is not in group %s", method, name, ADMIN_GROUP)
+        return (
+            grpc.StatusCode.PERMISSION_DENIED,
+            f"user '{name}' is not in group {ADMIN_GROUP}, which MQSC administration needs",
+        )
+    return None
 
 
 def _refusing(
@@ -123,11 +171,46 @@ def _refusing(
     async def refuse(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         await abort_with(context, status, *NOT_AUTHORIZED, text)
 
-    ser = handler.response_serializer
+    return _like(handler, lambda behaviour: refuse)
+
+
+Check = Callable[[grpc.aio.ServicerContext[Any, Any]], Refusal | None]
+
+
+def _guarded(handler: grpc.RpcMethodHandler, check: Check) -> grpc.RpcMethodHandler:
+    """``handler``, refusing the call when ``check`` (run with the call's context) says so."""
+
+    def wrap(behaviour: Any) -> Any:
+        if inspect.isasyncgenfunction(behaviour):
+
+            async def stream(request: Any, context: Any) -> Any:
+                refusal = check(context)
+                if refusal is not None:
+                    await abort_with(context, refusal[0], *NOT_AUTHORIZED, refusal[1])
+                async with contextlib.aclosing(behaviour(request, context)) as responses:
+                    async for response in responses:
+                        yield response
+
+            return stream
+
+        async def call(request: Any, context: Any) -> Any:
+            refusal = check(context)
+            if refusal is not None:
+                await abort_with(context, refusal[0], *NOT_AUTHORIZED, refusal[1])
+            return await behaviour(request, context)
+
+        return call
+
+    return _like(handler, wrap)
+
+
+def _like(handler: grpc.RpcMethodHandler, wrap: Callable[[Any], Any]) -> grpc.RpcMethodHandler:
+    """A handler of ``handler``'s shape and serializers whose behaviour is ``wrap(behaviour)``."""
+    des, ser = handler.request_deserializer, handler.response_serializer
     if handler.unary_unary is not None:
-        return grpc.unary_unary_rpc_method_handler(refuse, None, ser)
+        return grpc.unary_unary_rpc_method_handler(wrap(handler.unary_unary), des, ser)
     if handler.unary_stream is not None:
-        return grpc.unary_stream_rpc_method_handler(refuse, None, ser)
+        return grpc.unary_stream_rpc_method_handler(wrap(handler.unary_stream), des, ser)
     if handler.stream_unary is not None:
-        return grpc.stream_unary_rpc_method_handler(refuse, None, ser)
-    return grpc.stream_stream_rpc_method_handler(refuse, None, ser)
+        return grpc.stream_unary_rpc_method_handler(wrap(handler.stream_unary), des, ser)
+    return grpc.stream_stream_rpc_method_handler(wrap(handler.stream_stream), des, ser)

@@ -26,6 +26,8 @@ class Certs:
     client_cert: Path
     client_key: Path
     other_ca: Path  # a CA that issued nothing here
+    stranger_cert: Path  # a client certificate of the CA for user "mallory"
+    stranger_key: Path
 
     def node_args(self, *, require_client: bool = False) -> list[str]:
         args = ["--tls-cert", str(self.node_cert), "--tls-key", str(self.node_key)]
@@ -38,6 +40,7 @@ def make_certs(base: Path) -> Certs:
     ca = pki.make_ca("APPS", now)
     node = pki.issue(ca, "QM1", now)
     client = pki.issue(ca, "alice", now, member=False)
+    stranger = pki.issue(ca, "mallory", now, member=False)
     other = pki.make_ca("OTHER", now)
     files = {
         "ca.pem": ca.cert_pem,
@@ -46,6 +49,8 @@ def make_certs(base: Path) -> Certs:
         "client.pem": client.cert_pem,
         "client.key": client.key_pem,
         "other-ca.pem": other.cert_pem,
+        "stranger.pem": stranger.cert_pem,
+        "stranger.key": stranger.key_pem,
     }
     for name, data in files.items():
         (base / name).write_bytes(data)
@@ -56,6 +61,8 @@ def make_certs(base: Path) -> Certs:
         base / "client.pem",
         base / "client.key",
         base / "other-ca.pem",
+        base / "stranger.pem",
+        base / "stranger.key",
     )
 
 

@@ -19,6 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from qmgr.cli.launch import Launched
 from qmgr.client import AsyncQueueManagerClient, MQClientError, QueueManagerClient
+from qmgr.client.connect import call_metadata
 from tests.integration.app_security import QMGR, Nodes, add_user, make_certs, nodes, qmgr
 
 __all__ = ["nodes"]
@@ -80,8 +81,7 @@ def test_the_grpc_status_is_unauthenticated_or_permission_denied(node: Launched)
         with pytest.raises(grpc.RpcError) as anon:
             stub.Mqsc(admin_pb2.MqscRequest(command="DISPLAY QMGR"))
         assert anon.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        basic = QueueManagerClient(node.address, user=APP[0], password=APP[1])
-        metadata = basic._admin._metadata  # the header the SDK sends
+        metadata = call_metadata(*APP)  # the header the SDK sends
         with pytest.raises(grpc.RpcError) as app:
             stub.Mqsc(admin_pb2.MqscRequest(command="DISPLAY QMGR"), metadata=metadata)
         assert app.value.code() == grpc.StatusCode.PERMISSION_DENIED
@@ -252,6 +252,47 @@ def test_auth_over_tls(nodes: Nodes, users_file: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     with QueueManagerClient(node.address, timeout=10, tls_ca=certs.ca) as anon:
         refused(anon.get, "BOTH.Q")
+
+
+def test_a_client_certificate_stands_in_for_a_password(
+    nodes: Nodes, users_file: Path, tmp_path: Path
+) -> None:
+    certs = make_certs(tmp_path / "pki")
+    add_user(users_file, "alice", "alice-Pa55")  # the user the client certificate names
+    node = nodes.start("QM1", *certs.node_args(require_client=True), "--auth", str(users_file))
+    tls = {"tls_ca": certs.ca, "tls_cert": certs.client_cert, "tls_key": certs.client_key}
+    with QueueManagerClient(
+        node.address, timeout=20, **tls, user=ADMIN[0], password=ADMIN[1]
+    ) as qm:
+        qm.mqsc("DEFINE QLOCAL(CERT.Q)")
+    with QueueManagerClient(node.address, timeout=20, **tls) as alice:
+        alice.put("CERT.Q", b"by certificate")
+        with alice.unit_of_work() as uow:
+            got = alice.get("CERT.Q", unit_of_work=uow)
+            assert got is not None and got.body == b"by certificate"
+        with alice.subscribe("cert/topic") as sub:
+            publisher = alice.stream_publisher(batch_size=5)
+            for i in range(10):
+                publisher.publish("cert/topic", f"m{i}")
+            assert publisher.close().accepted == 10
+            assert [sub.receive(timeout=10) is not None for _ in range(10)] == [True] * 10
+        error = refused(alice.mqsc, "DEFINE QLOCAL(ALICE.Q)")
+        assert "not in group mqm" in error.text
+    with QueueManagerClient(node.address, timeout=20, **tls, user="app", password="wrong") as qm:
+        refused(qm.put, "CERT.Q", b"a wrong password is not rescued by the certificate")
+    stranger = {**tls, "tls_cert": certs.stranger_cert, "tls_key": certs.stranger_key}
+    with QueueManagerClient(node.address, timeout=20, **stranger) as mallory:
+        error = refused(mallory.put, "CERT.Q", b"forged")
+        assert "mallory" in error.text and "names no user" in error.text
+        refused(mallory.subscribe, "cert/topic")
+        publisher = mallory.stream_publisher()
+        publisher.publish("cert/topic", b"forged")
+        refused(publisher.flush)
+    with QueueManagerClient(
+        node.address, timeout=20, **tls, user=ADMIN[0], password=ADMIN[1]
+    ) as qm:
+        assert qm.browse("CERT.Q") == []
+        assert qm.mqsc("DISPLAY QLOCAL(ALICE.Q)", check=False)[0].code.startswith("AMQ8147")
 
 
 def test_listening_beyond_loopback_without_auth_warns_once(nodes: Nodes) -> None:
