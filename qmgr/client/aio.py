@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 
 from qmgr.client import convert
-from qmgr.client.connect import PathLike, WithMetadata, call_metadata, channel_credentials
+from qmgr.client.connect import PathLike, WithMetadata, call_metadata, open_channel
 from qmgr.client.errors import (
     ConnectionFailed,
     MQClientError,
@@ -204,12 +204,8 @@ class AsyncQueueManagerClient:
         """See :class:`qmgr.client.QueueManagerClient` for TLS and credentials."""
         self.address = address
         self.timeout = timeout
-        credentials = channel_credentials(tls_ca, tls_cert, tls_key)
         metadata = call_metadata(user, password)
-        if credentials is None:
-            self._channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
-        else:
-            self._channel = grpc.aio.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
+        self._channel = open_channel(grpc.aio, address, CHANNEL_OPTIONS, tls_ca, tls_cert, tls_key)
         self._msg: Any = WithMetadata(messaging_pb2_grpc.MessagingStub(self._channel), metadata)
         self._admin: Any = WithMetadata(admin_pb2_grpc.AdminStub(self._channel), metadata)
         self._connect_lock = asyncio.Lock()

@@ -47,6 +47,22 @@ def channel_credentials(
     )
 
 
+def open_channel(
+    module: Any,
+    address: str,
+    options: list[tuple[str, Any]],
+    tls_ca: PathLike | None,
+    tls_cert: PathLike | None,
+    tls_key: PathLike | None,
+) -> Any:
+    """A channel of ``module`` (``grpc`` or ``grpc.aio``): TLS when a CA or client
+    certificate is given (see :func:`channel_credentials`), plain TCP otherwise."""
+    credentials = channel_credentials(tls_ca, tls_cert, tls_key)
+    if credentials is None:
+        return module.insecure_channel(address, options=options)
+    return module.secure_channel(address, credentials, options=options)
+
+
 def basic_authorization(user: str, password: str) -> str:
     token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
     return f"Basic {token}"

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 
 from qmgr.client import convert
-from qmgr.client.connect import PathLike, WithMetadata, call_metadata, channel_credentials
+from qmgr.client.connect import PathLike, WithMetadata, call_metadata, open_channel
 from qmgr.client.errors import (
     ConnectionFailed,
     MQClientError,
@@ -365,12 +365,8 @@ class QueueManagerClient:
         ``password`` go with every call (a node started with ``--auth`` requires them)."""
         self.address = address
         self.timeout = timeout
-        credentials = channel_credentials(tls_ca, tls_cert, tls_key)
         metadata = call_metadata(user, password)
-        if credentials is None:
-            self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
-        else:
-            self._channel = grpc.secure_channel(address, credentials, options=CHANNEL_OPTIONS)
+        self._channel = open_channel(grpc, address, CHANNEL_OPTIONS, tls_ca, tls_cert, tls_key)
         self._msg: Any = WithMetadata(messaging_pb2_grpc.MessagingStub(self._channel), metadata)
         self._admin: Any = WithMetadata(admin_pb2_grpc.AdminStub(self._channel), metadata)
         self._connect_lock = threading.Lock()
