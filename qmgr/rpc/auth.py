@@ -26,6 +26,7 @@ import binascii
 import contextlib
 import inspect
 import logging
+import stat
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,18 @@ def load_users(path: Path) -> Users:
     """The users of ``path``; :class:`UsersFileError` says what is wrong with it."""
     try:
         text = path.read_text(encoding="utf-8")
+        mode = path.stat().st_mode
     except (OSError, UnicodeDecodeError) as exc:
         raise UsersFileError(f"cannot read {path}: {exc}") from None
     try:
-        return parse_users(text)
+        users = parse_users(text)
     except UsersFileError as exc:
         raise UsersFileError(f"{path}: {exc}") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        log.warning("%s can be read by other users (mode %o); make it 0600", path, mode & 0o777)
+    if not users:
+        log.warning("%s has no users: every application call will be refused", path)
+    return users
 
 
 def credentials(metadata: Sequence[Any] | None) -> tuple[str, str] | str:

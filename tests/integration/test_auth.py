@@ -74,7 +74,7 @@ def test_no_credentials_are_refused_and_nothing_is_done(node: Launched) -> None:
 
 
 def test_the_grpc_status_is_unauthenticated_or_permission_denied(node: Launched) -> None:
-    from qmgr.wire import admin_pb2, admin_pb2_grpc
+    from qmgr.wire import admin_pb2, admin_pb2_grpc, cluster_pb2, cluster_pb2_grpc
 
     with grpc.insecure_channel(node.address) as channel:
         stub = admin_pb2_grpc.AdminStub(channel)
@@ -93,6 +93,9 @@ def test_the_grpc_status_is_unauthenticated_or_permission_denied(node: Launched)
                     metadata=(("authorization", garbage),),
                 )
             assert bad.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        with pytest.raises(grpc.RpcError) as member_call:  # answered by the service itself
+            cluster_pb2_grpc.RepositoryStub(channel).Propose(cluster_pb2.ProposeRequest())
+        assert "user and password" not in (member_call.value.details() or "")
         health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest())
         assert health.status == health_pb2.HealthCheckResponse.SERVING  # not subject to --auth
 
@@ -293,6 +296,16 @@ def test_a_client_certificate_stands_in_for_a_password(
     ) as qm:
         assert qm.browse("CERT.Q") == []
         assert qm.mqsc("DISPLAY QLOCAL(ALICE.Q)", check=False)[0].code.startswith("AMQ8147")
+
+
+def test_a_users_file_readable_by_others_is_used_with_a_warning(
+    nodes: Nodes, users_file: Path
+) -> None:
+    users_file.chmod(0o644)
+    node = nodes.start("QM1", "--auth", str(users_file))
+    with admin(node) as qm:
+        qm.mqsc("DISPLAY QMGR")
+    assert "make it 0600" in node.log.read_text()
 
 
 def test_listening_beyond_loopback_without_auth_warns_once(nodes: Nodes) -> None:
