@@ -163,6 +163,17 @@ def test_cli_with_user_and_password_from_the_environment(node: Launched) -> None
     assert done.returncode == 0, done.stderr
     done = qmgr("get", node.address, "CLI.Q", env=app_env)
     assert done.returncode == 0 and done.stdout.strip() == "by app"
+    sub = subprocess.Popen(
+        [QMGR, "sub", node.address, "cli/news", "-n", "1", "--wait", "20"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **app_env},
+    )
+    assert sub.stderr is not None and "subscribed" in sub.stderr.readline()
+    done = qmgr("pub", node.address, "cli/news", "extra", env=app_env)
+    assert done.returncode == 0 and "1 local deliveries" in done.stdout, done.stderr
+    assert sub.communicate(timeout=30)[0].strip() == "cli/news: extra"
     done = qmgr("runmqsc", node.address, env=app_env, input="DISPLAY QMGR\n")
     assert done.returncode == 20 and "MQRC_NOT_AUTHORIZED" in done.stderr
     done = qmgr("put", node.address, "CLI.Q", "anonymous")
