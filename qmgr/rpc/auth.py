@@ -28,6 +28,7 @@ import inspect
 import logging
 import stat
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ NO_CREDENTIALS = (
     "this queue manager requires a user and password (connection authentication) and none was given"
 )
 Refusal = tuple[grpc.StatusCode, str]
+PASSWORD_CHECKS = 2  # threads verifying passwords at once
 
 
 def load_users(path: Path) -> Users:
@@ -97,6 +99,8 @@ class ConnectionAuthentication(grpc.aio.ServerInterceptor):
     def __init__(self, users: Users) -> None:
         self._cache = CredentialCache(users)
         self._by_certificate: dict[bytes, User | None] = {}
+        # scrypt runs here: a burst of wrong passwords queues behind itself, not other work
+        self._checks = ThreadPoolExecutor(PASSWORD_CHECKS, thread_name_prefix="qmgr-auth")
 
     async def intercept_service(
         self,
@@ -123,7 +127,7 @@ class ConnectionAuthentication(grpc.aio.ServerInterceptor):
         user = self._cache.lookup(name, password)
         if user is None:
             loop = asyncio.get_running_loop()
-            user = await loop.run_in_executor(None, self._cache.verify, name, password)
+            user = await loop.run_in_executor(self._checks, self._cache.verify, name, password)
         if user is None:
             log.warning("%s refused: user '%s' failed to authenticate", method, name)
             return (
