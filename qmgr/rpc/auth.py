@@ -96,8 +96,11 @@ def credentials(metadata: Sequence[Any] | None) -> tuple[str, str] | str:
 class ConnectionAuthentication(grpc.aio.ServerInterceptor):
     """See the module docstring."""
 
-    def __init__(self, users: Users) -> None:
+    def __init__(self, users: Users, *, client_certificates: bool = False) -> None:
+        """``client_certificates``: the port requires (and verifies) client certificates, so
+        one may stand in for a password."""
         self._cache = CredentialCache(users)
+        self._client_certificates = client_certificates
         self._by_certificate: dict[bytes, User | None] = {}
         # scrypt runs here: a burst of wrong passwords queues behind itself, not other work
         self._checks = ThreadPoolExecutor(PASSWORD_CHECKS, thread_name_prefix="qmgr-auth")
@@ -142,6 +145,8 @@ class ConnectionAuthentication(grpc.aio.ServerInterceptor):
         """A call without credentials: its TLS client certificate (already verified against
         the node's CA) may name a user of the users file."""
         pems = (context.auth_context() or {}).get("x509_pem_cert") or []
+        if not self._client_certificates:
+            pems = []
         if not pems:
             log.warning("%s refused: %s", method, NO_CREDENTIALS)
             return grpc.StatusCode.UNAUTHENTICATED, NO_CREDENTIALS

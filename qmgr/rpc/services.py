@@ -30,7 +30,9 @@ def interceptors(
     )
     if users is None:
         return [boundary]
-    return [ConnectionAuthentication(users), boundary]
+    tls = runtime.config.tls
+    certificates = tls is not None and tls.ca is not None  # verified client certificates
+    return [ConnectionAuthentication(users, client_certificates=certificates), boundary]
 
 
 def add_services(server: grpc.aio.Server, runtime: NodeRuntime) -> None:

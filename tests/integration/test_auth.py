@@ -307,6 +307,10 @@ def test_a_client_certificate_stands_in_for_a_password(
     ) as qm:
         assert qm.browse("CERT.Q") == []
         assert qm.mqsc("DISPLAY QLOCAL(ALICE.Q)", check=False)[0].code.startswith("AMQ8147")
+    # where the port does not require client certificates, none stands in for a password
+    optional = nodes.start("QM2", *certs.node_args(), "--auth", str(users_file))
+    with QueueManagerClient(optional.address, timeout=20, **tls) as alice:
+        assert "none was given" in refused(alice.put, "CERT.Q", b"x").text
 
 
 def test_a_users_file_readable_by_others_is_used_with_a_warning(
