@@ -10,14 +10,13 @@ from typing import Any
 
 import click
 
+from qmgr.cli.auth import Access, auth, client_options
 from qmgr.cli.registry import register, resolve, unregister
 
 
-def _client(node: str) -> Any:
-    from qmgr.client import QueueManagerClient
-
+def _client(node: str, access: Access) -> Any:
     try:
-        return QueueManagerClient(resolve(node))
+        return access.client(resolve(node))
     except LookupError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -154,7 +153,8 @@ def start(
 )
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-e", "--echo/--no-echo", default=True, help="Echo each command before its output.")
-def runmqsc(node: str, path: Any, output: str, echo: bool) -> None:
+@client_options
+def runmqsc(node: str, path: Any, output: str, echo: bool, access: Access) -> None:
     """Read MQSC commands (stdin or --file) and run them on NODE (a name or HOST:PORT).
 
     Exit code 0: every command succeeded; 10: some failed; 20: nothing could be run."""
@@ -167,7 +167,7 @@ def runmqsc(node: str, path: Any, output: str, echo: bool) -> None:
     except MqscError as exc:
         click.echo(f"{exc.code}: {exc.message}", err=True)
         sys.exit(20)
-    client = _client(node)
+    client = _client(node, access)
     results: list[dict[str, Any]] = []
     failed = 0
     if output == "text":
@@ -228,6 +228,7 @@ def _props(items: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--persistent/--non-persistent", default=None, help="Default: the topic's DEFPSIST.")
 @click.option("--retain", is_flag=True, help="Keep as the topic's retained publication.")
 @click.option("--count", default=1, show_default=True, help="Publish the message this many times.")
+@client_options
 def pub(
     node: str,
     topic: str,
@@ -236,11 +237,12 @@ def pub(
     persistent: bool | None,
     retain: bool,
     count: int,
+    access: Access,
 ) -> None:
     """Publish MESSAGE (or each line of stdin) on TOPIC."""
     from qmgr.client import MQClientError, OutgoingMessage
 
-    client = _client(node)
+    client = _client(node, access)
     bodies = [message] * count if message is not None else [line.rstrip("\n") for line in sys.stdin]
     props = _props(properties)
     try:
@@ -264,13 +266,21 @@ def pub(
     "--wait", default=5.0, show_default=True, help="Seconds to wait for the next message."
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
+@client_options
 def sub(
-    node: str, topic: str, name: str, durable: bool, count: int, wait: float, as_json: bool
+    node: str,
+    topic: str,
+    name: str,
+    durable: bool,
+    count: int,
+    wait: float,
+    as_json: bool,
+    access: Access,
 ) -> None:
     """Subscribe to TOPIC and print publications as they arrive."""
     from qmgr.client import MQClientError
 
-    client = _client(node)
+    client = _client(node, access)
     try:
         subscription = client.subscribe(topic, name=name, durable=durable)
     except MQClientError as exc:
@@ -312,13 +322,19 @@ def _print_message(msg: Any, as_json: bool) -> None:
 @click.argument("message", required=False)
 @click.option("-p", "--property", "properties", multiple=True, help="NAME=VALUE")
 @click.option("--persistent/--non-persistent", default=None, help="Default: the queue's DEFPSIST.")
+@client_options
 def put(
-    node: str, queue: str, message: str | None, properties: tuple[str, ...], persistent: bool | None
+    node: str,
+    queue: str,
+    message: str | None,
+    properties: tuple[str, ...],
+    persistent: bool | None,
+    access: Access,
 ) -> None:
     """Put MESSAGE (or each line of stdin) on QUEUE."""
     from qmgr.client import MQClientError, OutgoingMessage
 
-    client = _client(node)
+    client = _client(node, access)
     bodies = [message] if message is not None else [line.rstrip("\n") for line in sys.stdin]
     props = _props(properties)
     try:
@@ -337,11 +353,14 @@ def put(
 @click.option("--wait", default=0.0, show_default=True, help="Seconds to wait for a message.")
 @click.option("--browse", is_flag=True, help="Browse instead of removing.")
 @click.option("--json", "as_json", is_flag=True)
-def get(node: str, queue: str, count: int, wait: float, browse: bool, as_json: bool) -> None:
+@client_options
+def get(
+    node: str, queue: str, count: int, wait: float, browse: bool, as_json: bool, access: Access
+) -> None:
     """Get (or browse) messages from QUEUE. Exit code 2 if there were none."""
     from qmgr.client import MQClientError
 
-    client = _client(node)
+    client = _client(node, access)
     try:
         msgs = client.get_many(queue, count or 1_000_000, wait_ms=int(wait * 1000), browse=browse)
     except MQClientError as exc:
@@ -359,6 +378,7 @@ def _register_extra_commands() -> None:
 
     cli.add_command(demo)
     cli.add_command(cluster)
+    cli.add_command(auth)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import grpc
 
 from qmgr.client import convert
+from qmgr.client.connect import PathLike, WithMetadata, call_metadata, open_channel
 from qmgr.client.errors import (
     ConnectionFailed,
     MQClientError,
@@ -189,12 +190,24 @@ class AsyncSubscription(BufferedConsumer):
 
 
 class AsyncQueueManagerClient:
-    def __init__(self, address: str, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        address: str,
+        timeout: float = 30.0,
+        *,
+        tls_ca: PathLike | None = None,
+        tls_cert: PathLike | None = None,
+        tls_key: PathLike | None = None,
+        user: str | None = None,
+        password: str | None = None,
+    ) -> None:
+        """See :class:`qmgr.client.QueueManagerClient` for TLS and credentials."""
         self.address = address
         self.timeout = timeout
-        self._channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
-        self._msg = messaging_pb2_grpc.MessagingStub(self._channel)
-        self._admin = admin_pb2_grpc.AdminStub(self._channel)
+        metadata = call_metadata(user, password)
+        self._channel = open_channel(grpc.aio, address, CHANNEL_OPTIONS, tls_ca, tls_cert, tls_key)
+        self._msg: Any = WithMetadata(messaging_pb2_grpc.MessagingStub(self._channel), metadata)
+        self._admin: Any = WithMetadata(admin_pb2_grpc.AdminStub(self._channel), metadata)
         self._connect_lock = asyncio.Lock()
         self._connection: Any = None
         self._connection_id = ""

@@ -87,8 +87,34 @@ def from_rpc_error(exc: grpc.RpcError) -> MQClientError:
         return MQClientError(
             int(meta["mq-reason"]), str(meta.get("mq-reason-name", "")), details or ""
         )
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNKNOWN) and details:
+        refused = _not_connected(details)
+        if refused is not None:
+            return refused
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return MQClientError(2035, "MQRC_NOT_AUTHORIZED", details or "not authenticated")
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         return ConnectionFailed(2009, "MQRC_CONNECTION_BROKEN", details or str(code))
     if code == grpc.StatusCode.CANCELLED:
         return ConnectionFailed(2009, "MQRC_CONNECTION_BROKEN", "call cancelled")
     return MQClientError(2195, "MQRC_UNEXPECTED_ERROR", f"{code}: {details}")
+
+
+def _not_connected(details: str) -> MQClientError | None:
+    """A connection that failed at TLS: the handshake itself (wrong CA, TLS to a plain port),
+    or the node closing it before it was made (plain TCP to a TLS port, no client certificate
+    where one is required)."""
+    lowered = details.lower()
+    if "handshake failed" in lowered:
+        return ConnectionFailed(
+            2393, "MQRC_SSL_INITIALIZATION_ERROR", f"the TLS handshake failed: {details}"
+        )
+    if "failed to connect" in lowered and "socket closed" in lowered:
+        return ConnectionFailed(
+            2538,
+            "MQRC_HOST_NOT_AVAILABLE",
+            f"{details}: the node closed the connection before it was made; its port may be "
+            "TLS (give tls_ca or set QMGR_TLS_CA) or require a client certificate "
+            "(tls_cert/tls_key)",
+        )
+    return None

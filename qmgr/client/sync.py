@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 
 from qmgr.client import convert
+from qmgr.client.connect import PathLike, WithMetadata, call_metadata, open_channel
 from qmgr.client.errors import (
     ConnectionFailed,
     MQClientError,
@@ -348,12 +349,26 @@ class StreamPublisher:
 class QueueManagerClient:
     """put/get/browse, publish (single, batched, streamed), subscribe, and MQSC."""
 
-    def __init__(self, address: str, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        address: str,
+        timeout: float = 30.0,
+        *,
+        tls_ca: PathLike | None = None,
+        tls_cert: PathLike | None = None,
+        tls_key: PathLike | None = None,
+        user: str | None = None,
+        password: str | None = None,
+    ) -> None:
+        """A client of the node at ``address``. With ``tls_ca`` (default: ``$QMGR_TLS_CA``) or
+        a client certificate (``tls_cert``/``tls_key``) the channel is TLS; ``user`` and
+        ``password`` go with every call (a node started with ``--auth`` requires them)."""
         self.address = address
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
-        self._msg = messaging_pb2_grpc.MessagingStub(self._channel)
-        self._admin = admin_pb2_grpc.AdminStub(self._channel)
+        metadata = call_metadata(user, password)
+        self._channel = open_channel(grpc, address, CHANNEL_OPTIONS, tls_ca, tls_cert, tls_key)
+        self._msg: Any = WithMetadata(messaging_pb2_grpc.MessagingStub(self._channel), metadata)
+        self._admin: Any = WithMetadata(admin_pb2_grpc.AdminStub(self._channel), metadata)
         self._connect_lock = threading.Lock()
         self._connection: Any = None
         self._connection_id = ""

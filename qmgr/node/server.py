@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 import signal
@@ -15,6 +16,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from qmgr.node.config import NodeConfig, TlsSettings
 from qmgr.node.runtime import NodeRuntime
+from qmgr.security.users import Users, UsersFileError
 from qmgr.store import StoreFailed
 
 log = logging.getLogger("qmgr.node")
@@ -32,6 +34,7 @@ GRPC_OPTIONS = [
 async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = None) -> None:
     from qmgr.rpc.services import MESSAGING_SERVICE, add_services, interceptors
 
+    users = _users(config)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     health_servicer = health.aio.HealthServicer()
@@ -52,7 +55,7 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     runtime = NodeRuntime(config, store_fault_at_commit=int(os.environ.get(STORE_FAULT_ENV) or 0))
     runtime.on_store_failed = store_failed
     runtime.start()
-    server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors(runtime))
+    server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors(runtime, users))
     add_services(server, runtime)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     port = _listen(server, config)
@@ -92,6 +95,35 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     if failures:
         raise SystemExit(f"qmgr: {config.name} stopped: {failures[0]}")
     print(f"STOPPED name={config.name}", file=sys.stderr, flush=True)
+
+
+def _users(config: NodeConfig) -> Users | None:
+    """The users of ``--auth`` (a file that cannot be used stops the start); without it, a
+    warning when applications beyond this machine can connect unauthenticated."""
+    from qmgr.rpc.auth import load_users
+
+    if config.auth_file is not None:
+        try:
+            return load_users(config.auth_file)
+        except UsersFileError as exc:
+            raise SystemExit(f"qmgr: {config.name}: cannot use the users file: {exc}") from None
+    if not is_loopback(config.host):
+        log.warning(
+            "%s listens on %s without --auth: anyone who can reach the port may put, get, "
+            "publish, subscribe and run MQSC",
+            config.name,
+            config.host,
+        )
+    return None
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def server_credentials(tls: TlsSettings) -> grpc.ServerCredentials:

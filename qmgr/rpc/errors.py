@@ -64,10 +64,20 @@ def error_to_wire(exc: MQError) -> pb.Error:
 
 
 async def abort(context: grpc.aio.ServicerContext[Any, Any], exc: MQError) -> None:
-    context.set_trailing_metadata(
-        (("mq-reason", str(exc.reason)), ("mq-reason-name", exc.reason_name))
-    )
-    await context.abort(_STATUS.get(exc.reason_name, grpc.StatusCode.INVALID_ARGUMENT), exc.text)
+    status = _STATUS.get(exc.reason_name, grpc.StatusCode.INVALID_ARGUMENT)
+    await abort_with(context, status, exc.reason, exc.reason_name, exc.text)
+
+
+async def abort_with(
+    context: grpc.aio.ServicerContext[Any, Any],
+    status: grpc.StatusCode,
+    reason: int,
+    reason_name: str,
+    text: str,
+) -> None:
+    """End the call with ``status`` and the MQ reason in trailing metadata (always raises)."""
+    context.set_trailing_metadata((("mq-reason", str(reason)), ("mq-reason-name", reason_name)))
+    await context.abort(status, text)
 
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
