@@ -212,3 +212,22 @@ def compose(topology_file: str | None, out: str | None) -> None:
     stale = sorted(p for p in (target / "init").glob("*.mqsc") if f"init/{p.name}" not in files)
     for path in stale:
         click.echo(f"note: {path} is not part of this topology (left alone)", err=True)
+
+
+@cluster.command()
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Write the secret to this file (mode 0600) instead of standard output.",
+)
+def secret(out: str | None) -> None:
+    """Make a new cluster secret: give every member the same one (a file named by
+    QMGR_CLUSTER_SECRET_FILE or --cluster-secret-file; never on a command line)."""
+    from qmgr.security.files import generate_secret, write_private
+
+    value = generate_secret()
+    if out is None:
+        click.echo(value)
+        return
+    write_private(Path(out), value + "\n")
+    click.echo(f"wrote {out} (mode 0600)")

@@ -321,17 +321,6 @@ def test_up_refuses_an_empty_secret_file(home: Path, tmp_path: Path) -> None:
     assert running_under(home) == []
 
 
-def _client_takes_tls() -> bool:
-    import inspect
-
-    from qmgr.client import QueueManagerClient
-
-    return "tls_ca" in inspect.signature(QueueManagerClient).parameters
-
-
-@pytest.mark.skipif(
-    not _client_takes_tls(), reason="QueueManagerClient(tls_ca=, tls_cert=, tls_key=) pending"
-)
 def test_up_with_tls_serves_member_certificates_of_the_cluster_ca(
     home: Path, tmp_path: Path
 ) -> None:

@@ -323,19 +323,7 @@ class TlsCluster(Cluster):
 def tls_client(address: str, cl: TlsCluster) -> QueueManagerClient:
     """A client of a TLS node presenting the administrator's client certificate."""
     ca, cert, key = cl.pki / "ca.crt", cl.pki / "admin.crt", cl.pki / "admin.key"
-    try:
-        return QueueManagerClient(  # type: ignore[call-arg]
-            address, timeout=20, tls_ca=ca, tls_cert=cert, tls_key=key
-        )
-    except TypeError:  # an SDK without TLS options: the same channel, built here
-        from qmgr.wire import admin_pb2_grpc, messaging_pb2_grpc
-
-        client = QueueManagerClient(address, timeout=20)
-        client._channel.close()
-        client._channel = grpc.secure_channel(address, cl.credentials(cl.admin))
-        client._msg = messaging_pb2_grpc.MessagingStub(client._channel)
-        client._admin = admin_pb2_grpc.AdminStub(client._channel)
-        return client
+    return QueueManagerClient(address, timeout=20, tls_ca=ca, tls_cert=cert, tls_key=key)
 
 
 @pytest.fixture

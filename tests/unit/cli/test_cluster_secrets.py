@@ -104,3 +104,22 @@ def test_tls_options_point_at_the_state_directory(tmp_path: Path) -> None:
 def test_the_topology_turns_tls_on() -> None:
     assert not parse_topology(TOPOLOGY).tls
     assert parse_topology(TOPOLOGY.replace('cluster = "C1"', 'cluster = "C1"\ntls = true')).tls
+
+
+def test_cluster_secret_prints_or_writes_a_fresh_private_secret(tmp_path: Path) -> None:
+    import stat
+
+    from click.testing import CliRunner
+
+    from qmgr.cli.cluster import cluster
+    from qmgr.security.files import read_secret
+
+    runner = CliRunner()
+    first = runner.invoke(cluster, ["secret"])
+    second = runner.invoke(cluster, ["secret"])
+    assert first.exit_code == 0 and len(first.output.strip()) >= 40
+    assert first.output != second.output
+    out = tmp_path / "cluster.secret"
+    written = runner.invoke(cluster, ["secret", "--out", str(out)])
+    assert written.exit_code == 0, written.output
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600 and len(read_secret(out)) >= 40
