@@ -8,12 +8,27 @@ Sender (one per peer):
 
 - Every item has a key ``(epoch, seq)`` that only grows; items leave in key order, in batches,
   with a window of unacknowledged items.
-- ``next_send`` returns a ``Send`` batch. When it carries a persistent item, it also carries
-  the channel's new *sent mark* (the highest key sent): the driver stores the mark and waits
-  for it to be committed **before** the batch goes out. After a crash, ``restore`` marks every
-  stored item at or below the mark as sent (in doubt): such an item may already be at its
+- ``next_send`` returns a ``Send`` batch. When it carries a persistent item above the *stored
+  mark*, it also carries the channel's *sent mark* (the highest key sent): the driver stores the
+  mark and waits for it to be committed **before** the batch goes out (and sends the batches of
+  one connection in order, so the batches after it wait too). After a crash, ``restore`` marks
+  every stored item at or below the mark as sent (in doubt): such an item may already be at its
   receiver, so it is only ever sent again to that receiver (which drops duplicates by key),
   never re-driven to another one. Only items never sent may be moved (``take_unsent``).
+- The stored mark is the mark known to be committed before anything more goes out: the one
+  restored, or one handed out on the *current* connection. A mark handed out on an earlier
+  connection may never have been committed (the driver's wait can fail, e.g. a store failure,
+  after which the channel reconnects): a batch sent again after a reconnect carries the mark
+  again, so a batch never leaves while the mark covering it (and the journaled items in it,
+  e.g. publications re-driven from a dead host, which the same commit makes durable) can still
+  be lost by a crash. Without it, the crash would bring back the re-driven items on the dead
+  host's queue as never sent, and they would reach a second host.
+- Taking persistent items off the queue (``take_unsent``, to re-drive them) leaves a gap below
+  the keys still to be sent; the receiver only remembers its highest key, so the removal must
+  be committed before a higher key leaves: the next batch carries the mark (and waits) even if
+  it holds only non-persistent items, and so does the first batch of every later connection.
+  Otherwise a crash would bring the items back on this queue as never sent, with keys below
+  what the receiver announces in its hello answer, and they would be removed as acknowledged.
 - ``hello_answer(key)`` (the receiver's last committed key from this sender) and ``ack(key)``
   remove every item up to ``key``: ``Remove`` tells the driver to delete their stored copies.
 - ``lost(reason)`` puts the channel in RETRYING with the reason (kept as the last error, shown
@@ -87,8 +102,8 @@ T = TypeVar("T", bound=ChannelItem)
 
 @dataclass(frozen=True)
 class Send(Generic[T]):
-    """Send ``items`` as one batch; if ``sent_mark`` is set, store it and wait until it is
-    committed first."""
+    """Send ``items`` as one batch; if ``sent_mark`` is set, store it and wait until it (and
+    everything journaled before it) is committed first."""
 
     items: tuple[T, ...]
     sent_mark: Key | None
@@ -117,6 +132,10 @@ class ChannelSender(Generic[T]):
         self.pending: deque[T] = deque()  # never sent, or sent and to be sent again
         self.inflight: deque[T] = deque()  # sent on the current connection, unacknowledged
         self.sent_mark: Key = NO_KEY  # highest key sent (as far as this incarnation knows)
+        self.stored_mark: Key = NO_KEY  # sent mark known committed before the next batch
+        self.restored_mark: Key = NO_KEY  # sent mark found in the store (committed)
+        self.moved = False  # persistent items never sent were taken off (since the start)
+        self.moved_unstored = False  # ... and no batch waited for a commit since
         self.status = ChannelStatus.INACTIVE
         self.reason = ""
         self.acked = 0
@@ -148,6 +167,8 @@ class ChannelSender(Generic[T]):
         """Queue items found stored after a restart; those at or below the stored sent mark
         were sent before the crash and stay in doubt."""
         self.sent_mark = max(self.sent_mark, sent_mark)
+        self.restored_mark = max(self.restored_mark, sent_mark)
+        self.stored_mark = max(self.stored_mark, sent_mark)
         for item in items:
             item.sent = item.key <= sent_mark
             self.enqueue(item)
@@ -161,6 +182,8 @@ class ChannelSender(Generic[T]):
             (taken if not item.sent and wanted(item) else keep).append(item)
         self.pending = keep
         self.publications -= sum(1 for i in taken if i.counts)
+        if any(i.persistent for i in taken):
+            self.moved = self.moved_unstored = True
         return taken
 
     def put_back(self, items: list[T]) -> None:
@@ -180,6 +203,10 @@ class ChannelSender(Generic[T]):
         """The receiver answered the hello with the last key it committed from us."""
         self.pending.extendleft(reversed(self.inflight))
         self.inflight.clear()
+        # a mark handed out on an earlier connection (and the commit it waited for, that of a
+        # removal too) may never have been committed
+        self.stored_mark = self.restored_mark
+        self.moved_unstored = self.moved
         out: list[Remove[T] | StatusChange] = []
         removed = self._acknowledged(upto)
         if removed is not None:
@@ -197,20 +224,20 @@ class ChannelSender(Generic[T]):
         if not self.pending or len(self.inflight) >= self.window:
             return None
         batch: list[T] = []
-        persistent = False
+        unstored = self.moved_unstored  # or a persistent item above the stored mark
         while self.pending and len(batch) < self.batch:
             item = self.pending.popleft()
             item.sent = True
-            persistent = persistent or item.persistent
+            unstored = unstored or (item.persistent and item.key > self.stored_mark)
             batch.append(item)
         self.inflight.extend(batch)
         self.batches += 1
-        top = batch[-1].key
+        self.sent_mark = max(self.sent_mark, batch[-1].key)
         mark = None
-        if top > self.sent_mark:
-            self.sent_mark = top
-            if persistent:
-                mark = top
+        if unstored:
+            # never lower than a mark stored before: every item up to it may have been sent
+            mark = self.stored_mark = self.sent_mark
+            self.moved_unstored = False
         return Send(tuple(batch), mark)
 
     def discard(self, item: T) -> Remove[T]:

@@ -6,7 +6,10 @@ batches on a long-lived stream, driven by the pure state machine ``cluster.chann
   after the receiver committed it.
 - Before a batch with a persistent item goes out, the channel's sent mark (the highest key sent)
   is stored and committed: after a crash, the stored items at or below it are in doubt and wait
-  for their receiver; only items never sent may be re-driven to another host.
+  for their receiver; only items never sent may be re-driven to another host. The state machine
+  also asks for it before the first such batch of every new connection (a wait on an earlier
+  one may have failed) and before any batch after a re-drive took items off the queue (their
+  removal must be durable before a higher key reaches the receiver).
 - On a reconnect the receiver's hello answer says the highest key it committed; everything up
   to it is dropped, everything after it (the in-doubt batches first) is sent again.
 - Status: INACTIVE until first started, RUNNING while the stream is up, RETRYING with the
@@ -168,8 +171,9 @@ class OutboundChannel:
                     continue
                 if send.sent_mark is not None:
                     # store and forward: the batch leaves only once its items and the sent
-                    # mark are committed here, so after a crash an item is either known to be
-                    # in doubt or was never sent
+                    # mark (and everything journaled before, e.g. a re-drive's removals) are
+                    # committed here, so after a crash an item is either known to be in doubt
+                    # or was never sent
                     epoch, seq = send.sent_mark
                     self.manager.journal.object_saved(
                         SENT_KIND, self.peer, {"epoch": epoch, "seq": seq}

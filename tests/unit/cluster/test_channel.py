@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cluster.channel import (
@@ -144,6 +144,7 @@ class Receiver:
         self.store = Store()
         self.rx = ChannelReceiver()
         self.delivered_memory: list[int] = []
+        self.puts = 0  # every delivery is a new message on a queue, even of the same item
 
     def hello(self, qmid: str, name: str) -> Key:
         # (the node also commits everything first; the machine is safe without it)
@@ -163,7 +164,9 @@ class Receiver:
             elif verdict is Verdict.DEAD_LETTER:
                 self.store.write(f"dlq/{pid}", pid)
             else:
-                self.store.write(f"delivered/{pid}/{qmid}/{key}", pid)
+                # numbered, so an item delivered twice under the same key is seen twice
+                self.puts += 1
+                self.store.write(f"delivered/{pid}/{qmid}/{key}/{self.puts}", pid)
             durable = durable or persistent
             self.rx.done(qmid, key)
         state = self.rx.peers[qmid]
@@ -211,8 +214,13 @@ class World:
 
     def drop(self, host: str) -> None:
         link = self.links[host]
-        # batches already on the wire may still be processed by the host (a stale stream)
+        # batches already on the wire may still be processed by the host (a stale stream), even
+        # after the sender crashed: they left before it
         link.stale.extend(link.wire)
+        # batches held for the sender's commit are dropped with the connection, and the
+        # channel may connect again before that commit: in the node the driver waits for the
+        # commit before it reconnects, unless the wait fails (a store failure), and the machine
+        # must be safe either way
         self.links[host] = Link(stale=link.stale)
 
     def step(self, op: str, host: str) -> None:
@@ -311,8 +319,45 @@ OPS = st.sampled_from(
 CRASH = st.sampled_from([None] * 12 + ["sender", "R1", "R2"])
 
 
+# Found by this test: a batch waiting for the sender's commit of its sent mark is dropped with
+# its connection (``lose``: in the node, the wait failed, e.g. a store failure, and the channel
+# reconnected); sent again after the reconnect, it used to leave at once (the mark was already
+# at its top in memory) while the mark and the re-drive of its items from R1 were still
+# uncommitted. The sender crashes, the batch reaches R2 anyway (it was on the wire before the
+# crash), and after the restart the items are back on R1's queue as never sent.
+REDRIVE_RESENT_BEFORE_COMMIT: list[tuple[str, str, str | None]] = [
+    *[("publish", "R1", None)] * 12,
+    ("connect", "R2", None),
+    ("sender_commit", "R1", None),
+    ("lose", "R1", None),
+    ("pump", "R2", None),
+    ("lose", "R2", None),
+    ("connect", "R2", None),
+    ("pump", "R2", "sender"),
+    ("deliver_stale", "R2", None),
+]
+
+# Found by this test too (a loss): publications re-driven from R1 to R2 are committed on R2's
+# queue; R2's channel fails and they are re-driven back to R1 (journaled, not committed); after
+# the reconnect a non-persistent item with a higher key used to leave without waiting for any
+# commit, and R2 committed its key. The sender crashes: the publications are back on R2's queue
+# as never sent, with keys below what R2 announces, and its hello answer removed them.
+REDRIVE_REMOVAL_OVERTAKEN: list[tuple[str, str, str | None]] = [
+    *[("publish", "R1", None)] * 13,
+    ("lose", "R1", None),
+    ("publish_np", "R2", None),
+    ("sender_commit", "R1", None),
+    ("lose", "R2", None),
+    ("connect", "R2", None),
+    ("pump", "R2", None),
+    ("deliver", "R2", "sender"),
+]
+
+
 @settings(max_examples=800, deadline=None)
 @given(steps=st.lists(st.tuples(OPS, st.sampled_from(HOSTS), CRASH), min_size=20, max_size=80))
+@example(steps=REDRIVE_RESENT_BEFORE_COMMIT)
+@example(steps=REDRIVE_REMOVAL_OVERTAKEN)
 def test_exactly_once_across_reconnects_crashes_and_redrive(
     steps: list[tuple[str, str, str | None]],
 ) -> None:
@@ -376,6 +421,79 @@ def test_sent_mark_only_for_batches_that_go_beyond_it() -> None:
     assert again.sent_mark == (1, 3)
     again2 = ch.ack((1, 3))
     assert again2 is not None and ch.depth == 0 and ch.acked == 3
+
+
+def test_a_batch_sent_again_after_a_reconnect_carries_the_sent_mark_again() -> None:
+    """The mark handed out on a lost connection may never have been committed (the driver's
+    wait for it failed): the batch sent again waits for it to be stored, only once per
+    connection, and never with a mark lower than one handed out before."""
+    ch: ChannelSender[It] = ChannelSender(batch=2)
+    for n in range(1, 6):
+        ch.enqueue(It((1, n), n))
+    ch.hello_answer(NO_KEY)
+    first = ch.next_send()
+    assert first is not None and first.sent_mark == (1, 2)
+    second = ch.next_send()
+    assert second is not None and second.sent_mark == (1, 4)
+    ch.lost("gone")  # the driver never got to commit (1, 4) nor send the second batch
+    ch.hello_answer(NO_KEY)
+    again = ch.next_send()
+    assert again is not None and [i.pid for i in again.items] == [1, 2]
+    assert again.sent_mark == (1, 4)
+    again2 = ch.next_send()
+    assert again2 is not None and [i.pid for i in again2.items] == [3, 4]
+    assert again2.sent_mark is None  # (1, 4) is stored before the first batch leaves
+    last = ch.next_send()
+    assert last is not None and last.sent_mark == (1, 5)
+
+
+def test_a_restored_mark_needs_no_storing_again() -> None:
+    ch: ChannelSender[It] = ChannelSender(batch=2)
+    ch.restore([It((1, 1), 1), It((1, 2), 2), It((1, 3), 3)], (1, 2))
+    ch.hello_answer(NO_KEY)
+    again = ch.next_send()
+    assert again is not None and [i.pid for i in again.items] == [1, 2]
+    assert again.sent_mark is None
+    new = ch.next_send()
+    assert new is not None and new.sent_mark == (1, 3)
+    ch.lost("gone")
+    ch.hello_answer((1, 1))
+    resent = ch.next_send()
+    assert resent is not None and [i.pid for i in resent.items] == [2, 3]
+    assert resent.sent_mark == (1, 3)
+
+
+def test_after_items_were_taken_off_the_next_batch_waits_for_a_commit() -> None:
+    """The removal of never-sent items must be committed before a higher key leaves (the
+    receiver only remembers its highest key), even in a batch of non-persistent items, and
+    again on every later connection (its commit may have failed)."""
+    ch: ChannelSender[It] = ChannelSender(batch=2)
+    ch.enqueue(It((1, 1), 1))
+    ch.enqueue(It((1, 2), 2, durable=False))
+    ch.enqueue(It((1, 3), 3, durable=False))
+    assert [i.pid for i in ch.take_unsent(lambda i: i.persistent)] == [1]
+    ch.hello_answer(NO_KEY)
+    first = ch.next_send()
+    assert first is not None and [i.pid for i in first.items] == [2, 3]
+    assert first.sent_mark == (1, 3)
+    ch.enqueue(It((1, 4), 4, durable=False))
+    later = ch.next_send()
+    assert later is not None and later.sent_mark is None
+    ch.lost("gone")
+    ch.hello_answer((1, 3))
+    again = ch.next_send()
+    assert again is not None and [i.pid for i in again.items] == [4]
+    assert again.sent_mark == (1, 4)
+
+
+def test_non_persistent_items_alone_need_no_commit() -> None:
+    ch: ChannelSender[It] = ChannelSender(batch=2)
+    for n in range(1, 4):
+        ch.enqueue(It((1, n), n, durable=False))
+    assert ch.take_unsent(lambda i: i.pid == 3) != []  # not stored: nothing to commit
+    ch.hello_answer(NO_KEY)
+    send = ch.next_send()
+    assert send is not None and send.sent_mark is None
 
 
 def test_window_limits_items_in_flight() -> None:
@@ -497,7 +615,7 @@ def test_poison_item_is_dead_lettered_and_the_batch_advances_per_item() -> None:
     r.apply("S_1", [((1, 1), 1, False, True), ((1, 2), 2, True, True), ((1, 3), 3, False, True)])
     r.commit()
     assert sorted(k for k in r.store.data if not k.startswith("state/")) == [
-        "delivered/3/S_1/(1, 3)",
+        "delivered/3/S_1/(1, 3)/1",
         "dlq/2",
     ]
     assert r.rx.peers["S_1"].committed == (1, 3)
