@@ -5,7 +5,8 @@ state machine in ``cluster.channel``, applied through the cluster agent).
   carries a member proof for the sender it names (and, with TLS and a cluster CA, its
   certificate names that sender). A hello that does not check is refused with
   UNAUTHENTICATED/PERMISSION_DENIED before anything changes: no position moves, no proxy is
-  taken. ``Challenge`` starts the proof.
+  taken. ``Challenge`` starts the proof. The hello's QMID must be the sender's own (its name,
+  ``_``, an id): positions are kept per QMID.
 - The first request must be a hello; its answer is the last key committed from the sender's
   QMID: everything applied so far is committed before it is announced.
 - Each batch is applied item by item; its acknowledgement (coalesced with those waiting) is
@@ -26,6 +27,7 @@ from typing import Any, TypeAlias
 import grpc
 from google.protobuf.message import DecodeError
 
+from cluster.channel import qmid_of
 from qmgr.core.errors import MQError
 from qmgr.node.runtime import NodeRuntime
 from qmgr.rpc.peer_auth import Refused, authenticate, challenge, refuse
@@ -104,6 +106,12 @@ class PeerServicer(crpc.PeerServicer):
             await refuse(context, refused)
             return
         qmid = hello.qmid or f"{sender}_"  # a sender that does not say its QMID
+        if not qmid_of(qmid, sender):
+            log.warning("channel from %s refused: %s names QMID %s", context.peer(), sender, qmid)
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, f"QMID {qmid} is not queue manager {sender}'s"
+            )
+            return
         rt = self.rt
         # announce only what is committed
         position = rt.position
