@@ -3,6 +3,7 @@ queue manager name) bounds what it can touch."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from qmgr.client.types import OutgoingMessage
 from qmgr.security.member import CHANNEL
 from tests.integration.cluster_nodes import Cluster, wait_for
+from tests.integration.conftest import NodeProcess
 from tests.integration.members import SECRET, proof_for
 from tests.integration.test_member_auth import forged_hello, received
 
@@ -62,3 +64,29 @@ def test_a_member_cannot_open_a_channel_under_another_members_qmid(cl: Cluster) 
     cl["PUB1"].c.publish(f"{TOPIC}/x", OutgoingMessage("after", persistent=True))
     assert received(sub, 1) == ["after"]
     sub.close()
+
+
+OTHER_UID = 65534  # nobody
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+@pytest.mark.parametrize("planted", ["directory", "database"])
+def test_a_data_directory_holding_another_users_files_is_refused(
+    tmp_path: Path, planted: str
+) -> None:
+    """Another local user who made the data directory (say under /tmp), or left a file in it,
+    could read or swap the node's database: the node does not start on it."""
+    data = tmp_path / "QM1"
+    data.mkdir(mode=0o777)
+    os.chmod(data, 0o777)
+    victim = data
+    if planted == "database":
+        victim = data / "qmgr.sqlite"
+        victim.write_bytes(b"")
+        os.chmod(victim, 0o666)
+    os.chown(victim, OTHER_UID, OTHER_UID)
+    node = NodeProcess("QM1", tmp_path)
+    with pytest.raises(RuntimeError) as failed:
+        node.start(timeout=30)
+    assert f"{victim} in the data directory belongs to uid {OTHER_UID}" in str(failed.value)
+    assert victim.stat().st_uid == OTHER_UID  # left as it was
