@@ -102,12 +102,12 @@ class PeerServicer(crpc.PeerServicer):
         try:
             authenticate(agent, context, hello.proof, CHANNEL, sender)
         except Refused as refused:
-            log.warning("channel from %s refused: %s", context.peer(), refused)
+            log.warning("channel from %s refused: %r", context.peer(), refused.text)
             await refuse(context, refused)
             return
         qmid = hello.qmid or f"{sender}_"  # a sender that does not say its QMID
         if not qmid_of(qmid, sender):
-            log.warning("channel from %s refused: %s names QMID %s", context.peer(), sender, qmid)
+            log.warning("channel from %s refused: %r names QMID %r", context.peer(), sender, qmid)
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED, f"QMID {qmid} is not queue manager {sender}'s"
             )

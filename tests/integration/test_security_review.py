@@ -10,12 +10,17 @@ from pathlib import Path
 import grpc
 import pytest
 
+from qmgr.client.connect import call_metadata
 from qmgr.client.types import OutgoingMessage
 from qmgr.security.member import CHANNEL
+from qmgr.wire import admin_pb2, admin_pb2_grpc
+from tests.integration.app_security import Nodes, add_user, nodes
 from tests.integration.cluster_nodes import Cluster, wait_for
 from tests.integration.conftest import NodeProcess
 from tests.integration.members import SECRET, proof_for
 from tests.integration.test_member_auth import forged_hello, received
+
+__all__ = ["nodes"]
 
 TOPIC = "Review/Prices"
 
@@ -90,3 +95,40 @@ def test_a_data_directory_holding_another_users_files_is_refused(
         node.start(timeout=30)
     assert f"{victim} in the data directory belongs to uid {OTHER_UID}" in str(failed.value)
     assert victim.stat().st_uid == OTHER_UID  # left as it was
+
+
+FORGED = "FORGED qmgr.node INFO all is well"
+
+
+def _log_lines(path: Path) -> list[str]:
+    return path.read_text(errors="replace").splitlines()
+
+
+def test_names_from_an_unauthenticated_caller_cannot_forge_log_lines(
+    nodes: Nodes, tmp_path: Path
+) -> None:
+    """A user name (--auth) or a claimed sender (a hello) with a line break is refused, and
+    what is logged of it stays on one line."""
+    users_file = tmp_path / "users.json"
+    add_user(users_file, "admin", "admin-Pa55", "mqm")
+    node = nodes.start("QM1", "--auth", str(users_file))
+    with grpc.insecure_channel(node.address) as channel:
+        stub = admin_pb2_grpc.AdminStub(channel)
+        with pytest.raises(grpc.RpcError) as bad:
+            stub.Mqsc(
+                admin_pb2.MqscRequest(command="DISPLAY QMGR"),
+                metadata=call_metadata(f"x\n{FORGED}", "pw"),
+                timeout=10,
+            )
+    assert bad.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    assert "names no valid user name" in (bad.value.details() or "")
+    nodes.stop_all()
+    assert not any(line.startswith("FORGED") for line in _log_lines(node.log))
+
+
+def test_a_claimed_sender_cannot_forge_log_lines(cl: Cluster) -> None:
+    sub1 = cl["SUB1"]
+    refused = forged_hello(sub1.address, f"PUB1\n{FORGED}", "PUB1_x", None)
+    assert refused.code() is grpc.StatusCode.UNAUTHENTICATED
+    cl.stop()
+    assert not any(line.startswith("FORGED") for line in _log_lines(sub1.log))
