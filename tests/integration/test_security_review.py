@@ -4,7 +4,6 @@ queue manager name) bounds what it can touch."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -15,26 +14,12 @@ from qmgr.client.types import OutgoingMessage
 from qmgr.security.member import CHANNEL
 from qmgr.wire import admin_pb2, admin_pb2_grpc
 from tests.integration.app_security import Nodes, add_user, nodes
-from tests.integration.cluster_nodes import Cluster, wait_for
+from tests.integration.cluster_nodes import Cluster
 from tests.integration.conftest import NodeProcess
-from tests.integration.members import SECRET, proof_for
-from tests.integration.test_member_auth import forged_hello, received
+from tests.integration.members import proof_for
+from tests.integration.test_member_auth import TOPIC, cl, forged_hello, heard_from_pub1, received
 
-__all__ = ["nodes"]
-
-TOPIC = "Review/Prices"
-
-
-@pytest.fixture
-def cl(tmp_path: Path) -> Iterator[Cluster]:
-    """A full repository FR1, a publisher PUB1 and a subscriber SUB1, with the cluster secret."""
-    cluster = Cluster(tmp_path, secret=SECRET).start(["FR1"], ["PUB1", "SUB1"])
-    try:
-        cluster.define_topic("SUB1", "REVT", "Review", clroute="DIRECT")
-        cluster.wait_definition("REVT", ["SUB1"], on=["PUB1"])
-        yield cluster
-    finally:
-        cluster.stop()
+__all__ = ["cl", "nodes"]
 
 
 def test_a_member_cannot_open_a_channel_under_another_members_qmid(cl: Cluster) -> None:
@@ -42,23 +27,7 @@ def test_a_member_cannot_open_a_channel_under_another_members_qmid(cl: Cluster) 
     its position per QMID, so a sequence pushed there would make PUB1's real publications
     look like duplicates (acknowledged and dropped)."""
     sub1 = cl["SUB1"]
-    sub = sub1.c.subscribe(f"{TOPIC}/x")
-    cl.wait_proxy("PUB1", "SUB1", f"{TOPIC}/x")
-    cl["PUB1"].c.publish(f"{TOPIC}/x", OutgoingMessage("before", persistent=True))
-    assert received(sub, 1) == ["before"]
-
-    def position() -> tuple[str, str]:
-        rows = [
-            r
-            for r in sub1.mqsc("DISPLAY CHSTATUS(*)")
-            if r.get("CHLTYPE") == "CLUSRCVR" and r.get("RQMNAME") == "PUB1"
-        ]
-        assert len(rows) == 1
-        return rows[0]["RQMID"], rows[0]["LSTSEQNO"]
-
-    qmid, before = wait_for(
-        "PUB1's publication committed on SUB1", lambda: position()[1] != "0.0" and position()
-    )
+    sub, position, qmid, before = heard_from_pub1(cl, f"{TOPIC}/x")
     for claimed in (qmid, "?PUB1"):  # PUB1's QMID, and the QMID of state kept by name
         proof = proof_for(sub1.address, "FORGER", CHANNEL)
         refused = forged_hello(sub1.address, "FORGER", claimed, proof)
