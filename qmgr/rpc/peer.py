@@ -11,7 +11,8 @@ state machine in ``cluster.channel``, applied through the cluster agent).
   QMID: everything applied so far is committed before it is announced.
 - Each batch is applied item by item; its acknowledgement (coalesced with those waiting) is
   sent once the batch's changes are committed.
-- Garbage, a missing hello, a second hello or an invalid item end the stream with
+- Garbage, a missing hello (or none within ``HELLO_WAIT``: an unauthenticated caller cannot
+  hold streams open), a second hello or an invalid item end the stream with
   INVALID_ARGUMENT; a batch that cannot be applied (the dead-letter queue is full ...) ends it
   with the MQ reason, never with OK. The queue of acknowledgements waiting is bounded: a sender
   that does not read them stops being read.
@@ -39,6 +40,8 @@ from qmgr.wire import cluster_pb2_grpc as crpc
 Ctx: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 log = logging.getLogger("qmgr.node.channels")
 
+HELLO_WAIT = 10.0  # seconds a caller may hold a channel open before its hello (a sender
+# queues the hello before it opens the call, so it comes at once)
 ACK_QUEUE = 1024  # batches applied and waiting for their acknowledgement (a sender has at
 # most WINDOW items in flight, so only a sender of tiny batches meets the bound)
 
@@ -82,7 +85,12 @@ class PeerServicer(crpc.PeerServicer):
             return
         requests = _decoded(request_iterator)
         try:
-            first = await requests.__anext__()
+            first = await asyncio.wait_for(requests.__anext__(), HELLO_WAIT)
+        except TimeoutError:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"no hello within {HELLO_WAIT:g} s"
+            )
+            return
         except (StopAsyncIteration, ChannelInputError) as exc:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, f"a channel starts with a hello ({exc})"

@@ -4,6 +4,8 @@ queue manager name) bounds what it can touch."""
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -13,6 +15,8 @@ from qmgr.client.connect import call_metadata
 from qmgr.client.types import OutgoingMessage
 from qmgr.security.member import CHANNEL
 from qmgr.wire import admin_pb2, admin_pb2_grpc
+from qmgr.wire import cluster_pb2 as cpb
+from qmgr.wire import cluster_pb2_grpc as crpc
 from tests.integration.app_security import Nodes, add_user, nodes
 from tests.integration.cluster_nodes import Cluster
 from tests.integration.conftest import NodeProcess
@@ -101,3 +105,23 @@ def test_a_claimed_sender_cannot_forge_log_lines(cl: Cluster) -> None:
     assert refused.code() is grpc.StatusCode.UNAUTHENTICATED
     cl.stop()
     assert not any(line.startswith("FORGED") for line in _log_lines(sub1.log))
+
+
+def test_a_channel_without_a_hello_is_not_held_open(cl: Cluster) -> None:
+    """An unauthenticated caller opens Peer.Channel and sends nothing: the node ends the
+    stream instead of keeping it (and its state) forever."""
+    silence = threading.Event()
+
+    def nothing() -> Iterator[cpb.ChannelRequest]:
+        silence.wait(60)
+        return
+        yield
+
+    with grpc.insecure_channel(cl["SUB1"].address) as channel:
+        call = crpc.PeerStub(channel).Channel(nothing(), timeout=60)
+        with pytest.raises(grpc.RpcError) as ended:
+            list(call)
+    silence.set()
+    assert ended.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "no hello within" in (ended.value.details() or "")
+    assert cl["SUB1"].mqsc("DISPLAY QMGR")  # still serving
