@@ -64,8 +64,11 @@ def test_a_data_directory_holding_another_users_files_is_refused(
         os.chmod(victim, 0o666)
     os.chown(victim, OTHER_UID, OTHER_UID)
     node = NodeProcess("QM1", tmp_path)
-    with pytest.raises(RuntimeError) as failed:
-        node.start(timeout=30)
+    try:
+        with pytest.raises(RuntimeError) as failed:
+            node.start(timeout=30)
+    finally:
+        node.kill()  # should it have started
     assert f"{victim} in the data directory belongs to uid {OTHER_UID}" in str(failed.value)
     assert victim.stat().st_uid == OTHER_UID  # left as it was
 
