@@ -78,6 +78,12 @@ def legacy_qmid(name: str) -> str:
     return LEGACY + name
 
 
+def qmid_of(qmid: str, name: str) -> bool:
+    """Whether ``qmid`` can be queue manager ``name``'s: a QMID is the name, ``_`` and an id
+    without ``_``, so a sender cannot speak for the position kept for another's QMID."""
+    return qmid.rpartition("_")[0] == name
+
+
 class ChannelItem(Protocol):
     """What the state machine needs of an item."""
 

@@ -46,7 +46,7 @@ Rules (reference mq-semantics.md §1, §2):
 
 Commands from a member over the network (``remote_refusal``): a member proposes changes about
 itself only (its own join, touch, leave, suspend/resume, workload; topics it hosts); a join
-there cannot claim role REPOS (full repositories join through Raft, locally); ``force_remove``
+there names the member's own QMID (``cluster.channel.qmid_of``) and cannot claim role REPOS (full repositories join through Raft, locally); ``force_remove``
 (RESET CLUSTER) runs on a full repository only, never on a member's request.
 
 Choices where MQ leaves it open:
@@ -78,6 +78,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from cluster.channel import qmid_of
 from cluster.records import (
     WORKLOAD_LIMITS,
     ClRoute,
@@ -371,6 +372,9 @@ def remote_refusal(command: Mapping[str, Any], member: str, *, join: bool = Fals
     subject = command.get(_SUBJECT_KEY[op])
     if subject != member:
         return f"{member} cannot {op} for queue manager {subject!r}: only about itself"
+    qmid = command.get("qmid")
+    if op == "join_member" and not (isinstance(qmid, str) and qmid_of(qmid, member)):
+        return f"{member} cannot join with QMID {qmid!r}: a QMID is its own name, '_' and an id"
     if op == "join_member" and command.get("role") == Role.REPOS.value:
         return (
             f"{member} cannot join as a full repository: only queue managers configured "

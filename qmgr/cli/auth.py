@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
-from qmgr.security.files import write_private
+from qmgr.security.files import SecretError, write_private
 from qmgr.security.users import User, Users, UsersFileError, hash_password, parse_users
 
 PASSWORD_ENV = "QMGR_PASSWORD"
@@ -106,6 +106,13 @@ def _load(path: Path) -> Users:
         raise click.ClickException(f"{path}: {exc}") from None
 
 
+def _save(path: Path, users: Users) -> None:
+    try:
+        write_private(path, users.render())
+    except (OSError, SecretError) as exc:
+        raise click.ClickException(f"{path}: {exc}") from None
+
+
 @click.group()
 def auth() -> None:
     """Users and passwords of nodes started with --auth (members of group mqm may run MQSC)."""
@@ -126,7 +133,7 @@ def add_user(file: Path, user: str, groups: tuple[str, ...]) -> None:
         users = users.with_user(User(user, hash_password(password), frozenset(groups)))
     except UsersFileError as exc:
         raise click.ClickException(str(exc)) from None
-    write_private(file, users.render())
+    _save(file, users)
     click.echo(f"user {user} set in {file}" + (f" (groups {', '.join(groups)})" if groups else ""))
 
 
@@ -139,7 +146,7 @@ def remove_user(file: Path, user: str) -> None:
         users = _load(file).without(user)
     except UsersFileError as exc:
         raise click.ClickException(f"{file}: {exc}") from None
-    write_private(file, users.render())
+    _save(file, users)
     click.echo(f"user {user} removed from {file}")
 
 

@@ -229,5 +229,8 @@ def secret(out: str | None) -> None:
     if out is None:
         click.echo(value)
         return
-    write_private(Path(out), value + "\n")
+    try:
+        write_private(Path(out), value + "\n")
+    except SecretError as exc:
+        raise click.ClickException(str(exc)) from None
     click.echo(f"wrote {out} (mode 0600)")

@@ -121,10 +121,10 @@ def prepare(topology: Topology, base: Path) -> Path:
     be used."""
     import click
 
-    private_dir(base)
     try:
+        private_dir(base)
         path = secret_path(topology, base)
+        ensure_pki(topology, base)
     except SecretError as exc:
         raise click.ClickException(str(exc)) from None
-    ensure_pki(topology, base)
     return path

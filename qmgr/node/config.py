@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._%/]{1,48}$")
@@ -23,7 +23,7 @@ class ClusterSettings:
     raft_address: str = ""  # FR only: where PySyncObj binds
     raft_peers: tuple[str, ...] = ()  # FR only: every FR's Raft address
     join: tuple[str, ...] = ()  # gRPC addresses of full repositories
-    password: str | None = None  # the cluster secret (Raft encryption, member proofs)
+    password: str | None = field(default=None, repr=False)  # the cluster secret (Raft, proofs)
     insecure: bool = False  # --insecure: run without a secret (nothing authenticated)
     join_timeout: float = 20.0  # a partial repository waits this long for its first snapshot
 

@@ -120,7 +120,7 @@ class RaftConfig:
     self_addr: str
     peers: tuple[str, ...]
     cluster: str
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)  # never in a log line
     data_dir: Path | None = None  # journal and snapshot files live here when given
     timers: RaftTimers = field(default_factory=RaftTimers)
     compact_after_entries: int = 5000  # log entries kept before a snapshot is taken

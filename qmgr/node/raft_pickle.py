@@ -9,7 +9,8 @@ resolves no global except the few that protocol 2 needs to rebuild builtin data:
 
 - ``bytes`` through ``_codecs.encode(text, "latin1")`` (anything but latin1 is refused), and
   ``bytes()`` for the empty value;
-- ``set`` / ``frozenset`` / ``bytearray`` of such data.
+- ``set`` / ``frozenset`` / ``bytearray`` of such data (``bytes``/``bytearray`` of a size, which
+  would allocate it zero-filled, are refused: a frame of a few bytes could ask for gigabytes).
 
 PySyncObj's messages are dicts, lists and tuples of str, bytes, int, float, bool and None (its
 dynamic membership, which pickles node objects, is off in qmgr). Anything else raises
@@ -34,12 +35,28 @@ def _latin1(text: str, encoding: str = "utf-8") -> bytes:
     return text.encode("latin1")
 
 
+def _of_data(kind: type) -> Any:
+    """``kind`` built from data only: ``kind()`` or ``kind(bytes-like)``, never ``kind(size)``."""
+
+    def build(*args: Any) -> Any:
+        if args and (len(args) > 1 or not isinstance(args[0], (bytes, bytearray))):
+            raise pickle.UnpicklingError(f"refused {kind.__name__}{args!r:.40} in a Raft frame")
+        return kind(*args)
+
+    return build
+
+
 _ALLOWED: dict[tuple[str, str], Any] = {
     ("_codecs", "encode"): _latin1,
     **{
-        (module, kind.__name__): kind
+        (module, kind.__name__): maker
         for module in ("builtins", "__builtin__")
-        for kind in (bytes, bytearray, set, frozenset)
+        for kind, maker in (
+            (bytes, _of_data(bytes)),
+            (bytearray, _of_data(bytearray)),
+            (set, set),
+            (frozenset, frozenset),
+        )
     },
 }
 

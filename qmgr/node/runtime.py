@@ -41,18 +41,27 @@ PRIVATE_UMASK = 0o077
 
 def make_private_tree(root: Path) -> None:
     """Create ``root`` if needed; make it and every directory under it 0700 and every file
-    0600 (files of other owners and symbolic links are left alone)."""
+    0600 (symbolic links are left alone). Anything there that belongs to another user stops
+    the start (SystemExit): its owner could read or replace the node's data."""
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     for path in (root, *root.rglob("*")):
         try:
             st = path.lstat()
-            if stat.S_ISLNK(st.st_mode) or st.st_uid != os.getuid():
-                continue
-            want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
-            if stat.S_IMODE(st.st_mode) != want:
-                os.chmod(path, want)
-        except OSError as exc:  # a file removed meanwhile, or not ours to change
+        except OSError as exc:  # removed meanwhile
             log.warning("cannot make %s private: %s", path, exc)
+            continue
+        if st.st_uid != os.getuid():
+            raise SystemExit(
+                f"qmgr: {path} in the data directory belongs to uid {st.st_uid}, not to this "
+                f"user (uid {os.getuid()}): its owner could read or replace the queue "
+                "manager's data; give it to this user or use another --data-dir"
+            )
+        want = 0o700 if stat.S_ISDIR(st.st_mode) else 0o600
+        if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) != want:
+            try:
+                os.chmod(path, want)
+            except OSError as exc:
+                log.warning("cannot make %s private: %s", path, exc)
 
 
 class SystemClock:

@@ -38,6 +38,7 @@ from qmgr.rpc.errors import HEALTH_PREFIX, abort_with
 from qmgr.security.pki import client_name
 from qmgr.security.users import (
     ADMIN_GROUP,
+    NAME_RE,
     CredentialCache,
     User,
     Users,
@@ -90,6 +91,8 @@ def credentials(metadata: Sequence[Any] | None) -> tuple[str, str] | str:
         return "the authorization metadata is not 'Basic base64(user:password)'"
     if not sep or not user:
         return "the authorization metadata names no user"
+    if not NAME_RE.fullmatch(user):  # no user has such a name (nor may it reach the log)
+        return "the authorization metadata names no valid user name"
     return user, password
 
 

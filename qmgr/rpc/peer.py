@@ -5,12 +5,14 @@ state machine in ``cluster.channel``, applied through the cluster agent).
   carries a member proof for the sender it names (and, with TLS and a cluster CA, its
   certificate names that sender). A hello that does not check is refused with
   UNAUTHENTICATED/PERMISSION_DENIED before anything changes: no position moves, no proxy is
-  taken. ``Challenge`` starts the proof.
+  taken. ``Challenge`` starts the proof. The hello's QMID must be the sender's own (its name,
+  ``_``, an id): positions are kept per QMID.
 - The first request must be a hello; its answer is the last key committed from the sender's
   QMID: everything applied so far is committed before it is announced.
 - Each batch is applied item by item; its acknowledgement (coalesced with those waiting) is
   sent once the batch's changes are committed.
-- Garbage, a missing hello, a second hello or an invalid item end the stream with
+- Garbage, a missing hello (or none within ``HELLO_WAIT``: an unauthenticated caller cannot
+  hold streams open), a second hello or an invalid item end the stream with
   INVALID_ARGUMENT; a batch that cannot be applied (the dead-letter queue is full ...) ends it
   with the MQ reason, never with OK. The queue of acknowledgements waiting is bounded: a sender
   that does not read them stops being read.
@@ -26,6 +28,7 @@ from typing import Any, TypeAlias
 import grpc
 from google.protobuf.message import DecodeError
 
+from cluster.channel import qmid_of
 from qmgr.core.errors import MQError
 from qmgr.node.runtime import NodeRuntime
 from qmgr.rpc.peer_auth import Refused, authenticate, challenge, refuse
@@ -37,6 +40,8 @@ from qmgr.wire import cluster_pb2_grpc as crpc
 Ctx: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 log = logging.getLogger("qmgr.node.channels")
 
+HELLO_WAIT = 10.0  # seconds a caller may hold a channel open before its hello (a sender
+# queues the hello before it opens the call, so it comes at once)
 ACK_QUEUE = 1024  # batches applied and waiting for their acknowledgement (a sender has at
 # most WINDOW items in flight, so only a sender of tiny batches meets the bound)
 
@@ -80,7 +85,12 @@ class PeerServicer(crpc.PeerServicer):
             return
         requests = _decoded(request_iterator)
         try:
-            first = await requests.__anext__()
+            first = await asyncio.wait_for(requests.__anext__(), HELLO_WAIT)
+        except TimeoutError:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"no hello within {HELLO_WAIT:g} s"
+            )
+            return
         except (StopAsyncIteration, ChannelInputError) as exc:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, f"a channel starts with a hello ({exc})"
@@ -100,10 +110,16 @@ class PeerServicer(crpc.PeerServicer):
         try:
             authenticate(agent, context, hello.proof, CHANNEL, sender)
         except Refused as refused:
-            log.warning("channel from %s refused: %s", context.peer(), refused)
+            log.warning("channel from %s refused: %r", context.peer(), refused.text)
             await refuse(context, refused)
             return
         qmid = hello.qmid or f"{sender}_"  # a sender that does not say its QMID
+        if not qmid_of(qmid, sender):
+            log.warning("channel from %s refused: %r names QMID %r", context.peer(), sender, qmid)
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, f"QMID {qmid} is not queue manager {sender}'s"
+            )
+            return
         rt = self.rt
         # announce only what is committed
         position = rt.position

@@ -74,7 +74,7 @@ class RepositoryServicer(crpc.RepositoryServicer):
             if refusal is not None:
                 raise Refused(grpc.StatusCode.PERMISSION_DENIED, refusal)
         except Refused as refused:
-            log.warning("%s from %s refused: %s", method, context.peer(), refused)
+            log.warning("%s from %s refused: %r", method, context.peer(), refused.text)
             await refuse(context, refused)
 
     async def Propose(self, request: cpb.ProposeRequest, context: Ctx) -> cpb.ProposeResponse:

@@ -18,19 +18,33 @@ class SecretError(ValueError):
     """A secret file that cannot be used."""
 
 
+def _own(path: Path, st: os.stat_result) -> None:
+    """Refuse a file or directory of another user: its owner could read what goes there."""
+    if st.st_uid != os.geteuid():
+        raise SecretError(
+            f"{path} belongs to uid {st.st_uid}, not to this user (uid {os.geteuid()}): its "
+            "owner could read what is written there; remove it or choose another path"
+        )
+
+
 def private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) if needed and make it 0700."""
+    """Create ``path`` (and parents) if needed and make it 0700 (SecretError when it belongs
+    to another user)."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _own(path, path.stat())
     os.chmod(path, 0o700)
     return path
 
 
 def write_private(path: Path, data: bytes | str) -> Path:
-    """Write ``data`` to ``path`` with mode 0600 (created so, never readable by others)."""
+    """Write ``data`` to ``path`` with mode 0600 (created so, never readable by others;
+    SecretError when an existing file there belongs to another user)."""
     raw = data.encode() if isinstance(data, str) else data
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
+        _own(path, os.fstat(fd))
         os.fchmod(fd, 0o600)
+        os.ftruncate(fd, 0)
         os.write(fd, raw)
     finally:
         os.close(fd)

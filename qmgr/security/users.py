@@ -114,7 +114,7 @@ def verify_password(password: str, encoded: str) -> bool:
 
 
 def check_name(name: str, what: str = "user") -> str:
-    if not NAME_RE.match(name):
+    if not NAME_RE.fullmatch(name):
         raise UsersFileError(f"{what} name '{name}' must be 1-64 characters of A-Z a-z 0-9 . _ @ -")
     return name
 

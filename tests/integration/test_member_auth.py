@@ -117,11 +117,14 @@ def cl(tmp_path: Path) -> Iterator[Cluster]:
         cluster.stop()
 
 
-def test_a_forged_hello_is_refused_and_moves_nothing(cl: Cluster) -> None:
+def heard_from_pub1(cl: Cluster, topic: str) -> tuple[Any, Callable[[], tuple[str, str]], str, str]:
+    """SUB1 subscribes to ``topic`` and hears one publication ("before") from PUB1. Returns
+    the subscription, SUB1's receiving position for PUB1 (a function: QMID, last sequence),
+    PUB1's QMID and the position once that publication is committed."""
     sub1 = cl["SUB1"]
-    sub = sub1.c.subscribe(f"{TOPIC}/x")
-    cl.wait_proxy("PUB1", "SUB1", f"{TOPIC}/x")
-    cl["PUB1"].c.publish(f"{TOPIC}/x", OutgoingMessage("before", persistent=True))
+    sub = sub1.c.subscribe(topic)
+    cl.wait_proxy("PUB1", "SUB1", topic)
+    cl["PUB1"].c.publish(topic, OutgoingMessage("before", persistent=True))
     assert received(sub, 1) == ["before"]
 
     def position() -> tuple[str, str]:
@@ -136,6 +139,12 @@ def test_a_forged_hello_is_refused_and_moves_nothing(cl: Cluster) -> None:
     qmid, before = wait_for(
         "PUB1's publication committed on SUB1", lambda: position()[1] != "0.0" and position()
     )
+    return sub, position, qmid, before
+
+
+def test_a_forged_hello_is_refused_and_moves_nothing(cl: Cluster) -> None:
+    sub1 = cl["SUB1"]
+    sub, position, qmid, before = heard_from_pub1(cl, f"{TOPIC}/x")
     no_proof = forged_hello(sub1.address, "PUB1", qmid, None)
     assert no_proof.code() is grpc.StatusCode.UNAUTHENTICATED
     assert "PUB1: no member proof" in (no_proof.details() or "")

@@ -93,6 +93,16 @@ def test_an_empty_secret_counts_as_none() -> None:
         make_cluster_settings("DEMO", password="", **PR)  # type: ignore[arg-type]
 
 
+def test_the_secret_never_shows_in_a_repr() -> None:
+    from qmgr.node.raft import RaftConfig
+
+    s = make_cluster_settings("DEMO", password=SECRET, **PR)  # type: ignore[arg-type]
+    raft = RaftConfig("127.0.0.1:7101", (), "DEMO", password=SECRET)
+    assert s is not None and s.password == SECRET and raft.password == SECRET
+    assert SECRET not in repr(s) and SECRET not in repr(raft)
+    assert SECRET not in repr(make_config("QM1", "127.0.0.1:0", None, s))
+
+
 def test_a_partial_repository_with_a_member_certificate_needs_no_secret(tmp_path: Path) -> None:
     tls = TlsSettings(tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "ca.pem")
     s = make_cluster_settings("DEMO", tls=tls, **PR)  # type: ignore[arg-type]

@@ -74,6 +74,16 @@ def test_builtins_other_than_data_types_are_refused() -> None:
         raft_pickle.loads(frame)
 
 
+@pytest.mark.parametrize("kind", ["bytes", "bytearray"])
+def test_a_tiny_frame_cannot_allocate_a_huge_buffer(kind: str) -> None:
+    # bytes(2**40) / bytearray(2**40): a few bytes on the wire, a terabyte zero-filled
+    frame = f"\x80\x02c__builtin__\n{kind}\nq\x00\x8a\x06\x00\x00\x00\x00\x00\x01\x85R.".encode(
+        "latin1"
+    )
+    with pytest.raises(pickle.UnpicklingError, match=f"refused {kind}"):
+        raft_pickle.loads(frame)
+
+
 def test_install_replaces_what_pysyncobj_calls() -> None:
     import qmgr.node.raft  # noqa: F401  (installs the restriction on import)
 

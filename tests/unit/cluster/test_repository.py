@@ -123,6 +123,9 @@ def test_force_remove_and_full_repository_joins_are_never_taken_from_a_member() 
     watch = remote_refusal(Cmd.touch_member("QM1"), "QM1", join=True)
     assert watch is not None and "join_member" in watch
     assert remote_refusal(Cmd.join_member("QM1", "QM1_1", "h:1"), "QM1", join=True) is None
+    for qmid in ("QM2_1", "QM1", "QM1_1_2"):  # another's QMID, or not a QMID of QM1
+        refusal = remote_refusal(Cmd.join_member("QM1", qmid, "h:1"), "QM1", join=True)
+        assert refusal is not None and "cannot join with QMID" in refusal, qmid
 
 
 def test_force_remove_by_qmid_or_name_removes_member_and_its_definitions() -> None:

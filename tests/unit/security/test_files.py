@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import stat
 from pathlib import Path
 
@@ -50,3 +51,31 @@ def test_a_secret_readable_by_others_is_used_with_a_warning(
     with caplog.at_level(logging.WARNING, logger="qmgr.security"):
         assert read_secret(path) == "s3cret"
     assert "0600" in caplog.text
+
+
+OTHER_UID = 65534  # nobody
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+@pytest.mark.parametrize("how", ["file", "symlink"])
+def test_a_file_of_another_user_is_not_written_into(tmp_path: Path, how: str) -> None:
+    """Someone else's file (say a planted cluster.secret in a shared directory, or a link to
+    one) would keep the secret readable by its owner whatever its mode."""
+    theirs = tmp_path / "theirs"
+    theirs.write_text("")
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    target = theirs if how == "file" else tmp_path / "cluster.secret"
+    if how == "symlink":
+        target.symlink_to(theirs)
+    with pytest.raises(SecretError, match=f"belongs to uid {OTHER_UID}"):
+        write_private(target, "s3cret")
+    assert theirs.read_text() == ""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a directory to another user needs root")
+def test_a_directory_of_another_user_is_not_made_private_for_us(tmp_path: Path) -> None:
+    theirs = tmp_path / "state"
+    theirs.mkdir(mode=0o777)
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    with pytest.raises(SecretError, match=f"belongs to uid {OTHER_UID}"):
+        private_dir(theirs)

@@ -16,6 +16,7 @@ from qmgr.security.users import (
     User,
     Users,
     UsersFileError,
+    check_name,
     hash_password,
     parse_users,
     verify_password,
@@ -142,3 +143,9 @@ def test_the_cache_is_bounded() -> None:
         assert cache.verify(f"u{i}", "pw") is not None
     assert cache.lookup("u4", "pw") is not None
     assert sum(cache.lookup(f"u{i}", "pw") is not None for i in range(5)) <= 3
+
+
+@pytest.mark.parametrize("name", ["admin\n", "admin\nforged log line", "ad min", ""])
+def test_a_name_with_a_line_break_or_space_is_not_a_user_name(name: str) -> None:
+    with pytest.raises(UsersFileError, match="must be 1-64 characters"):
+        check_name(name)
