@@ -164,8 +164,9 @@ def _check_secret(
         )
     if tls is None or tls.ca is None:
         raise ConfigError(
-            "a partial repository needs the cluster secret (--cluster-secret-file FILE, or env "
-            "QMGR_CLUSTER_SECRET_FILE / QMGR_CLUSTER_SECRET) or a member certificate "
+            "a partial repository needs the cluster secret or its member secret (`qmgr cluster "
+            "secret --member`; --cluster-secret-file FILE, or env QMGR_CLUSTER_SECRET_FILE / "
+            "QMGR_CLUSTER_SECRET) or a member certificate "
             "(--tls-cert/--tls-key with --tls-ca, the cluster CA) to prove to the full "
             f"repositories and its peers who it is; {INSECURE_HINT}"
         )
