@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_auth import cpu_seconds  # noqa: E402
 from bench.bench_cluster import Route  # noqa: E402
 from bench.cluster_procs import BenchCluster, ClientWorker, raise_on_sigterm  # noqa: E402
+from qmgr.security.keys import member_secret  # noqa: E402
 from qmgr.security.member import CHANNEL, Challenger, Prover, member_key  # noqa: E402
 
 TARGET = 0.05  # authentication costs at most 5% of channel throughput
@@ -92,7 +93,7 @@ def nodes_cpu(cl: BenchCluster) -> float:
 
 def handshake_cost(n: int = 2000) -> float:
     """CPU seconds of one member handshake (both sides: challenge, accept, prove, verify)."""
-    key = member_key("a cluster secret", "SEC")
+    key = member_key(member_secret("a cluster secret"), "SEC")
     server = Challenger(key, "SEC", "HOST1", capacity=n + 1)
     began = time.process_time()
     for _ in range(n):

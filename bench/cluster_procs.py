@@ -31,6 +31,7 @@ from typing import Any
 from qmgr.cli.launch import start_node
 from qmgr.client import OutgoingMessage, QueueManagerClient, StreamPublisher
 from qmgr.security.files import generate_secret
+from qmgr.security.keys import member_secret
 
 ROUTE = "qmgr.route"  # nodes a copy passed through the cluster, origin first
 
@@ -153,15 +154,19 @@ class BenchNode:
 
 class BenchCluster:
     """A standalone node and/or one cluster: full repositories first (started together, Raft
-    on fixed ports), then partial repositories joining through them. Cluster members get a
-    generated cluster secret (in their environment), or run ``--insecure`` when asked."""
+    on fixed ports), then partial repositories joining through them. Full repositories get a
+    generated cluster secret (in their environment), partial repositories the member secret
+    derived from it; or they run ``--insecure`` when asked."""
 
     def __init__(self, base: Path, cluster: str = "BENCH", *, insecure: bool = False) -> None:
         self.base = base
         self.cluster = cluster
         self.insecure = insecure
         env = {k: v for k, v in os.environ.items() if not k.startswith("QMGR_CLUSTER_SECRET")}
-        self.member_env = env if insecure else {**env, "QMGR_CLUSTER_SECRET": generate_secret()}
+        secret = generate_secret()
+        self.fr_env = env if insecure else {**env, "QMGR_CLUSTER_SECRET": secret}
+        member = member_secret(secret).text
+        self.member_env = env if insecure else {**env, "QMGR_CLUSTER_SECRET": member}
         self.nodes: dict[str, BenchNode] = {}
 
     def __getitem__(self, name: str) -> BenchNode:
@@ -179,7 +184,7 @@ class BenchCluster:
         for name, port, me in zip(full, grpc_ports, raft, strict=True):
             args = ["--cluster", self.cluster, "--full-repository", "--raft", me]
             args += ["--raft-peers", ",".join(raft), *insecure]
-            self.nodes[name] = BenchNode(name, self.base, port, args, self.member_env)
+            self.nodes[name] = BenchNode(name, self.base, port, args, self.fr_env)
         join = ["--cluster", self.cluster, "--join", ",".join(f"127.0.0.1:{p}" for p in grpc_ports)]
         for name in partial:
             self.nodes[name] = BenchNode(

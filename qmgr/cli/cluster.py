@@ -38,7 +38,7 @@ from qmgr.cli.cluster_state import (
     write_state,
 )
 from qmgr.cli.cluster_status import collect_status, print_status, print_summary, wide_console
-from qmgr.cli.compose import compose_files, ensure_env_file
+from qmgr.cli.compose import ENV_FILE, compose_files, ensure_env_files
 from qmgr.cli.registry import register
 from qmgr.cli.topology import DEFAULT_SOURCE, Topology, TopologyError, load_topology
 from qmgr.security.files import SecretError
@@ -83,7 +83,8 @@ def up(topology_file: str | None, timeout: float, secret_file: str | None, tls: 
     as compose/cluster.toml): full repositories together, then the partial repositories, then
     each node's MQSC in node order. Nodes keep running after this command returns.
 
-    Every node gets the cluster secret (the file's path in QMGR_CLUSTER_SECRET_FILE); the
+    Full repositories get the cluster secret, partial repositories the member secret derived
+    from it (the file's path in QMGR_CLUSTER_SECRET_FILE: cluster.secret, member.secret); the
     state directory also holds the cluster CA and a certificate per node and for admin."""
     topology, source = _load(topology_file)
     if secret_file is not None:
@@ -188,8 +189,9 @@ def down(name: str | None, purge: bool, timeout: float) -> None:
 )
 def compose(topology_file: str | None, out: str | None) -> None:
     """Write docker-compose.yml and init/NODE.mqsc for TOPOLOGY (default: the built-in DEMO
-    cluster), and cluster.env with the cluster secret (mode 0600, never committed) when it is
-    missing. The compose file builds compose/Dockerfile from the repository root, so it is
+    cluster), cluster.env with the cluster secret (for full repositories) when it is missing,
+    and member.env with the member secret derived from it (for partial repositories); both
+    mode 0600, never committed. The compose file builds compose/Dockerfile from the repository root, so it is
     meant to live in the repository's compose/ directory."""
     topology, _ = _load(topology_file)
     target = Path(out) if out else (Path(topology_file).parent if topology_file else Path("."))
@@ -204,11 +206,12 @@ def compose(topology_file: str | None, out: str | None) -> None:
         path.write_text(text)
         click.echo(f"wrote {path}")
     try:
-        created = ensure_env_file(target, topology)
+        written = ensure_env_files(target, topology)
     except SecretError as exc:
         raise click.ClickException(str(exc)) from None
-    if created is not None:
-        click.echo(f"wrote {created} (the cluster secret, mode 0600: keep it out of git)")
+    for path in written:
+        what = "the cluster secret" if path.name == ENV_FILE else "the member secret"
+        click.echo(f"wrote {path} ({what}, mode 0600: keep it out of git)")
     stale = sorted(p for p in (target / "init").glob("*.mqsc") if f"init/{p.name}" not in files)
     for path in stale:
         click.echo(f"note: {path} is not part of this topology (left alone)", err=True)
@@ -220,17 +223,36 @@ def compose(topology_file: str | None, out: str | None) -> None:
     type=click.Path(dir_okay=False),
     help="Write the secret to this file (mode 0600) instead of standard output.",
 )
-def secret(out: str | None) -> None:
-    """Make a new cluster secret: give every member the same one (a file named by
-    QMGR_CLUSTER_SECRET_FILE or --cluster-secret-file; never on a command line)."""
-    from qmgr.security.files import generate_secret, write_private
+@click.option(
+    "--member",
+    is_flag=True,
+    help="Derive the member secret (for partial repositories) from the cluster secret in --from.",
+)
+@click.option(
+    "--from",
+    "source",
+    type=click.Path(dir_okay=False, exists=True),
+    help="With --member: the file holding the cluster secret.",
+)
+def secret(out: str | None, member: bool, source: str | None) -> None:
+    """Make a new cluster secret, for the full repositories (a file named by
+    QMGR_CLUSTER_SECRET_FILE or --cluster-secret-file; never on a command line).
 
-    value = generate_secret()
-    if out is None:
-        click.echo(value)
-        return
+    With --member --from FILE: the member secret of the cluster secret in FILE, for partial
+    repositories. It proves membership but cannot key Raft, so a partial repository cannot act
+    as a full repository; a full repository refuses it."""
+    from qmgr.security.files import generate_secret, read_secret, write_private
+    from qmgr.security.keys import SecretFormatError, member_secret
+
+    if member != (source is not None):
+        raise click.UsageError("--member and --from FILE go together")
     try:
+        value = member_secret(read_secret(Path(source))).text if source else generate_secret()
+        if out is None:
+            click.echo(value)
+            return
         write_private(Path(out), value + "\n")
-    except SecretError as exc:
+    except (SecretError, SecretFormatError) as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"wrote {out} (mode 0600)")
+    what = "the member secret, for partial repositories" if member else "the cluster secret"
+    click.echo(f"wrote {out} ({what}; mode 0600)")

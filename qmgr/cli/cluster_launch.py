@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from qmgr.cli.cluster_secrets import node_tls_args, secret_path
+from qmgr.cli.cluster_secrets import node_secret_path, node_tls_args
 from qmgr.cli.cluster_state import (
     ClusterState,
     NodeState,
@@ -128,14 +128,15 @@ def node_args(topology: Topology, spec: NodeSpec, plan: dict[str, NodeAddresses]
 
 def spawn(topology: Topology, spec: NodeSpec, plan: dict[str, NodeAddresses], base: Path) -> Launch:
     """Start node ``spec`` in its own session, its output appended to its log under ``base``
-    (0600), the cluster secret's file in ``QMGR_CLUSTER_SECRET_FILE``; returns at once (see
+    (0600), in ``QMGR_CLUSTER_SECRET_FILE`` the file of the cluster secret (a full repository)
+    or of the member secret (a partial repository); returns at once (see
     :func:`await_ready`)."""
     data_dir = node_dir(base, spec.name) / "data"
     data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     log = node_dir(base, spec.name) / "node.log"
     env = {k: v for k, v in os.environ.items() if k != "QMGR_CLUSTER_SECRET"}
     env["PYTHONUNBUFFERED"] = "1"
-    env["QMGR_CLUSTER_SECRET_FILE"] = str(secret_path(topology, base))
+    env["QMGR_CLUSTER_SECRET_FILE"] = str(node_secret_path(topology, spec, base))
     args = [*qmgr_command(), *node_args(topology, spec, plan), "--data-dir", str(data_dir)]
     if topology.tls:
         args += node_tls_args(base, spec.name)

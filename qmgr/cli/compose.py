@@ -2,10 +2,13 @@
 one service per node plus a ``mqsc-init`` service, and ``init/NODE.mqsc`` for each node with
 MQSC. Written by ``qmgr cluster compose``.
 
-The cluster secret is in none of them: every node reads it from ``cluster.env``
-(``QMGR_CLUSTER_SECRET=...``, mode 0600, ignored by git), an env file that ``qmgr cluster
-compose`` creates next to the compose file when it is missing (:func:`ensure_env_file`). An env
-file rather than a Docker secret: outside swarm a file secret is a bind mount that keeps the host
+The secrets are in none of them: full repositories read the cluster secret from ``cluster.env``
+and partial repositories the member secret derived from it (:mod:`qmgr.security.keys`) from
+``member.env`` (both ``QMGR_CLUSTER_SECRET=...``, mode 0600, ignored by git), env files that
+``qmgr cluster compose`` creates next to the compose file (:func:`ensure_env_files`):
+``cluster.env`` when it is missing, ``member.env`` when it is missing or no longer matches
+``cluster.env``. So a partial repository can prove membership but never speak Raft. Env files
+rather than Docker secrets: outside swarm a file secret is a bind mount that keeps the host
 file's owner and mode (compose ignores ``uid``/``mode`` there), so a 0600 file of the host user
 could not be read by the image's non-root user (uid ``IMAGE_UID``); compose reads an env file
 itself, as the host user.
@@ -21,11 +24,13 @@ from typing import Any
 
 from qmgr.cli.topology import Topology, TopologyError, mqsc_commands
 from qmgr.security.files import SecretError, generate_secret, read_secret, write_private
+from qmgr.security.keys import SecretFormatError, member_secret
 
 COMPOSE_PORT = 7000  # every container listens here (gRPC)
 COMPOSE_RAFT_PORT = 7100  # and a full repository binds Raft here
 COMPOSE_IMAGE = "qmgr:local"
-ENV_FILE = "cluster.env"  # the cluster secret; created by `qmgr cluster compose`, never committed
+ENV_FILE = "cluster.env"  # the cluster secret, for full repositories (never committed)
+MEMBER_ENV_FILE = "member.env"  # the member secret, for partial repositories (never committed)
 SECRET_VAR = "QMGR_CLUSTER_SECRET"
 IMAGE_UID = 10001  # the non-root user of compose/Dockerfile
 INIT_SERVICE = "mqsc-init"  # '-' cannot occur in a node name, so no node service can clash
@@ -34,8 +39,8 @@ COMPOSE_HEADER = """\
 # Run from this directory: docker compose -p {project} up --build
 # (docker-compose 1.29: docker-compose -p {project} up --build)
 # Admin: docker compose -p {project} exec {first} qmgr runmqsc 127.0.0.1:{port}
-# The nodes read the cluster secret from {env_file} (mode 0600, not committed), which
-# `qmgr cluster compose` creates when it is missing.
+# Full repositories read the cluster secret from {env_file}, partial repositories the member
+# secret from {member_env_file} (mode 0600, not committed); `qmgr cluster compose` creates them.
 """
 _HOST_NAME = re.compile(r"^[A-Za-z0-9]{1,48}$")
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -70,7 +75,7 @@ def compose_document(topology: Topology) -> dict[str, Any]:
         service: dict[str, Any] = {**_image(), "hostname": spec.name, "init": True}
         service["command"] = command
         service["environment"] = _environment()
-        service["env_file"] = [ENV_FILE]
+        service["env_file"] = [ENV_FILE if spec.full_repository else MEMBER_ENV_FILE]
         service["volumes"] = [f"{spec.name}-data:/data"]
         service["healthcheck"] = {
             "test": [
@@ -119,6 +124,7 @@ def compose_files(topology: Topology, source: str) -> dict[str, str]:
         first=first,
         port=COMPOSE_PORT,
         env_file=ENV_FILE,
+        member_env_file=MEMBER_ENV_FILE,
         project=project_name(topology),
     )
     files = {"docker-compose.yml": header + to_yaml(compose_document(topology))}
@@ -142,22 +148,54 @@ def _environment() -> dict[str, str]:
     return {"QMGR_LOG": "INFO"}
 
 
-def ensure_env_file(directory: Path, topology: Topology) -> Path | None:
-    """Create ``directory/cluster.env`` (mode 0600) holding the cluster secret, unless it
-    exists: the topology's ``secret_file`` when it names one, else a new secret. Returns the
-    path when it was created."""
+def ensure_env_files(directory: Path, topology: Topology) -> list[Path]:
+    """Create ``directory/cluster.env`` (mode 0600) holding the cluster secret unless it exists
+    (the topology's ``secret_file`` when it names one, else a new secret), and write
+    ``directory/member.env`` (0600) with the member secret derived from it when it is missing
+    or does not match. Returns the paths written."""
     path = directory / ENV_FILE
-    if path.exists():
-        return None
-    secret = (
-        read_secret(topology.secret_file) if topology.secret_file is not None else generate_secret()
-    )
-    if any(c.isspace() or c in "\"'$#\\" for c in secret):
-        raise SecretError(
-            f"the cluster secret in {topology.secret_file} cannot go into an env file as it is "
-            "(spaces, quotes, '$', '#' or backslashes); use letters, digits, '-' and '_'"
+    written = []
+    if not path.exists():
+        secret = (
+            read_secret(topology.secret_file)
+            if topology.secret_file is not None
+            else generate_secret()
         )
-    return write_private(path, f"{SECRET_VAR}={secret}\n")
+        if any(c.isspace() or c in "\"'$#\\" for c in secret):
+            raise SecretError(
+                f"the cluster secret in {topology.secret_file} cannot go into an env file as it "
+                "is (spaces, quotes, '$', '#' or backslashes); use letters, digits, '-' and '_'"
+            )
+        _member_line(secret, topology.secret_file or path)  # refuse a member secret here
+        written.append(write_private(path, f"{SECRET_VAR}={secret}\n"))
+    line = _member_line(_env_secret(path), path)
+    member = directory / MEMBER_ENV_FILE
+    if not member.exists() or member.read_text(encoding="utf-8") != line:
+        written.append(write_private(member, line))
+    return written
+
+
+def _env_secret(path: Path) -> str:
+    """The value of ``QMGR_CLUSTER_SECRET`` in env file ``path``."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SecretError(f"cannot read {path}: {exc}") from None
+    for text in lines:
+        key, sep, value = text.strip().partition("=")
+        if sep and key.strip() == SECRET_VAR and value.strip():
+            return value.strip()
+    raise SecretError(f"{path} has no {SECRET_VAR}=... line")
+
+
+def _member_line(secret: str, source: Path) -> str:
+    try:
+        return f"{SECRET_VAR}={member_secret(secret).text}\n"
+    except SecretFormatError as exc:
+        raise SecretError(
+            f"{source}: {exc}; the full repositories need the cluster secret "
+            "(`qmgr cluster secret`)"
+        ) from None
 
 
 def to_yaml(value: Mapping[str, Any], indent: int = 0) -> str:

@@ -59,7 +59,9 @@ def cli() -> None:
     "--cluster-secret-file",
     type=click.Path(dir_okay=False, exists=True),
     envvar="QMGR_CLUSTER_SECRET_FILE",
-    help="File holding the cluster secret (mode 0600); QMGR_CLUSTER_SECRET may hold it instead.",
+    help="File (mode 0600) holding the cluster secret (full repositories) or the member secret "
+    "(partial repositories: qmgr cluster secret --member); QMGR_CLUSTER_SECRET may hold it "
+    "instead.",
 )
 @click.option(
     "--insecure",

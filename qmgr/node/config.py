@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qmgr.security.keys import NodeSecret, SecretFormatError, parse_secret
+
 NAME_RE = re.compile(r"^[A-Za-z0-9._%/]{1,48}$")
 CLUSTER_RE = re.compile(r"^[A-Za-z0-9._%/]{1,48}$")
 
@@ -23,7 +25,9 @@ class ClusterSettings:
     raft_address: str = ""  # FR only: where PySyncObj binds
     raft_peers: tuple[str, ...] = ()  # FR only: every FR's Raft address
     join: tuple[str, ...] = ()  # gRPC addresses of full repositories
-    password: str | None = field(default=None, repr=False)  # the cluster secret (Raft, proofs)
+    # the secret given (qmgr.security.keys): the cluster secret (a full repository's: Raft and
+    # member proofs) or a member secret (member proofs only)
+    secret: NodeSecret | None = field(default=None, repr=False)
     insecure: bool = False  # --insecure: run without a secret (nothing authenticated)
     join_timeout: float = 20.0  # a partial repository waits this long for its first snapshot
 
@@ -95,8 +99,8 @@ def make_cluster_settings(
             f"cluster name '{cluster}' must be 1-48 characters of A-Z a-z 0-9 . _ % /"
         )
     joins = _addresses(join or "", "--join")
-    secret = password or None
-    _check_secret(full_repository, secret, insecure, tls)
+    _check_secret(full_repository, password or None, insecure, tls)
+    secret = _parse_secret(full_repository, password) if password else None
     if full_repository:
         if not raft:
             raise ConfigError("--full-repository needs --raft HOST:PORT for the Raft transport")
@@ -118,6 +122,20 @@ def make_cluster_settings(
     if not joins:
         raise ConfigError("a partial repository needs --join with the address of a full repository")
     return ClusterSettings(cluster, False, "", (), joins, secret, insecure)
+
+
+def _parse_secret(full_repository: bool, text: str) -> NodeSecret:
+    try:
+        secret = parse_secret(text)
+    except SecretFormatError as exc:
+        raise ConfigError(f"the cluster secret cannot be used: {exc}") from None
+    if full_repository and not secret.is_repository_secret:
+        raise ConfigError(
+            "--full-repository needs the cluster secret, not a member secret: a member secret "
+            "(member1:...) lets a partial repository prove membership but cannot key Raft "
+            "between full repositories; give this node the file `qmgr cluster secret` made"
+        )
+    return secret
 
 
 INSECURE_HINT = "or give --insecure to run with nothing between members authenticated"
@@ -146,8 +164,9 @@ def _check_secret(
         )
     if tls is None or tls.ca is None:
         raise ConfigError(
-            "a partial repository needs the cluster secret (--cluster-secret-file FILE, or env "
-            "QMGR_CLUSTER_SECRET_FILE / QMGR_CLUSTER_SECRET) or a member certificate "
+            "a partial repository needs the cluster secret or its member secret (`qmgr cluster "
+            "secret --member`; --cluster-secret-file FILE, or env QMGR_CLUSTER_SECRET_FILE / "
+            "QMGR_CLUSTER_SECRET) or a member certificate "
             "(--tls-cert/--tls-key with --tls-ca, the cluster CA) to prove to the full "
             f"repositories and its peers who it is; {INSECURE_HINT}"
         )

@@ -15,8 +15,10 @@ What goes through Raft is ours, not pickled objects:
   PySyncObj's two last log entries and the member list (command bytes in base64).
 
 PySyncObj still pickles its own framing on the wire: the transport is bound to the node's own
-address (``bindAddress``, not 0.0.0.0), and the cluster secret (``RaftConfig.password``) makes
-PySyncObj encrypt and authenticate every frame (Fernet) before anything is unpickled; that needs
+address (``bindAddress``, not 0.0.0.0), and the Raft password (``RaftConfig.password``, which
+:func:`qmgr.security.keys.raft_password` derives from the cluster secret: only full repositories
+hold that secret, partial repositories hold a member secret that cannot give it) makes PySyncObj
+encrypt and authenticate every frame (Fernet) before anything is unpickled; that needs
 the ``cryptography`` package (``PASSWORD_SUPPORTED``). Without it a password is refused at
 start-up rather than silently ignored. In addition, importing this module installs
 :mod:`qmgr.node.raft_pickle`: PySyncObj's unpickler then rebuilds builtin data only, so not even

@@ -1,8 +1,9 @@
-"""Members prove who they are: a mutual challenge-response over the cluster secret, once per
+"""Members prove who they are: a mutual challenge-response over the member secret, once per
 connection (a channel stream, a repository watch, a proposal), never per message.
 
-The exchange, where K is a key derived from the cluster secret (HKDF-SHA256, domain-separated
-from every other use of the secret), ``cn``/``sn`` fresh random nonces and ``|`` an unambiguous,
+The exchange, where K is a key derived from the member secret (:mod:`qmgr.security.keys`: every
+member holds it, full repositories derive it from the cluster secret; HKDF-SHA256,
+domain-separated from every other use), ``cn``/``sn`` fresh random nonces and ``|`` an unambiguous,
 length-prefixed concatenation:
 
 1. The caller sends ``cn`` to ``Peer.Challenge``.
@@ -36,6 +37,8 @@ from dataclasses import dataclass
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from qmgr.security.keys import MemberSecret
+
 NONCE_BYTES = 32
 MIN_NONCE_BYTES = 16
 MAX_NONCE_BYTES = 64
@@ -53,15 +56,13 @@ class MemberAuthError(Exception):
     """A member proof (or a server's proof) that does not check; the text says why."""
 
 
-def member_key(secret: str | bytes, cluster: str) -> bytes:
-    """The key of member proofs in ``cluster``, derived from the cluster secret."""
-    raw = secret.encode() if isinstance(secret, str) else secret
-    if not raw:
-        raise ValueError("the cluster secret is empty")
+def member_key(secret: MemberSecret, cluster: str) -> bytes:
+    """The key of member proofs in ``cluster``, derived from the member secret (full and
+    partial repositories compute the same one)."""
     hkdf = HKDF(
         algorithm=hashes.SHA256(), length=32, salt=KEY_SALT, info=b"cluster:" + cluster.encode()
     )
-    return hkdf.derive(raw)
+    return hkdf.derive(secret.raw)
 
 
 def _mac(key: bytes, *fields: str | bytes) -> bytes:

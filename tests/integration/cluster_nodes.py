@@ -13,6 +13,7 @@ from typing import Any
 
 from qmgr.client import QueueManagerClient
 from qmgr.security.files import generate_secret
+from qmgr.security.keys import member_secret
 from tests.integration.conftest import NodeProcess
 
 
@@ -107,11 +108,19 @@ class ClusterNode(NodeProcess):
 class Cluster:
     """Nodes of one cluster; FRs first (started together), then partial repositories.
 
-    Every node gets the cluster secret (``secret``, or one generated for this cluster) in
-    ``QMGR_CLUSTER_SECRET``; ``insecure=True`` runs them without one (``--insecure``)."""
+    Full repositories get the cluster secret (``secret``, or one generated for this cluster)
+    in ``QMGR_CLUSTER_SECRET``, partial repositories the member secret derived from it (the
+    cluster secret too with ``partials_hold_cluster_secret=True``); ``insecure=True`` runs them
+    without one (``--insecure``)."""
 
     def __init__(
-        self, base: Path, name: str = "DEMO", secret: str | None = None, *, insecure: bool = False
+        self,
+        base: Path,
+        name: str = "DEMO",
+        secret: str | None = None,
+        *,
+        insecure: bool = False,
+        partials_hold_cluster_secret: bool = False,
     ) -> None:
         if insecure and secret is not None:
             raise ValueError("a cluster is either insecure or has a secret")
@@ -119,6 +128,8 @@ class Cluster:
         self.name = name
         self.insecure = insecure
         self.secret = None if insecure else secret or generate_secret()
+        self.member_secret = None if self.secret is None else member_secret(self.secret).text
+        self.partial_secret = self.secret if partials_hold_cluster_secret else self.member_secret
         self.nodes: dict[str, ClusterNode] = {}
         self.frs: list[str] = []
 
@@ -152,12 +163,13 @@ class Cluster:
         return self
 
     def _node(self, name: str, port: int, args: list[str]) -> ClusterNode:
+        secret = self.secret if "--full-repository" in args else self.partial_secret
         if self.insecure:
             args = [*args, "--insecure"]
         node = ClusterNode(name, self.base, port, args)
         node.env.pop("QMGR_CLUSTER_SECRET_FILE", None)
-        if self.secret is not None:
-            node.env["QMGR_CLUSTER_SECRET"] = self.secret
+        if secret is not None:
+            node.env["QMGR_CLUSTER_SECRET"] = secret
         else:
             node.env.pop("QMGR_CLUSTER_SECRET", None)
         return node

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import grpc
 
+from qmgr.security.keys import parse_secret
 from qmgr.security.member import Challenge, Prover, member_key
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import cluster_pb2_grpc as crpc
@@ -27,8 +28,9 @@ def proof_for(
     credentials: grpc.ChannelCredentials | None = None,
     cluster: str = "DEMO",
 ) -> cpb.MemberProof:
-    """A member proof made with ``secret`` on a challenge of the node at ``address``."""
-    prover = Prover(member_key(secret, cluster), cluster, name)
+    """A member proof made with ``secret`` (the cluster secret or a member secret) on a
+    challenge of the node at ``address``."""
+    prover = Prover(member_key(parse_secret(secret).member, cluster), cluster, name)
     with connect(address, credentials) as channel:
         answer = crpc.PeerStub(channel).Challenge(
             cpb.ChallengeRequest(client_nonce=prover.client_nonce, cluster=cluster),

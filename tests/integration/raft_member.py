@@ -3,8 +3,8 @@
     QMGR_CLUSTER_SECRET=... python raft_member.py --self 127.0.0.1:P --peers A,B --cluster C
         [--data-dir D] [--compact-after N] [--insecure]
 
-The cluster secret (PySyncObj's password) comes from the environment, never argv; without one
-the member refuses to start unless ``--insecure``.
+The cluster secret comes from the environment, never argv (PySyncObj's password is derived from
+it, as a full repository does); without one the member refuses to start unless ``--insecure``.
 
 Prints ``READY`` once started, then answers each request line with one JSON line:
 ``{"submit": cmd}`` -> ``{"ok", "error", "events"}`` (or ``{"unavailable": why}``),
@@ -23,6 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from qmgr.node.raft import RaftConfig, RaftUnavailable, RepositoryReplica  # noqa: E402
+from qmgr.security.keys import raft_password  # noqa: E402
 
 
 def answer(replica: RepositoryReplica, request: dict[str, Any]) -> dict[str, Any]:
@@ -52,9 +53,10 @@ def main() -> int:
     parser.add_argument("--insecure", action="store_true")
     parser.add_argument("--compact-after", type=int, default=5000)
     args = parser.parse_args()
-    password = os.environ.get("QMGR_CLUSTER_SECRET") or None
-    if (password is None) != args.insecure:
+    secret = os.environ.get("QMGR_CLUSTER_SECRET") or None
+    if (secret is None) != args.insecure:
         parser.error("give the secret in QMGR_CLUSTER_SECRET, or --insecure (not both)")
+    password = raft_password(secret) if secret is not None else None
     config = RaftConfig(
         self_addr=args.self_addr,
         peers=tuple(p for p in args.peers.split(",") if p),

@@ -24,6 +24,7 @@ import qmgr.cli.cluster_launch as cluster_launch
 from qmgr.cli.cluster import cluster
 from qmgr.cli.cluster_secrets import (
     ADMIN,
+    MEMBER_FILE,
     PKI_DIR,
     SECRET_FILE,
     admin_client_options,
@@ -31,7 +32,8 @@ from qmgr.cli.cluster_secrets import (
 )
 from qmgr.cli.cluster_state import node_alive, pid_alive
 from qmgr.cli.launch import qmgr_command
-from qmgr.security.files import write_private
+from qmgr.security.files import read_secret, write_private
+from qmgr.security.keys import member_secret
 from qmgr.security.pki import client_name, member_name
 
 QMGR = qmgr_command()
@@ -248,22 +250,28 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_up_gives_every_node_the_secret_by_file_and_keeps_it(home: Path, tmp_path: Path) -> None:
+def test_up_gives_every_node_its_secret_by_file_and_keeps_it(home: Path, tmp_path: Path) -> None:
+    """Full repositories get cluster.secret, partial repositories member.secret (the member
+    secret derived from it), by file name only."""
     topology = tmp_path / "itest.toml"
     topology.write_text(TOPOLOGY)
     code, output = invoke("up", str(topology))
     assert code == 0, output
     base = home / "clusters" / "ITEST"
-    secret_file = base / SECRET_FILE
+    secret_file, member_file = base / SECRET_FILE, base / MEMBER_FILE
     secret = secret_file.read_text().strip()
     assert _mode(base) == 0o700 and _mode(secret_file) == 0o600 and len(secret) >= 40
+    assert _mode(member_file) == 0o600 and read_secret(member_file) == member_secret(secret).text
     state = json.loads((base / "state.json").read_text())
+    assert {n["role"] for n in state["nodes"]} == {"full", "partial"}
     for node in state["nodes"]:
         pid = node["pid"]
         if Path(f"/proc/{pid}").is_dir():  # Linux: what other local users could see
-            assert not any(secret in arg for arg in _proc_text(pid, "cmdline"))
+            cmdline = _proc_text(pid, "cmdline")
+            assert not any(secret in arg or "member1:" in arg for arg in cmdline)
             env = _proc_text(pid, "environ")
-            assert f"QMGR_CLUSTER_SECRET_FILE={secret_file}" in env
+            given = secret_file if node["role"] == "full" else member_file
+            assert f"QMGR_CLUSTER_SECRET_FILE={given}" in env, node["name"]
             assert not any(e.startswith("QMGR_CLUSTER_SECRET=") for e in env)
         assert _mode(Path(node["log"])) == 0o600
         data = Path(node["data_dir"])
@@ -295,9 +303,13 @@ def test_up_takes_the_secret_file_it_is_given(home: Path, tmp_path: Path) -> Non
     assert code == 0, output
     base = home / "clusters" / "ITEST"
     assert not (base / SECRET_FILE).exists()
-    pid = json.loads((base / "state.json").read_text())["nodes"][0]["pid"]
-    if Path(f"/proc/{pid}").is_dir():
-        assert f"QMGR_CLUSTER_SECRET_FILE={mine}" in _proc_text(pid, "environ")
+    assert read_secret(base / MEMBER_FILE) == member_secret("my-own-cluster-secret").text
+    fr, partial = json.loads((base / "state.json").read_text())["nodes"][:2]
+    assert (fr["role"], partial["role"]) == ("full", "partial")
+    if Path(f"/proc/{fr['pid']}").is_dir():
+        assert f"QMGR_CLUSTER_SECRET_FILE={mine}" in _proc_text(fr["pid"], "environ")
+        member_file = f"QMGR_CLUSTER_SECRET_FILE={base / MEMBER_FILE}"
+        assert member_file in _proc_text(partial["pid"], "environ")
     code, output = invoke("down", "--purge")
     assert code == 0, output
 

@@ -1,9 +1,12 @@
 """The cluster secret, against real processes: a member without one does not start (unless
---insecure), a crafted pickle sent to a full repository's Raft port runs nothing and is dropped
-while the cluster goes on, and what a node keeps on disk is readable by its user only."""
+--insecure), a full repository does not start with a member secret, a crafted pickle sent to a
+full repository's Raft port runs nothing and is dropped while the cluster goes on, a partial
+repository holding the member secret cannot speak Raft to a full repository, and what a node
+keeps on disk is readable by its user only."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import socket
@@ -13,12 +16,19 @@ import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pysyncobj.pickle as pysyncobj_pickle
 import pytest
 from cryptography.fernet import Fernet
+from pysyncobj.encryptor import getEncryptor
 
+from cluster.repository import Cmd
 from qmgr.cli.launch import start_node
+from qmgr.node import raft_pickle
 from qmgr.security.files import generate_secret, write_private
+from qmgr.security.keys import member_secret, parse_member_secret, raft_password
+from qmgr.security.member import member_key
 from tests.integration.cluster_nodes import Cluster, free_ports, wait_for
 from tests.integration.conftest import NodeProcess
 
@@ -77,6 +87,32 @@ def test_qmgr_start_refuses_insecure_with_a_secret(tmp_path: Path, how: str) -> 
     result = node.cli("start", "--name", "FR1", *_fr_args(raft), "--insecure")
     assert result.returncode != 0
     assert "--insecure contradicts the cluster secret" in result.stderr
+
+
+@pytest.mark.parametrize("how", ["env", "file"])
+def test_a_full_repository_refuses_a_member_secret(tmp_path: Path, how: str) -> None:
+    member = member_secret(generate_secret()).text
+    secret_file = write_private(tmp_path / "member.secret", member + "\n")
+    env = (
+        {"QMGR_CLUSTER_SECRET": member}
+        if how == "env"
+        else {"QMGR_CLUSTER_SECRET_FILE": str(secret_file)}
+    )
+    node = _without_secret(tmp_path, **env)
+    (raft,) = free_ports(1)
+    result = node.cli("start", "--name", "FR1", *_fr_args(raft))
+    assert result.returncode != 0
+    assert "--full-repository needs the cluster secret, not a member secret" in result.stderr
+    assert "READY" not in result.stdout
+    with socket.socket() as s:  # nothing was left listening on the Raft port
+        s.bind(("127.0.0.1", raft))
+
+
+def test_a_malformed_member_secret_is_refused_at_start(tmp_path: Path) -> None:
+    node = _without_secret(tmp_path, QMGR_CLUSTER_SECRET="member1:cut-sho")
+    result = node.cli("start", "--name", "PR1", "--cluster", "DEMO", "--join", "127.0.0.1:1")
+    assert result.returncode != 0
+    assert "the cluster secret cannot be used: the member secret holds" in result.stderr
 
 
 def test_a_full_repository_starts_with_its_secret_in_a_file(tmp_path: Path) -> None:
@@ -200,6 +236,145 @@ def test_even_an_insecure_full_repository_does_not_run_a_pickled_payload(
         assert not marker.exists(), f"the insecure node ran the payload of a {what}"
     _assert_still_serving(insecure, "PRICES")
     assert not marker.exists()
+
+
+# -- a partial repository speaking Raft ------------------------------------------------------------
+
+
+class _RaftSpeaker:
+    """Speaks PySyncObj's transport to a ``--raft`` port as a full repository would. A frame is
+    a native int length and a Fernet token (key from ``password``, PySyncObj's
+    ``getEncryptor``) of zlib(pickle(message)). The dialer sends a random key; the listener
+    answers (that key, a random key of its own); from then on each side wraps every message as
+    (the other side's key, message). The dialer then names itself (``readonly``) and may send
+    ``apply_command``, which a leader appends to the Raft log."""
+
+    def __init__(self, address: tuple[str, int], password: str | bytes) -> None:
+        self.fernet = getEncryptor(password)
+        self.sock = socket.create_connection(address, timeout=DROP_WAIT)
+        self.buffer = b""
+        self.my_key = os.urandom(32)
+        self.their_key: bytes | None = None
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send(self, message: Any) -> None:
+        if self.their_key is not None:
+            message = (self.their_key, message)
+        data = zlib.compress(pysyncobj_pickle.dumps(message), 3)
+        token = self.fernet.encrypt_at_time(data, int(time.monotonic()))
+        self.sock.sendall(_frame(token))
+
+    def receive(self) -> Any:
+        """The node's next message; None once it closed the connection."""
+        while True:
+            if len(self.buffer) >= 4:
+                (size,) = struct.unpack("i", self.buffer[:4])
+                if len(self.buffer) >= 4 + size:
+                    token, self.buffer = self.buffer[4 : 4 + size], self.buffer[4 + size :]
+                    data = zlib.decompress(self.fernet.decrypt(token))
+                    key, message = raft_pickle.loads(data)
+                    assert key == self.my_key
+                    return message
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionResetError:
+                return None
+            except TimeoutError:
+                raise AssertionError(
+                    f"the node neither answered nor closed the connection in {DROP_WAIT:g}s"
+                ) from None
+            if not chunk:
+                return None
+            self.buffer += chunk
+
+    def open(self) -> bool:
+        """The key exchange; True when the node answered it."""
+        self.send(self.my_key)
+        answer = self.receive()
+        if answer is None:
+            return False
+        self.their_key = answer
+        self.send("readonly")
+        return True
+
+    def apply(self, command: dict[str, Any]) -> dict[str, Any] | None:
+        """Ask the node to append ``command`` as the repository's ``apply_json`` (method id 0,
+        a regular command); its answer, or None when it dropped the connection."""
+        text = json.dumps(command, sort_keys=True, separators=(",", ":"))
+        entry = b"\x00" + pysyncobj_pickle.dumps((0, (text,)))
+        self.send({"type": "apply_command", "command": entry, "request_id": 1})
+        while (message := self.receive()) is not None:
+            if isinstance(message, dict) and message.get("type") == "apply_command_response":
+                return message
+        return None
+
+
+def _leader_raft_address(cl: Cluster) -> tuple[str, int]:
+    leader = wait_for("a Raft leader", lambda: cl["FR1"].mqsc("DISPLAY QMGR ALL")[0]["RAFTLEADER"])
+    host, _, port = str(leader).rpartition(":")
+    return host, int(port)
+
+
+def test_a_partial_repository_holding_the_member_secret_cannot_speak_raft(
+    secure: Cluster,
+) -> None:
+    """HOST1 holds the member secret only. Whatever it makes of it as PySyncObj's password,
+    its frames fail authentication at every full repository and the connection is dropped
+    before anything is read: it cannot force out a member. With the cluster secret (a full
+    repository's) the same frames are appended, so the attempt is the real thing."""
+    assert secure["HOST1"].env["QMGR_CLUSTER_SECRET"] == secure.member_secret
+    text = secure.member_secret
+    assert text is not None
+    member = parse_member_secret(text)
+    attempts: dict[str, str | bytes] = {
+        "the member secret's text": text,
+        "its base64url part": text.removeprefix("member1:"),
+        "its bytes": member.raw,
+        "the member proof key": member_key(member, "DEMO"),
+    }
+    force_out = Cmd.force_remove(qmname="HOST1")
+    for name in secure.frs:
+        for what, password in attempts.items():
+            speaker = _RaftSpeaker(_raft_address(secure, name), password)
+            try:
+                assert not speaker.open(), f"{name} answered a key exchange under {what}"
+            finally:
+                speaker.close()
+            speaker = _RaftSpeaker(_raft_address(secure, name), password)
+            try:
+                speaker.their_key = os.urandom(32)  # as if the exchange had happened
+                assert speaker.apply(force_out) is None, f"{name} answered {what}"
+            finally:
+                speaker.close()
+    for name in secure.frs:
+        assert "HOST1" in {r["CLUSQMGR"] for r in secure[name].mqsc("DISPLAY CLUSQMGR(*)")}
+    _assert_still_serving(secure, "ORDERS")
+
+    # the control: a full repository's Raft password gets the same command appended
+    assert secure.secret is not None
+    speaker = _RaftSpeaker(_leader_raft_address(secure), raft_password(secure.secret))
+    try:
+        assert speaker.open()
+        answer = speaker.apply(force_out)
+    finally:
+        speaker.close()
+    assert answer is not None and "error" not in answer and answer["log_idx"] > 0
+    wait_for(
+        "HOST1 forced out of the repository",
+        lambda: "HOST1" not in {r["CLUSQMGR"] for r in secure["FR1"].mqsc("DISPLAY CLUSQMGR(*)")},
+    )
+
+
+def test_a_partial_repository_given_the_cluster_secret_still_joins(tmp_path: Path) -> None:
+    cl = Cluster(tmp_path, partials_hold_cluster_secret=True).start(["FR1"], ["HOST1", "SUB1"])
+    try:
+        assert cl["HOST1"].env["QMGR_CLUSTER_SECRET"] == cl.secret
+        cl.define_topic("HOST1", "ORDERS", "Orders")
+        cl.wait_definition("ORDERS", ["HOST1"])
+    finally:
+        cl.stop()
 
 
 # -- at rest ---------------------------------------------------------------------------------------

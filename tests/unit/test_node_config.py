@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from qmgr.node.config import ConfigError, TlsSettings, make_cluster_settings, make_config
+from qmgr.security.keys import member_secret, parse_secret, raft_password
 
 SECRET = "s3cret"
 
@@ -79,7 +80,7 @@ def test_the_full_repository_refusal_names_the_raft_port_risk() -> None:
 @pytest.mark.parametrize("role", [FR, PR], ids=["full", "partial"])
 def test_insecure_runs_a_member_without_a_secret(role: dict[str, object]) -> None:
     s = make_cluster_settings("DEMO", insecure=True, **role)  # type: ignore[arg-type]
-    assert s is not None and s.insecure and s.password is None
+    assert s is not None and s.insecure and s.secret is None
 
 
 @pytest.mark.parametrize("role", [FR, PR], ids=["full", "partial"])
@@ -97,16 +98,18 @@ def test_the_secret_never_shows_in_a_repr() -> None:
     from qmgr.node.raft import RaftConfig
 
     s = make_cluster_settings("DEMO", password=SECRET, **PR)  # type: ignore[arg-type]
-    raft = RaftConfig("127.0.0.1:7101", (), "DEMO", password=SECRET)
-    assert s is not None and s.password == SECRET and raft.password == SECRET
-    assert SECRET not in repr(s) and SECRET not in repr(raft)
+    raft = RaftConfig("127.0.0.1:7101", (), "DEMO", password=raft_password(SECRET))
+    assert s is not None and s.secret == parse_secret(SECRET)
+    member = member_secret(SECRET).text
+    for text in (SECRET, raft_password(SECRET), member, member[len("member1:") :]):
+        assert text not in repr(s) and text not in repr(raft) and text not in repr(s.secret)
     assert SECRET not in repr(make_config("QM1", "127.0.0.1:0", None, s))
 
 
 def test_a_partial_repository_with_a_member_certificate_needs_no_secret(tmp_path: Path) -> None:
     tls = TlsSettings(tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "ca.pem")
     s = make_cluster_settings("DEMO", tls=tls, **PR)  # type: ignore[arg-type]
-    assert s is not None and s.password is None and not s.insecure
+    assert s is not None and s.secret is None and not s.insecure
 
 
 def test_a_certificate_without_the_cluster_ca_does_not_replace_the_secret(tmp_path: Path) -> None:
@@ -119,3 +122,28 @@ def test_a_full_repository_needs_the_secret_even_with_a_certificate(tmp_path: Pa
     tls = TlsSettings(tmp_path / "c.pem", tmp_path / "k.pem", tmp_path / "ca.pem")
     with pytest.raises(ConfigError, match="unpickles"):
         make_cluster_settings("DEMO", tls=tls, **FR)  # type: ignore[arg-type]
+
+
+def test_a_full_repository_refuses_a_member_secret() -> None:
+    with pytest.raises(
+        ConfigError, match="--full-repository needs the cluster secret, not a member"
+    ):
+        make_cluster_settings("DEMO", password=member_secret(SECRET).text, **FR)  # type: ignore[arg-type]
+
+
+def test_a_partial_repository_takes_either_secret_and_proves_with_the_same_member_secret() -> None:
+    given_member = make_cluster_settings("DEMO", password=member_secret(SECRET).text, **PR)  # type: ignore[arg-type]
+    given_cluster = make_cluster_settings("DEMO", password=SECRET, **PR)  # type: ignore[arg-type]
+    assert given_member is not None and given_member.secret is not None
+    assert given_cluster is not None and given_cluster.secret is not None
+    assert given_member.secret.member == given_cluster.secret.member == member_secret(SECRET)
+    assert given_member.secret.raft_password is None
+    assert given_cluster.secret.raft_password == raft_password(SECRET)
+
+
+@pytest.mark.parametrize("text", ["member1:", "member1:not*base64", "member1:AAAA", "   "])
+def test_a_malformed_secret_is_refused_with_the_reason(text: str) -> None:
+    with pytest.raises(
+        ConfigError, match="the cluster secret cannot be used: .*(member secret|empty)"
+    ):
+        make_cluster_settings("DEMO", password=text, **PR)  # type: ignore[arg-type]

@@ -123,7 +123,7 @@ class ClusterAgent:
         for data in saved.get(CLUSRCVR_KIND, {}).values():
             self.clusrcvr = dict(data.get("attrs", {}))
             self.workload = WorkloadAttrs.from_dict(data.get("workload", {}))
-        key = member_key(settings.password, self.cluster) if settings.password else None
+        key = member_key(settings.secret.member, self.cluster) if settings.secret else None
         # the server side of member authentication (qmgr.rpc.peer_auth)
         self.challenger = Challenger(key, self.cluster, self.name) if key is not None else None
         tls = runtime.config.tls

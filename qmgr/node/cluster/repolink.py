@@ -51,7 +51,7 @@ class RaftLink:
             self_addr=settings.raft_address,
             peers=settings.raft_peers,
             cluster=settings.cluster,
-            password=settings.password,
+            password=settings.secret.raft_password if settings.secret else None,
             data_dir=data_dir / "raft" if data_dir is not None else None,
         )
         self.replica = RepositoryReplica(config, on_events=self._events)

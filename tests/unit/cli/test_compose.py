@@ -19,12 +19,14 @@ from qmgr.cli.compose import (
     ENV_FILE,
     IMAGE_UID,
     INIT_SERVICE,
+    MEMBER_ENV_FILE,
     compose_document,
     compose_files,
     to_yaml,
 )
 from qmgr.cli.topology import TopologyError, load_topology, parse_topology
 from qmgr.security.files import write_private
+from qmgr.security.keys import member_secret, parse_secret
 
 REPO = Path(__file__).resolve().parents[3]
 COMPOSE = REPO / "compose"
@@ -196,35 +198,74 @@ def test_the_project_is_named_after_the_cluster_on_the_command_line() -> None:
     assert "docker compose -p qmgr-c up --build" in header
 
 
-def test_nodes_read_the_secret_from_an_env_file_and_no_committed_file_holds_one() -> None:
+def test_nodes_read_their_secret_from_an_env_file_and_no_committed_file_holds_one() -> None:
+    """Full repositories read cluster.env (the cluster secret), partial repositories
+    member.env (the member secret only)."""
     doc = read_yaml((COMPOSE / "docker-compose.yml").read_text())
+    roles = {n.name: n.full_repository for n in load_topology(COMPOSE / "cluster.toml").nodes}
+    assert any(roles.values()) and not all(roles.values())
     for name, svc in doc["services"].items():
         assert "QMGR_CLUSTER_SECRET" not in svc.get("environment", {})
-        assert svc.get("env_file") == ([ENV_FILE] if name != INIT_SERVICE else None)
+        if name == INIT_SERVICE:
+            assert svc.get("env_file") is None
+        else:
+            assert svc["env_file"] == [ENV_FILE if roles[name] else MEMBER_ENV_FILE], name
     committed = subprocess.run(
         ["git", "ls-files", "compose"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout.split()
-    assert f"compose/{ENV_FILE}" not in committed
+    for env_file in (ENV_FILE, MEMBER_ENV_FILE):
+        assert f"compose/{env_file}" not in committed
+        ignored = subprocess.run(
+            ["git", "check-ignore", "-q", f"compose/{env_file}"], cwd=REPO, check=False
+        )
+        assert ignored.returncode == 0, f"compose/{env_file} is not in .gitignore"
     for rel in committed:
         text = (REPO / rel).read_text()
         assert "QMGR_CLUSTER_SECRET=" not in text and "password =" not in text, rel
-    ignored = subprocess.run(
-        ["git", "check-ignore", "-q", f"compose/{ENV_FILE}"], cwd=REPO, check=False
-    )
-    assert ignored.returncode == 0, f"compose/{ENV_FILE} is not in .gitignore"
 
 
-def test_compose_creates_the_env_file_private_and_keeps_an_existing_one(tmp_path: Path) -> None:
+def _env(path: Path) -> tuple[str, str]:
+    key, _, value = path.read_text().strip().partition("=")
+    return key, value
+
+
+def test_compose_creates_the_env_files_private_and_keeps_existing_ones(tmp_path: Path) -> None:
     result = CliRunner().invoke(cluster, ["compose", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    env = tmp_path / ENV_FILE
-    assert stat.S_IMODE(env.stat().st_mode) == 0o600
-    key, _, secret = env.read_text().strip().partition("=")
+    env, member_env = tmp_path / ENV_FILE, tmp_path / MEMBER_ENV_FILE
+    for path in (env, member_env):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert f"wrote {path}" in result.output
+    key, secret = _env(env)
     assert key == "QMGR_CLUSTER_SECRET" and len(secret) >= 40
+    assert parse_secret(secret).is_repository_secret
+    assert _env(member_env) == (key, member_secret(secret).text)
+    assert parse_secret(_env(member_env)[1]).raft_password is None
     assert "keep it out of git" in result.output
     again = CliRunner().invoke(cluster, ["compose", "--out", str(tmp_path)])
     assert again.exit_code == 0 and env.read_text() == f"{key}={secret}\n"
-    assert str(env) not in again.output
+    assert str(env) not in again.output and str(member_env) not in again.output
+
+
+def test_a_member_env_file_that_does_not_match_the_cluster_env_is_rewritten(
+    tmp_path: Path,
+) -> None:
+    """An existing cluster.env (of an earlier version, or replaced by hand) stays the cluster
+    secret; member.env is derived from it when missing or stale."""
+    write_private(tmp_path / ENV_FILE, "# kept\nQMGR_CLUSTER_SECRET=older-secret_1\n")
+    write_private(tmp_path / MEMBER_ENV_FILE, "QMGR_CLUSTER_SECRET=member1:stale\n")
+    result = CliRunner().invoke(cluster, ["compose", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / ENV_FILE).read_text() == "# kept\nQMGR_CLUSTER_SECRET=older-secret_1\n"
+    assert _env(tmp_path / MEMBER_ENV_FILE)[1] == member_secret("older-secret_1").text
+
+
+def test_a_member_secret_in_cluster_env_is_refused(tmp_path: Path) -> None:
+    write_private(tmp_path / ENV_FILE, f"QMGR_CLUSTER_SECRET={member_secret('s').text}\n")
+    result = CliRunner().invoke(cluster, ["compose", "--out", str(tmp_path)])
+    assert result.exit_code == 1 and "already a member secret" in result.output
+    assert "need the cluster secret" in result.output
+    assert not (tmp_path / MEMBER_ENV_FILE).exists()
 
 
 def test_compose_puts_the_topologys_secret_file_in_the_env_file(tmp_path: Path) -> None:
@@ -235,6 +276,7 @@ def test_compose_puts_the_topologys_secret_file_in_the_env_file(tmp_path: Path) 
     result = CliRunner().invoke(cluster, ["compose", str(tmp_path / "t.toml")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / ENV_FILE).read_text() == "QMGR_CLUSTER_SECRET=the-secret_1\n"
+    assert _env(tmp_path / MEMBER_ENV_FILE)[1] == member_secret("the-secret_1").text
 
 
 def test_a_secret_an_env_file_cannot_carry_is_refused(tmp_path: Path) -> None:
@@ -244,7 +286,7 @@ def test_a_secret_an_env_file_cannot_carry_is_refused(tmp_path: Path) -> None:
     )
     result = CliRunner().invoke(cluster, ["compose", str(tmp_path / "t.toml")])
     assert result.exit_code == 1 and "cannot go into an env file" in result.output
-    assert not (tmp_path / ENV_FILE).exists()
+    assert not (tmp_path / ENV_FILE).exists() and not (tmp_path / MEMBER_ENV_FILE).exists()
 
 
 def test_the_image_runs_as_the_non_root_user_the_compose_notes_name() -> None:
@@ -311,6 +353,7 @@ def test_docker_compose_accepts_the_file(tmp_path: Path) -> None:
     shutil.copytree(COMPOSE, tmp_path / "compose")
     work = tmp_path / "compose"
     (work / ENV_FILE).unlink(missing_ok=True)
+    (work / MEMBER_ENV_FILE).unlink(missing_ok=True)
     missing = subprocess.run(
         [*command, "-f", "docker-compose.yml", "config", "--quiet"],
         capture_output=True,
@@ -329,5 +372,6 @@ def test_docker_compose_accepts_the_file(tmp_path: Path) -> None:
         cwd=work,
     )
     assert result.returncode == 0, result.stderr
-    secret = (work / ENV_FILE).read_text().strip().partition("=")[2]
-    assert f"QMGR_CLUSTER_SECRET: {secret}" in result.stdout
+    for env_file in (ENV_FILE, MEMBER_ENV_FILE):
+        secret = _env(work / env_file)[1]
+        assert f"QMGR_CLUSTER_SECRET: {secret}" in result.stdout

@@ -1,4 +1,4 @@
-"""Member proofs over the cluster secret (``qmgr.security.member``)."""
+"""Member proofs over the member secret (``qmgr.security.member``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from qmgr.security.keys import member_secret
 from qmgr.security.member import (
     CHANNEL,
     PROPOSE,
@@ -18,7 +19,7 @@ from qmgr.security.member import (
     member_key,
 )
 
-KEY = member_key("s3cret", "DEMO")
+KEY = member_key(member_secret("s3cret"), "DEMO")
 names = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=20)
 methods = st.sampled_from([CHANNEL, WATCH, PROPOSE])
 
@@ -53,7 +54,7 @@ def test_the_caller_verifies_the_server_and_the_name_it_expects() -> None:
 
 
 def test_a_server_without_the_secret_is_not_believed() -> None:
-    impostor = Challenger(member_key("guess", "DEMO"), "DEMO", "FR1")
+    impostor = Challenger(member_key(member_secret("guess"), "DEMO"), "DEMO", "FR1")
     prover = Prover(KEY, "DEMO", "PUB1")
     with pytest.raises(MemberAuthError, match="FR1: the server's proof does not match"):
         prover.accept(impostor.challenge(prover.client_nonce, 0.0))
@@ -61,7 +62,7 @@ def test_a_server_without_the_secret_is_not_believed() -> None:
 
 def test_a_caller_with_the_wrong_secret_is_refused() -> None:
     server = Challenger(KEY, "DEMO", "FR1")
-    prover = Prover(member_key("wrong", "DEMO"), "DEMO", "PUB1")
+    prover = Prover(member_key(member_secret("wrong"), "DEMO"), "DEMO", "PUB1")
     challenge = server.challenge(prover.client_nonce, 0.0)
     proof = prover.prove(challenge, CHANNEL)
     with pytest.raises(MemberAuthError, match="PUB1: member proof does not match the cluster"):
@@ -69,9 +70,9 @@ def test_a_caller_with_the_wrong_secret_is_refused() -> None:
 
 
 def test_the_same_secret_in_another_cluster_is_another_key() -> None:
-    assert member_key("s3cret", "OTHER") != KEY
+    assert member_key(member_secret("s3cret"), "OTHER") != KEY
     server = Challenger(KEY, "DEMO", "FR1")
-    prover = Prover(member_key("s3cret", "OTHER"), "DEMO", "PUB1")
+    prover = Prover(member_key(member_secret("s3cret"), "OTHER"), "DEMO", "PUB1")
     proof = prover.prove(server.challenge(prover.client_nonce, 0.0), CHANNEL)
     with pytest.raises(MemberAuthError, match="does not match"):
         server.verify(proof, CHANNEL, 0.0)
@@ -151,4 +152,4 @@ def test_nonces_of_the_wrong_size_are_refused(nonce: bytes) -> None:
 
 def test_an_empty_secret_is_no_key() -> None:
     with pytest.raises(ValueError, match="empty"):
-        member_key("", "DEMO")
+        member_key(member_secret(""), "DEMO")
