@@ -109,3 +109,17 @@ def test_char_wildcard_subscription_across_the_cluster(cl: Cluster) -> None:
         ]
     sub1.mqsc("DELETE SUB(APPLES)")
     cl.wait_proxy("HOSTA1", "SUB1", "Prices/#", present=False)
+
+
+def test_defined_char_subscription_survives_a_restart(node: NodeProcess) -> None:
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(KEEP.Q)")
+        qm.mqsc("DEFINE SUB(KEEP) TOPICSTR('a/*/z') DEST(KEEP.Q) WSCHEMA(CHAR)")
+    node.restart()
+    with node.client() as qm:
+        (rec,) = qm.mqsc("DISPLAY SUB(KEEP) WSCHEMA")
+        assert rec.attrs["WSCHEMA"] == "CHAR"
+        qm.publish("a/b/c/z", b"deep")
+        qm.publish("a/z", b"no")
+        qm.publish("a//z", b"end")
+        assert drain(qm, "KEEP.Q", b"end") == [b"deep", b"end"]
