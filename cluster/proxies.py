@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
+from cluster.char_wildcards import char_as_topic_pattern
 from cluster.records import ClusterTopology
 from cluster.topics import (
     TopicMatcher,
@@ -79,18 +80,6 @@ class ProxyDiff:
         return ProxyDiff(tuple(sorted(new - old)), tuple(sorted(old - new)))
 
 
-def _has_char_wildcard(level: str) -> bool:
-    escaped = False
-    for char in level:
-        if escaped:
-            escaped = False
-        elif char == "%":
-            escaped = True
-        elif char in "*?":
-            return True
-    return False
-
-
 def proxy_topic(topic_str: str, char_wildcard: bool = False) -> str:
     """The topic string a proxy for this subscription carries.
 
@@ -100,11 +89,7 @@ def proxy_topic(topic_str: str, char_wildcard: bool = False) -> str:
     """
     if not char_wildcard:
         return topic_str
-    parts = levels(topic_str)
-    for index, level in enumerate(parts):
-        if _has_char_wildcard(level):
-            return "/".join([*parts[:index], "#"])
-    return topic_str
+    return char_as_topic_pattern(topic_str)
 
 
 def may_match_at_or_below(pattern: str, topic: str) -> bool:

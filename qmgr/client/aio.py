@@ -326,6 +326,7 @@ class AsyncQueueManagerClient:
         max_pending_messages: int = DEFAULT_PENDING_MESSAGES,
         max_pending_bytes: int = DEFAULT_PENDING_BYTES,
         on_slow_consumer: Callable[[Any], None] | None = None,
+        wildcard_char: bool = False,
     ) -> AsyncSubscription:
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
         sub = AsyncSubscription(
@@ -335,7 +336,12 @@ class AsyncQueueManagerClient:
             on_slow_consumer=on_slow_consumer,
         )
         opening = open_subscription(
-            buffer, name=name, topic=topic, durable=durable, max_batch=max_batch
+            buffer,
+            name=name,
+            topic=topic,
+            durable=durable,
+            max_batch=max_batch,
+            wildcard_char=wildcard_char,
         )
         await sub._open(opening, named=True, timeout=self.timeout)
         return sub

@@ -590,9 +590,12 @@ class QueueManagerClient:
         max_pending_messages: int = DEFAULT_PENDING_MESSAGES,
         max_pending_bytes: int = DEFAULT_PENDING_BYTES,
         on_slow_consumer: SlowConsumerCallback | None = None,
+        wildcard_char: bool = False,
     ) -> Subscription:
         """Create (or resume) a subscription and receive its publications; see
-        :class:`Subscription` for acknowledgement, flow control and the slow-consumer signal."""
+        :class:`Subscription` for acknowledgement, flow control and the slow-consumer signal.
+        ``wildcard_char`` is MQSO_WILDCARD_CHAR (WSCHEMA(CHAR)): in ``topic``, ``*`` matches
+        any characters including ``/``, ``?`` one character, ``%`` escapes."""
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
         opening = open_subscription(
             buffer,
@@ -604,6 +607,7 @@ class QueueManagerClient:
             scope_qmgr=scope_qmgr,
             user_data=user_data,
             max_batch=max_batch,
+            wildcard_char=wildcard_char,
         )
         return Subscription(
             self._msg.Subscribe,

@@ -12,6 +12,13 @@ Rules (IBM MQ, single queue manager):
   tries the dead-letter queue first. Nothing is delivered when the publication fails;
 - WILDCARD(BLOCK) on an administered topic keeps wildcard subscriptions made above it from
   receiving its publications;
+- WSCHEMA(CHAR) subscriptions match the full topic string character by character (``*`` any
+  characters including ``/``, ``?`` one character, ``%`` escapes; ``cluster.char_wildcards``).
+  The level trie cannot hold them, so they are kept in their own list and scanned once per
+  distinct publication topic (the result is cached with the trie's until subscriptions change):
+  the cost is O(number of character-wildcard subscriptions) per new topic string. For WILDCARD
+  (BLOCK) a character-wildcard subscription counts as the topic pattern that covers it (the
+  level of its first ``*``/``?`` becomes ``#``);
 - a subscription with a SELECTOR receives only the publications its selector is TRUE for
   (``qmgr.core.selection``);
 - one retained publication is kept per topic string; a new subscription receives the retained
@@ -33,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cluster.char_wildcards import char_as_topic_pattern, char_matches, has_char_wildcard
 from cluster.topics import (
     ResolvedTopic,
     TopicMatcher,
@@ -101,6 +109,7 @@ class PubSub:
         self.by_id: dict[str, str] = {}
         self.stats: dict[str, SubscriptionStats] = {}
         self._matcher: TopicMatcher[str] = TopicMatcher()
+        self._char_subs: dict[str, str] = {}  # WSCHEMA(CHAR) subscription name -> pattern
         self.retained: dict[str, Message] = {}
         self._policies: dict[str, TopicPolicy] = {}
         self._matches: dict[str, list[Subscription]] = {}
@@ -145,10 +154,17 @@ class PubSub:
 
     # -- subscriptions ---------------------------------------------------------------------
 
-    def check_subscribe(self, topic: str, durable: bool) -> ResolvedTopic:
+    def check_subscribe(self, topic: str, durable: bool, wschema: str = "TOPIC") -> ResolvedTopic:
         """Raise the MQ error a subscription to ``topic`` would meet; return the resolved
-        attributes of its topic (e.g. MDURMDL/MNDURMDL, the models of its managed queue)."""
-        r = self.topics.resolve(fixed_prefix(topic) if is_wildcard(topic) else topic)
+        attributes of its topic (e.g. MDURMDL/MNDURMDL, the models of its managed queue).
+        A WSCHEMA(CHAR) pattern resolves at the levels before its first ``*``/``?``."""
+        if wschema == "CHAR":
+            covering = char_as_topic_pattern(topic)
+            r = self.topics.resolve(
+                fixed_prefix(covering) if has_char_wildcard(topic) else covering
+            )
+        else:
+            r = self.topics.resolve(fixed_prefix(topic) if is_wildcard(topic) else topic)
         if r["SUB"] != "ENABLED":
             raise MQError("MQRC_SUB_INHIBITED", f"subscriptions to '{topic}' are SUB(DISABLED)")
         if durable and r["DURSUB"] != "YES":
@@ -164,7 +180,7 @@ class PubSub:
         self.subs[sub.name] = sub
         self.by_id[sub.sub_id] = sub.name
         self.stats.setdefault(sub.name, SubscriptionStats(resumed=now))
-        self._matcher.add(sub.topic_str, sub.name)
+        self._index(sub)
         if sub.durable:
             self._journal.object_saved("sub", sub.name, sub.to_dict())
         self._tell("add", sub)
@@ -175,9 +191,9 @@ class PubSub:
     def replace(self, sub: Subscription) -> None:
         self._matches.clear()
         old = self.subs[sub.name]
-        self._matcher.discard(old.topic_str, old.name)
+        self._unindex(old)
         self.subs[sub.name] = sub
-        self._matcher.add(sub.topic_str, sub.name)
+        self._index(sub)
         if sub.durable:
             self._journal.object_saved("sub", sub.name, sub.to_dict())
         self._tell("remove", old)
@@ -188,7 +204,7 @@ class PubSub:
         self.subs[sub.name] = sub
         self.by_id[sub.sub_id] = sub.name
         self.stats[sub.name] = SubscriptionStats(resumed=now)
-        self._matcher.add(sub.topic_str, sub.name)
+        self._index(sub)
         self._tell("add", sub)
 
     def remove(self, name: str) -> Subscription:
@@ -196,17 +212,36 @@ class PubSub:
         sub = self.subs.pop(name)
         self.by_id.pop(sub.sub_id, None)
         self.stats.pop(name, None)
-        self._matcher.discard(sub.topic_str, name)
+        self._unindex(sub)
         if sub.durable:
             self._journal.object_deleted("sub", name)
         self._tell("remove", sub)
         return sub
 
+    def _index(self, sub: Subscription) -> None:
+        if sub.wschema == "CHAR":
+            self._char_subs[sub.name] = sub.topic_str
+        else:
+            self._matcher.add(sub.topic_str, sub.name)
+
+    def _unindex(self, sub: Subscription) -> None:
+        if sub.wschema == "CHAR":
+            self._char_subs.pop(sub.name, None)
+        else:
+            self._matcher.discard(sub.topic_str, sub.name)
+
+    @staticmethod
+    def sub_matches(sub: Subscription, topic: str) -> bool:
+        """True if ``sub`` (either wildcard scheme) matches publication ``topic``."""
+        if sub.wschema == "CHAR":
+            return char_matches(sub.topic_str, topic)
+        return topic_matches(sub.topic_str, topic)
+
     def deliver_retained(self, sub: Subscription, now: float) -> int:
         n = 0
         for topic, msg in list(self.retained.items()):
             if (
-                topic_matches(sub.topic_str, topic)
+                self.sub_matches(sub, topic)
                 and not self._blocked(sub, topic)
                 and selects(sub.selector, msg)
             ):
@@ -232,7 +267,14 @@ class PubSub:
         return subs
 
     def matching(self, topic: str) -> list[Subscription]:
-        return [self.subs[name] for name in self._matcher.match(topic)]
+        found = [self.subs[name] for name in self._matcher.match(topic)]
+        if self._char_subs:
+            found.extend(
+                self.subs[name]
+                for name, pattern in self._char_subs.items()
+                if char_matches(pattern, topic)
+            )
+        return found
 
     # -- publish ---------------------------------------------------------------------------
 
@@ -299,7 +341,7 @@ class PubSub:
         """Drop the counters of unused topic strings (see the module docstring); the next
         pruning happens when the counters have doubled, so its cost is spread thin."""
         for topic in list(self.pub_counts):
-            if topic not in self.retained and not self._matcher.match(topic):
+            if topic not in self.retained and not self.matching(topic):
                 del self.pub_counts[topic]
                 self.last_pub.pop(topic, None)
         if len(self.pub_counts) > TOPIC_STATS_HARD_LIMIT:
@@ -334,9 +376,14 @@ class PubSub:
         return rescued
 
     def _blocked(self, sub: Subscription, topic: str, policy: TopicPolicy | None = None) -> bool:
-        if not is_wildcard(sub.topic_str):
+        pattern = sub.topic_str
+        if sub.wschema == "CHAR":
+            if not has_char_wildcard(pattern):  # ``#``, ``+`` are plain characters here
+                return False
+            pattern = char_as_topic_pattern(pattern)
+        if not is_wildcard(pattern):
             return False
-        return (policy or self.policy(topic)).resolved.wildcard_blocked(sub.topic_str)
+        return (policy or self.policy(topic)).resolved.wildcard_blocked(pattern)
 
     def _copy_for(self, sub: Subscription, msg: Message, topic: str) -> Message:
         priority = msg.priority

@@ -465,7 +465,7 @@ class QueueManager:
                 )
             self.pubsub.stats[name].resumed = self.clock.now()
             return existing, True
-        resolved = self.pubsub.check_subscribe(topic, durable)
+        resolved = self.pubsub.check_subscribe(topic, durable, attrs.get("wschema", "TOPIC"))
         managed = not dest
         if managed:  # made from the model queue the topic names (MDURMDL / MNDURMDL)
             model = self.model(resolved["MDURMDL" if durable else "MNDURMDL"])

@@ -430,6 +430,7 @@ class MessagingServicer(rpc.MessagingServicer):
                 new_publications_only=request.new_publications_only,
                 subscope="QMGR" if request.scope_qmgr else "ALL",
                 userdata=request.user_data,
+                wschema="CHAR" if request.wildcard_char else "TOPIC",
             )
         except MQError as exc:
             await abort(context, exc)

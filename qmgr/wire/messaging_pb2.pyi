@@ -448,6 +448,7 @@ class SubscribeRequest(_message.Message):
     USER_DATA_FIELD_NUMBER: _builtins.int
     NO_RECEIVE_FIELD_NUMBER: _builtins.int
     LIMITS_FIELD_NUMBER: _builtins.int
+    WILDCARD_CHAR_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """subscription name; required for durable"""
     topic: _builtins.str
@@ -462,6 +463,8 @@ class SubscribeRequest(_message.Message):
     user_data: _builtins.str
     no_receive: _builtins.bool
     """only create/resume, answer the first Delivery and end"""
+    wildcard_char: _builtins.bool
+    """MQSO_WILDCARD_CHAR: WSCHEMA(CHAR), * and ? match characters"""
     @_builtins.property
     def limits(self) -> Global___DeliveryLimits: ...
     def __init__(
@@ -477,10 +480,11 @@ class SubscribeRequest(_message.Message):
         user_data: _builtins.str = ...,
         no_receive: _builtins.bool = ...,
         limits: Global___DeliveryLimits | None = ...,
+        wildcard_char: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["destination", b"destination", "durable", b"durable", "limits", b"limits", "max_batch", b"max_batch", "name", b"name", "new_publications_only", b"new_publications_only", "no_receive", b"no_receive", "scope_qmgr", b"scope_qmgr", "topic", b"topic", "user_data", b"user_data"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["destination", b"destination", "durable", b"durable", "limits", b"limits", "max_batch", b"max_batch", "name", b"name", "new_publications_only", b"new_publications_only", "no_receive", b"no_receive", "scope_qmgr", b"scope_qmgr", "topic", b"topic", "user_data", b"user_data", "wildcard_char", b"wildcard_char"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
