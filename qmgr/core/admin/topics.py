@@ -86,15 +86,23 @@ def display_topic(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
     ]
 
 
-def _status_topics(qm: QueueManager, pattern: str) -> list[str]:
-    """Topic strings known to the node (objects, subscriptions, retained, published) that
-    match ``pattern`` (wildcards allowed, as DISPLAY TPSTATUS does)."""
+def topic_nodes(qm: QueueManager) -> set[str]:
+    """The topic nodes of the queue manager's topic tree, as MQ counts them for DISPLAY PUBSUB
+    TPCOUNT: the topic strings of administered topic objects (SYSTEM.BASE.TOPIC is the root node
+    ``''``) and the topic strings in use by subscriptions (proxies included), publishers and
+    retained publications. One node per distinct string."""
     known = {o.topic_str for o in qm.topics.all()}
     known |= {s.topic_str for s in qm.pubsub.subs.values()}
     known |= set(qm.pubsub.retained) | set(qm.pubsub.pub_counts)
+    return known
+
+
+def _status_topics(qm: QueueManager, pattern: str) -> list[str]:
+    """Topic nodes (see :func:`topic_nodes`) that match ``pattern`` (wildcards allowed, as
+    DISPLAY TPSTATUS does)."""
     if not is_wildcard(pattern):
         return [pattern]
-    return sorted(t for t in known if topic_matches(pattern, t))
+    return sorted(t for t in topic_nodes(qm) if topic_matches(pattern, t))
 
 
 def display_tpstatus(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
@@ -141,7 +149,10 @@ def display_tpstatus(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
 def _topic_status(qm: QueueManager, topic: str) -> list[tuple[str, str]]:
     r = qm.topics.resolve(topic)
     subs = qm.pubsub.matching(topic) if not is_wildcard(topic) else []
-    attrs = [("TOPICSTR", topic), ("ADMIN", r.admin)]
+    # MQ: ADMIN names the topic object whose TOPICSTR is this node (an admin node), blank for a
+    # node no object defines; values inherited from an object above do not make it an admin node
+    admin = qm.topics.at(topic)
+    attrs = [("TOPICSTR", topic), ("ADMIN", admin.name if admin is not None else "")]
     for key in sorted(BASE_DEFAULTS):
         if key not in ("PROXYSUB", "WILDCARD", "CUSTOM"):
             attrs.append((key, r[key]))
