@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
 from qmgr.client import MqscCommandError
+from tests.integration.cluster_nodes import Cluster
 from tests.integration.conftest import NodeProcess
 
 
@@ -130,3 +132,23 @@ def test_stored_long_managed_queue_is_migrated_at_restart(node: NodeProcess) -> 
     with node.client() as qm:
         assert qm.mqsc("DISPLAY SUB(LEGACY) DEST")[0]["DEST"] == short
         assert qm.mqsc(f"DISPLAY QSTATUS({short})")[0]["CURDEPTH"] == "0"
+
+
+def test_cluster_topic_is_an_admin_node_on_every_member(tmp_path: Path) -> None:
+    """A clustered topic object is known in every member's topic tree: DISPLAY TPSTATUS on a
+    member that does not host it names it in ADMIN (its node only) and shows its CLUSTER; the
+    node counts in TPCOUNT there; an unrelated string stays blank."""
+    cluster = Cluster(tmp_path / "cl").start(["FR1"], ["HOST", "MEMBER"])
+    try:
+        cluster.define_topic("HOST", "PRICES", "Prices")
+        cluster.wait_definition("PRICES", ["HOST"])
+        member = cluster["MEMBER"]
+        assert member.mqsc("DISPLAY PUBSUB")[0]["TPCOUNT"] == "2"  # root and 'Prices'
+        node = member.mqsc("DISPLAY TPSTATUS('Prices') TYPE(TOPIC)")[0]
+        assert node["ADMIN"] == "PRICES" and node["CLUSTER"] == cluster.name
+        below = member.mqsc("DISPLAY TPSTATUS('Prices/IBM') TYPE(TOPIC)")[0]
+        assert below["ADMIN"] == "" and below["CLUSTER"] == cluster.name
+        other = member.mqsc("DISPLAY TPSTATUS('Weather') TYPE(TOPIC)")[0]
+        assert other["ADMIN"] == "" and other["CLUSTER"] == ""
+    finally:
+        cluster.stop()

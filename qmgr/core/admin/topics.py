@@ -91,7 +91,7 @@ def topic_nodes(qm: QueueManager) -> set[str]:
     TPCOUNT: the topic strings of administered topic objects (SYSTEM.BASE.TOPIC is the root node
     ``''``) and the topic strings in use by subscriptions (proxies included), publishers and
     retained publications. One node per distinct string."""
-    known = {o.topic_str for o in qm.topics.all()}
+    known = {o.topic_str for o in qm.pubsub.topics.all()}
     known |= {s.topic_str for s in qm.pubsub.subs.values()}
     known |= set(qm.pubsub.retained) | set(qm.pubsub.pub_counts)
     return known
@@ -147,11 +147,11 @@ def display_tpstatus(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
 
 
 def _topic_status(qm: QueueManager, topic: str) -> list[tuple[str, str]]:
-    r = qm.topics.resolve(topic)
+    r = qm.pubsub.topics.resolve(topic)
     subs = qm.pubsub.matching(topic) if not is_wildcard(topic) else []
     # MQ: ADMIN names the topic object whose TOPICSTR is this node (an admin node), blank for a
     # node no object defines; values inherited from an object above do not make it an admin node
-    admin = qm.topics.at(topic)
+    admin = qm.pubsub.topics.at(topic)
     attrs = [("TOPICSTR", topic), ("ADMIN", admin.name if admin is not None else "")]
     for key in sorted(BASE_DEFAULTS):
         if key not in ("PROXYSUB", "WILDCARD", "CUSTOM"):
