@@ -58,13 +58,13 @@ def test_pubsub_tpcount_counts_topic_nodes(node: NodeProcess) -> None:
         qm.create_subscription("Sport/Football", name="FOOTBALL.SUB2")
         assert tpcount() == 3
         qm.publish("News/Today", "headline", retain=True, persistent=True)
-        assert tpcount() == 4
+        assert tpcount() == 5  # 'News' and 'News/Today'
         nodes = qm.mqsc("DISPLAY TPSTATUS('#') TYPE(TOPIC)")
-        assert len(nodes) == 4
+        assert len(nodes) == 5
         assert qm.mqsc("DISPLAY PUBSUB")[0]["SUBCOUNT"] == "2"
     node.restart()  # administered objects, durable subscriptions and retained pubs are kept
     with node.client() as qm:
-        assert qm.mqsc("DISPLAY PUBSUB")[0]["TPCOUNT"] == "4"
+        assert qm.mqsc("DISPLAY PUBSUB")[0]["TPCOUNT"] == "5"
 
 
 def test_managed_queue_names_are_addressable(node: NodeProcess) -> None:

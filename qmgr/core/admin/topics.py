@@ -8,8 +8,10 @@ from cluster.topics import (
     TopicObject,
     TopicObjectError,
     TopicStringError,
+    ancestors,
     is_wildcard,
     topic_matches,
+    wildcard_prefix,
 )
 from qmgr.core.admin.queues import name_matches
 from qmgr.core.admin.records import Record, select
@@ -87,14 +89,16 @@ def display_topic(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
 
 
 def topic_nodes(qm: QueueManager) -> set[str]:
-    """The topic nodes of the queue manager's topic tree, as MQ counts them for DISPLAY PUBSUB
-    TPCOUNT: the topic strings of administered topic objects (SYSTEM.BASE.TOPIC is the root node
-    ``''``) and the topic strings in use by subscriptions (proxies included), publishers and
-    retained publications. One node per distinct string."""
-    known = {o.topic_str for o in qm.pubsub.topics.all()}
-    known |= {s.topic_str for s in qm.pubsub.subs.values()}
-    known |= set(qm.pubsub.retained) | set(qm.pubsub.pub_counts)
-    return known
+    """The nodes of the queue manager's topic tree, as DISPLAY PUBSUB TPCOUNT counts them and
+    DISPLAY TPSTATUS('#') lists them: the topic strings of administered topic objects
+    (SYSTEM.BASE.TOPIC's is the root node ``''``, clustered objects of other queue managers
+    included) and the topic strings in use by subscriptions (proxies included), publishers and
+    retained publications, with every level above each of them (a topic tree has a node per
+    level). A wildcard subscription is held at the node before its first wildcard level."""
+    used = {o.topic_str for o in qm.pubsub.topics.all()}
+    used |= {wildcard_prefix(s.topic_str) for s in qm.pubsub.subs.values()}
+    used |= set(qm.pubsub.retained) | set(qm.pubsub.pub_counts)
+    return {node for topic in used for node in ancestors(topic)}
 
 
 def _status_topics(qm: QueueManager, pattern: str) -> list[str]:
