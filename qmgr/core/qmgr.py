@@ -6,6 +6,7 @@ node's business (it is told through ``on_message`` when a queue gets a message).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -79,6 +80,14 @@ class UnitOfWork:
 
     owner: str = ""
     got: deque[tuple[str, Message]] = field(default_factory=deque)
+
+
+def managed_queue_name(sub_id: str, durable: bool) -> str:
+    """The managed queue of subscription ``sub_id``: SYSTEM.MANAGED.DURABLE.<24 hex> (47
+    characters) or SYSTEM.MANAGED.NDURABLE.<24 hex> (48), within MQ's 48-character object names.
+    The hex is the id's epoch and the low 64 bits of its counter, unique on this queue manager."""
+    kind = "DURABLE" if durable else "NDURABLE"
+    return f"SYSTEM.MANAGED.{kind}.{sub_id[8:16]}{sub_id[-16:]}"
 
 
 class QueueManager:
@@ -474,9 +483,7 @@ class QueueManager:
         sub_id = self.new_id()
         now = self.clock.now()
         if managed:
-            kind = "DURABLE" if durable else "NDURABLE"
-            # at most MQ's 48 characters: the epoch and the low 64 bits of the id counter
-            dest = f"SYSTEM.MANAGED.{kind}.{sub_id[8:16]}{sub_id[-16:]}"
+            dest = managed_queue_name(sub_id, durable)
             self.define_queue(
                 QueueDef(
                     dest,
@@ -504,6 +511,33 @@ class QueueManager:
         )
         self.pubsub.add(sub, now, new_publications_only=new_publications_only)
         return sub, False
+
+    def migrate_managed_queues(self) -> list[tuple[str, str]]:
+        """Rename the managed queues of restored subscriptions whose names are longer than MQ's
+        48 characters (``SYSTEM.MANAGED.<kind>.<40 hex>``, made by earlier versions) to
+        :func:`managed_queue_name`; their messages move with them and the subscription names
+        the new queue. Returns the (old, new) names."""
+        renamed: list[tuple[str, str]] = []
+        for sub in list(self.pubsub.subs.values()):
+            if not sub.managed or len(sub.dest) <= limits.MAX_OBJECT_NAME_LENGTH:
+                continue
+            old = self.queues.get(sub.dest)
+            new_name = managed_queue_name(sub.sub_id, sub.durable)
+            if old is None or new_name in self.queues:
+                continue
+            definition = old.definition.altered_with(name=new_name)
+            self.journal.object_saved("queue", new_name, definition.to_dict())
+            q = self.restore_queue(definition)
+            for msg in old.drain():
+                if msg.persistent and not definition.temporary:
+                    self.journal.message_removed(old.name, msg)
+                    self.journal.message_added(new_name, msg)
+                q.restore(msg)
+            del self.queues[old.name]
+            self.journal.object_deleted("queue", old.name)
+            self.pubsub.replace(dataclasses.replace(sub, dest=new_name))
+            renamed.append((old.name, new_name))
+        return renamed
 
     def unsubscribe(self, name: str) -> Subscription:
         sub = self.pubsub.subs.get(name)

@@ -100,6 +100,15 @@ class LocalQueue:
         self._levels[msg.priority].append(msg)
         self.depth += 1
 
+    def drain(self) -> list[Message]:
+        """Remove every message, highest priority first, without journaling or counting (the
+        caller moves them elsewhere)."""
+        out = [m for level in reversed(self._levels) for m in level]
+        for level in self._levels:
+            level.clear()
+        self.depth = 0
+        return out
+
     def return_front(self, msg: Message) -> None:
         """Put a backed-out message back where it was: first of its priority."""
         self._levels[msg.priority].appendleft(msg)

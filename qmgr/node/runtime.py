@@ -135,6 +135,7 @@ class NodeRuntime:
                 self.restored_xmit.append((queue, msg))
         for msg in retained:
             qm.pubsub.retained[msg.topic] = msg
+        qm.migrate_managed_queues()
 
     def publish(
         self, topic: str, msg: Message, *, retain: bool = False, scope_qmgr: bool = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from qmgr.core.admin.records import Record, date_time, select
+from qmgr.core.admin.topics import topic_nodes
 from qmgr.core.qmgr import QueueManager
 from qmgr.mqsc import MqscCommand
 
@@ -66,7 +67,6 @@ def alter_qmgr(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
 
 
 def display_pubsub(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
-    topics = {s.topic_str for s in qm.pubsub.subs.values()}
     return [
         Record(
             "AMQ8723I",
@@ -76,7 +76,7 @@ def display_pubsub(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
                 ("QMNAME", qm.name),
                 ("STATUS", "ACTIVE" if qm.attrs.psmode == "ENABLED" else "INACTIVE"),
                 ("SUBCOUNT", str(len(qm.pubsub.subs))),
-                ("TPCOUNT", str(len(topics))),
+                ("TPCOUNT", str(len(topic_nodes(qm)))),
             ],
         )
     ]

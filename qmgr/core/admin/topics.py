@@ -8,8 +8,10 @@ from cluster.topics import (
     TopicObject,
     TopicObjectError,
     TopicStringError,
+    ancestors,
     is_wildcard,
     topic_matches,
+    wildcard_prefix,
 )
 from qmgr.core.admin.queues import name_matches
 from qmgr.core.admin.records import Record, select
@@ -86,15 +88,25 @@ def display_topic(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
     ]
 
 
+def topic_nodes(qm: QueueManager) -> set[str]:
+    """The nodes of the queue manager's topic tree, as DISPLAY PUBSUB TPCOUNT counts them and
+    DISPLAY TPSTATUS('#') lists them: the topic strings of administered topic objects
+    (SYSTEM.BASE.TOPIC's is the root node ``''``, clustered objects of other queue managers
+    included) and the topic strings in use by subscriptions (proxies included), publishers and
+    retained publications, with every level above each of them (a topic tree has a node per
+    level). A wildcard subscription is held at the node before its first wildcard level."""
+    used = {o.topic_str for o in qm.pubsub.topics.all()}
+    used |= {wildcard_prefix(s.topic_str) for s in qm.pubsub.subs.values()}
+    used |= set(qm.pubsub.retained) | set(qm.pubsub.pub_counts)
+    return {node for topic in used for node in ancestors(topic)}
+
+
 def _status_topics(qm: QueueManager, pattern: str) -> list[str]:
-    """Topic strings known to the node (objects, subscriptions, retained, published) that
-    match ``pattern`` (wildcards allowed, as DISPLAY TPSTATUS does)."""
-    known = {o.topic_str for o in qm.topics.all()}
-    known |= {s.topic_str for s in qm.pubsub.subs.values()}
-    known |= set(qm.pubsub.retained) | set(qm.pubsub.pub_counts)
+    """Topic nodes (see :func:`topic_nodes`) that match ``pattern`` (wildcards allowed, as
+    DISPLAY TPSTATUS does)."""
     if not is_wildcard(pattern):
         return [pattern]
-    return sorted(t for t in known if topic_matches(pattern, t))
+    return sorted(t for t in topic_nodes(qm) if topic_matches(pattern, t))
 
 
 def display_tpstatus(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
@@ -139,9 +151,12 @@ def display_tpstatus(qm: QueueManager, cmd: MqscCommand) -> list[Record]:
 
 
 def _topic_status(qm: QueueManager, topic: str) -> list[tuple[str, str]]:
-    r = qm.topics.resolve(topic)
+    r = qm.pubsub.topics.resolve(topic)
     subs = qm.pubsub.matching(topic) if not is_wildcard(topic) else []
-    attrs = [("TOPICSTR", topic), ("ADMIN", r.admin)]
+    # MQ: ADMIN names the topic object whose TOPICSTR is this node (an admin node), blank for a
+    # node no object defines; values inherited from an object above do not make it an admin node
+    admin = qm.pubsub.topics.at(topic)
+    attrs = [("TOPICSTR", topic), ("ADMIN", admin.name if admin is not None else "")]
     for key in sorted(BASE_DEFAULTS):
         if key not in ("PROXYSUB", "WILDCARD", "CUSTOM"):
             attrs.append((key, r[key]))
