@@ -24,7 +24,7 @@ import pytest
 
 from qmgr.client import MqscCommandError
 from qmgr.client.sync import Subscription
-from tests.integration.cluster_nodes import Cluster, wait_for
+from tests.integration.cluster_nodes import Cluster
 
 ROUTE = "qmgr.route"
 _markers = count()
@@ -48,8 +48,12 @@ def retained_on(cl: Cluster, node: str, topic: str) -> bool:
 
 
 def publish_retained(cl: Cluster, topic: str, text: str, *, persistent: bool = False) -> None:
-    cl["PUB1"].c.publish(topic, text, retain=True, persistent=persistent)
-    wait_for(f"{topic} retained on HOSTA1", lambda: retained_on(cl, "HOSTA1", topic))
+    """Publish from PUB1 and wait until HOSTA1 has routed (and so retained) this publication."""
+    with cl["HOSTA1"].c.subscribe(topic, new_publications_only=True) as watch:
+        cl["PUB1"].c.publish(topic, text, retain=True, persistent=persistent)
+        m = watch.receive(timeout=20)
+        assert m is not None and m.text == text
+    assert retained_on(cl, "HOSTA1", topic)
 
 
 def settle(cl: Cluster, node: str, topic: str, subs: list[Subscription]) -> list[list[str]]:
@@ -137,3 +141,21 @@ def test_persistent_retained_publication_survives_a_host_restart(cl: Cluster) ->
         assert m is not None and m.text == "platinum" and m.properties["MQIsRetained"] is True
         assert m.persistent
         assert settle(cl, "SUB2", topic, [sub]) == [[]]
+
+
+def test_a_stale_copy_is_given_first_then_the_hosts_newer_one(cl: Cluster) -> None:
+    """IBM: a queue manager with no subscription gets no updates, so its copy goes stale and a
+    first new subscriber may get it; here the host's newer copy follows and replaces it."""
+    topic = "Prices/Tin"
+    publish_retained(cl, topic, "tin 1")
+    with cl["SUB1"].c.subscribe(topic) as sub:
+        m = sub.receive(timeout=20)
+        assert m is not None and m.text == "tin 1"
+    cl.wait_proxy("HOSTA1", "SUB1", topic, present=False)
+    publish_retained(cl, topic, "tin 2")
+    with cl["SUB1"].c.subscribe(topic) as sub:
+        cl.wait_proxy("HOSTA1", "SUB1", topic)
+        assert settle(cl, "SUB1", topic, [sub]) == [["tin 1", "tin 2"]]
+    with cl["SUB1"].c.subscribe(topic) as sub:  # SUB1's copy is now the host's
+        m = sub.receive(timeout=20)
+        assert m is not None and m.text == "tin 2"
