@@ -159,3 +159,19 @@ def test_a_stale_copy_is_given_first_then_the_hosts_newer_one(cl: Cluster) -> No
     with cl["SUB1"].c.subscribe(topic) as sub:  # SUB1's copy is now the host's
         m = sub.receive(timeout=20)
         assert m is not None and m.text == "tin 2"
+
+
+def test_the_subscriber_qmgrs_persistent_copy_survives_its_restart(cl: Cluster) -> None:
+    topic = "Prices/Nickel"
+    publish_retained(cl, topic, "nickel", persistent=True)
+    with cl["SUB2"].c.subscribe(topic) as sub:
+        m = sub.receive(timeout=20)
+        assert m is not None and m.text == "nickel"
+    node = cl["SUB2"]
+    node.kill()
+    node.start()
+    assert retained_on(cl, "SUB2", topic)
+    with node.c.subscribe(topic) as sub:
+        cl.wait_proxy("HOSTA1", "SUB2", topic)
+        # served from SUB2's copy; the host's copy of the same publication is not given again
+        assert settle(cl, "SUB2", topic, [sub]) == [["nickel"]]
