@@ -23,7 +23,11 @@ Rules (IBM MQ, single queue manager):
   (``qmgr.core.selection``);
 - one retained publication is kept per topic string; a new subscription receives the retained
   copies of the topics it matches first, flagged MQIsRetained, unless it asked for new
-  publications only. Only persistent retained publications survive a restart.
+  publications only. Only persistent retained publications survive a restart;
+- a retained publication a topic host sends for a new proxy subscription (``receive_retained``)
+  is kept here as this queue manager's retained copy and goes only to the matching
+  subscriptions that do not have it yet: none when the same publication (MessageId) is already
+  retained here (they got it then), never to one made with new publications only.
 
 Per-topic publication statistics (DISPLAY TPSTATUS NUMPUBS, LPUBDATE/LPUBTIME) are bounded in
 the spirit of MQ's TREELIFE, which removes unused non-administrative topic nodes: once more than
@@ -111,6 +115,7 @@ class PubSub:
         self._matcher: TopicMatcher[str] = TopicMatcher()
         self._char_subs: dict[str, str] = {}  # WSCHEMA(CHAR) subscription name -> pattern
         self.retained: dict[str, Message] = {}
+        self.new_only: set[str] = set()  # subscriptions made with new publications only
         self._policies: dict[str, TopicPolicy] = {}
         self._matches: dict[str, list[Subscription]] = {}
         self.pub_counts: dict[str, int] = {}
@@ -183,6 +188,8 @@ class PubSub:
         self._index(sub)
         if sub.durable:
             self._journal.object_saved("sub", sub.name, sub.to_dict())
+        if new_publications_only:
+            self.new_only.add(sub.name)
         self._tell("add", sub)
         if new_publications_only:
             return 0
@@ -210,6 +217,7 @@ class PubSub:
     def remove(self, name: str) -> Subscription:
         self._matches.clear()
         sub = self.subs.pop(name)
+        self.new_only.discard(name)
         self.by_id.pop(sub.sub_id, None)
         self.stats.pop(name, None)
         self._unindex(sub)
@@ -240,20 +248,39 @@ class PubSub:
     def deliver_retained(self, sub: Subscription, now: float) -> int:
         n = 0
         for topic, msg in list(self.retained.items()):
-            if (
-                self.sub_matches(sub, topic)
-                and not self._blocked(sub, topic)
-                and selects(sub.selector, msg)
-            ):
-                copy = self._copy_for(sub, msg, topic)
-                copy.retained = True
-                queue = self._queues.get(sub.dest)
-                if queue is not None:
-                    try:
-                        queue.put(copy, now)
-                    except MQError:
-                        continue
-                    n += 1
+            n += self._give_retained(sub, topic, msg, now)
+        return n
+
+    def _give_retained(self, sub: Subscription, topic: str, msg: Message, now: float) -> int:
+        if not (
+            self.sub_matches(sub, topic)
+            and not self._blocked(sub, topic)
+            and selects(sub.selector, msg)
+        ):
+            return 0
+        copy = self._copy_for(sub, msg, topic)
+        copy.retained = True
+        queue = self._queues.get(sub.dest)
+        if queue is None:
+            return 0
+        try:
+            queue.put(copy, now)
+        except MQError:
+            return 0
+        return 1
+
+    def receive_retained(self, topic: str, msg: Message, now: float) -> int:
+        """A retained publication sent by a topic host because a proxy subscription was made
+        (rules in the module docstring); returns the copies delivered."""
+        self.validate_topic(topic)
+        held = self.retained.get(topic)
+        if held is not None and held.message_id == msg.message_id:
+            return 0
+        self._retain(topic, msg)
+        n = 0
+        for sub in self.subscribers(topic):
+            if sub.name not in self.new_only:
+                n += self._give_retained(sub, topic, msg, now)
         return n
 
     def subscribers(self, topic: str) -> list[Subscription]:

@@ -579,6 +579,12 @@ class QueueManager:
         msg.sequence = self.next_sequence()
         return self.pubsub.publish(topic, msg, self.clock.now(), retain=retain)
 
+    def receive_retained(self, topic: str, msg: Message) -> int:
+        """Take a retained publication a topic host sent for a proxy subscription (see
+        ``PubSub.receive_retained``); returns the copies delivered."""
+        msg.sequence = self.next_sequence()
+        return self.pubsub.receive_retained(topic, msg, self.clock.now())
+
     def clear_retained(self, topic: str) -> bool:
         return self.pubsub.clear_retained(topic)
 

@@ -72,6 +72,7 @@ def item_to_wire(item: Item, out: cpb.ChannelItem) -> None:
         wire.route.extend(pub.route)
         wire.purpose = _PURPOSE_TO_WIRE[pub.purpose]
         wire.retain = pub.retain
+        wire.retained_copy = pub.retained_copy
     elif item.proxy is not None:
         out.proxy.topic, out.proxy.add = item.proxy
 
@@ -99,6 +100,7 @@ def item_from_wire(w: cpb.ChannelItem) -> Item:
             wire=p.message,
             decode=message_from_peer,
             persistent=p.message.persistence == mpb.PERSISTENT,
+            retained_copy=p.retained_copy,
         )
         return Item(key, publication=fwd, problem=message_problem(p.message))
     if kind == "proxy":

@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from qmgr.wire import messages_pb2 as qmgr_dot_wire_dot_messages__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17qmgr/wire/cluster.proto\x12\tqmgr.wire\x1a\x18qmgr/wire/messages.proto\"M\n\x0eProposeRequest\x12\x14\n\x0c\x63ommand_json\x18\x01 \x01(\t\x12%\n\x05proof\x18\x02 \x01(\x0b\x32\x16.qmgr.wire.MemberProof\"v\n\x0fProposeResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x12\n\nerror_code\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\x05\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x10\n\x08warnings\x18\x05 \x03(\t\x12\x10\n\x08revision\x18\x06 \x01(\x03\"P\n\x0cWatchRequest\x12\x19\n\x11join_command_json\x18\x01 \x01(\t\x12%\n\x05proof\x18\x02 \x01(\x0b\x32\x16.qmgr.wire.MemberProof\"i\n\x10RepositoryUpdate\x12\x15\n\rsnapshot_json\x18\x01 \x01(\t\x12\x13\n\x0b\x65vents_json\x18\x02 \x03(\t\x12\x10\n\x08revision\x18\x03 \x01(\x03\x12\x17\n\x0f\x66ull_repository\x18\x04 \x01(\t\"9\n\x10\x43hallengeRequest\x12\x14\n\x0c\x63lient_nonce\x18\x01 \x01(\x0c\x12\x0f\n\x07\x63luster\x18\x02 \x01(\t\"H\n\x11\x43hallengeResponse\x12\x14\n\x0cserver_nonce\x18\x01 \x01(\x0c\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\r\n\x05proof\x18\x03 \x01(\x0c\"@\n\x0bMemberProof\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0cserver_nonce\x18\x02 \x01(\x0c\x12\r\n\x05proof\x18\x03 \x01(\x0c\"\x86\x01\n\x0c\x43hannelHello\x12\x0e\n\x06sender\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x0f\n\x07\x63luster\x18\x03 \x01(\t\x12\x0f\n\x07proxies\x18\x04 \x03(\t\x12\x0c\n\x04qmid\x18\x05 \x01(\t\x12%\n\x05proof\x18\x06 \x01(\x0b\x32\x16.qmgr.wire.MemberProof\"\x8e\x01\n\x14\x46orwardedPublication\x12\r\n\x05topic\x18\x01 \x01(\t\x12#\n\x07message\x18\x02 \x01(\x0b\x32\x12.qmgr.wire.Message\x12\r\n\x05route\x18\x03 \x03(\t\x12#\n\x07purpose\x18\x04 \x01(\x0e\x32\x12.qmgr.wire.Purpose\x12\x0e\n\x06retain\x18\x05 \x01(\x08\")\n\x0bProxyChange\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x0b\n\x03\x61\x64\x64\x18\x02 \x01(\x08\"\x92\x01\n\x0b\x43hannelItem\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x36\n\x0bpublication\x18\x03 \x01(\x0b\x32\x1f.qmgr.wire.ForwardedPublicationH\x00\x12\'\n\x05proxy\x18\x04 \x01(\x0b\x32\x16.qmgr.wire.ProxyChangeH\x00\x42\x06\n\x04\x62ody\"5\n\x0c\x43hannelBatch\x12%\n\x05items\x18\x01 \x03(\x0b\x32\x16.qmgr.wire.ChannelItem\"l\n\x0e\x43hannelRequest\x12(\n\x05hello\x18\x01 \x01(\x0b\x32\x17.qmgr.wire.ChannelHelloH\x00\x12(\n\x05\x62\x61tch\x18\x02 \x01(\x0b\x32\x17.qmgr.wire.ChannelBatchH\x00\x42\x06\n\x04kind\":\n\nChannelAck\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x10\n\x08receiver\x18\x03 \x01(\t*:\n\x07Purpose\x12\x17\n\x13PURPOSE_UNSPECIFIED\x10\x00\x12\t\n\x05ROUTE\x10\x01\x12\x0b\n\x07\x44\x45LIVER\x10\x02\x32\x8f\x01\n\nRepository\x12@\n\x07Propose\x12\x19.qmgr.wire.ProposeRequest\x1a\x1a.qmgr.wire.ProposeResponse\x12?\n\x05Watch\x12\x17.qmgr.wire.WatchRequest\x1a\x1b.qmgr.wire.RepositoryUpdate0\x01\x32\x8f\x01\n\x04Peer\x12\x46\n\tChallenge\x12\x1b.qmgr.wire.ChallengeRequest\x1a\x1c.qmgr.wire.ChallengeResponse\x12?\n\x07\x43hannel\x12\x19.qmgr.wire.ChannelRequest\x1a\x15.qmgr.wire.ChannelAck(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17qmgr/wire/cluster.proto\x12\tqmgr.wire\x1a\x18qmgr/wire/messages.proto\"M\n\x0eProposeRequest\x12\x14\n\x0c\x63ommand_json\x18\x01 \x01(\t\x12%\n\x05proof\x18\x02 \x01(\x0b\x32\x16.qmgr.wire.MemberProof\"v\n\x0fProposeResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x12\n\nerror_code\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\x05\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x10\n\x08warnings\x18\x05 \x03(\t\x12\x10\n\x08revision\x18\x06 \x01(\x03\"P\n\x0cWatchRequest\x12\x19\n\x11join_command_json\x18\x01 \x01(\t\x12%\n\x05proof\x18\x02 \x01(\x0b\x32\x16.qmgr.wire.MemberProof\"i\n\x10RepositoryUpdate\x12\x15\n\rsnapshot_json\x18\x01 \x01(\t\x12\x13\n\x0b\x65vents_json\x18\x02 \x03(\t\x12\x10\n\x08revision\x18\x03 \x01(\x03\x12\x17\n\x0f\x66ull_repository\x18\x04 \x01(\t\"9\n\x10\x43hallengeRequest\x12\x14\n\x0c\x63lient_nonce\x18\x01 \x01(\x0c\x12\x0f\n\x07\x63luster\x18\x02 \x01(\t\"H\n\x11\x43hallengeResponse\x12\x14\n\x0cserver_nonce\x18\x01 \x01(\x0c\x12\x0e\n\x06server\x18\x02 \x01(\t\x12\r\n\x05proof\x18\x03 \x01(\x0c\"@\n\x0bMemberProof\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x14\n\x0cserver_nonce\x18\x02 \x01(\x0c\x12\r\n\x05proof\x18\x03 \x01(\x0c\"\x86\x01\n\x0c\x43hannelHello\x12\x0e\n\x06sender\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x0f\n\x07\x63luster\x18\x03 \x01(\t\x12\x0f\n\x07proxies\x18\x04 \x03(\t\x12\x0c\n\x04qmid\x18\x05 \x01(\t\x12%\n\x05proof\x18\x06 \x01(\x0b\x32\x16.qmgr.wire.MemberProof\"\xa5\x01\n\x14\x46orwardedPublication\x12\r\n\x05topic\x18\x01 \x01(\t\x12#\n\x07message\x18\x02 \x01(\x0b\x32\x12.qmgr.wire.Message\x12\r\n\x05route\x18\x03 \x03(\t\x12#\n\x07purpose\x18\x04 \x01(\x0e\x32\x12.qmgr.wire.Purpose\x12\x0e\n\x06retain\x18\x05 \x01(\x08\x12\x15\n\rretained_copy\x18\x06 \x01(\x08\")\n\x0bProxyChange\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x0b\n\x03\x61\x64\x64\x18\x02 \x01(\x08\"\x92\x01\n\x0b\x43hannelItem\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x36\n\x0bpublication\x18\x03 \x01(\x0b\x32\x1f.qmgr.wire.ForwardedPublicationH\x00\x12\'\n\x05proxy\x18\x04 \x01(\x0b\x32\x16.qmgr.wire.ProxyChangeH\x00\x42\x06\n\x04\x62ody\"5\n\x0c\x43hannelBatch\x12%\n\x05items\x18\x01 \x03(\x0b\x32\x16.qmgr.wire.ChannelItem\"l\n\x0e\x43hannelRequest\x12(\n\x05hello\x18\x01 \x01(\x0b\x32\x17.qmgr.wire.ChannelHelloH\x00\x12(\n\x05\x62\x61tch\x18\x02 \x01(\x0b\x32\x17.qmgr.wire.ChannelBatchH\x00\x42\x06\n\x04kind\":\n\nChannelAck\x12\r\n\x05\x65poch\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x10\n\x08receiver\x18\x03 \x01(\t*:\n\x07Purpose\x12\x17\n\x13PURPOSE_UNSPECIFIED\x10\x00\x12\t\n\x05ROUTE\x10\x01\x12\x0b\n\x07\x44\x45LIVER\x10\x02\x32\x8f\x01\n\nRepository\x12@\n\x07Propose\x12\x19.qmgr.wire.ProposeRequest\x1a\x1a.qmgr.wire.ProposeResponse\x12?\n\x05Watch\x12\x17.qmgr.wire.WatchRequest\x1a\x1b.qmgr.wire.RepositoryUpdate0\x01\x32\x8f\x01\n\x04Peer\x12\x46\n\tChallenge\x12\x1b.qmgr.wire.ChallengeRequest\x1a\x1c.qmgr.wire.ChallengeResponse\x12?\n\x07\x43hannel\x12\x19.qmgr.wire.ChannelRequest\x1a\x15.qmgr.wire.ChannelAck(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'qmgr.wire.cluster_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PURPOSE']._serialized_start=1350
-  _globals['_PURPOSE']._serialized_end=1408
+  _globals['_PURPOSE']._serialized_start=1373
+  _globals['_PURPOSE']._serialized_end=1431
   _globals['_PROPOSEREQUEST']._serialized_start=64
   _globals['_PROPOSEREQUEST']._serialized_end=141
   _globals['_PROPOSERESPONSE']._serialized_start=143
@@ -51,19 +51,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHANNELHELLO']._serialized_start=652
   _globals['_CHANNELHELLO']._serialized_end=786
   _globals['_FORWARDEDPUBLICATION']._serialized_start=789
-  _globals['_FORWARDEDPUBLICATION']._serialized_end=931
-  _globals['_PROXYCHANGE']._serialized_start=933
-  _globals['_PROXYCHANGE']._serialized_end=974
-  _globals['_CHANNELITEM']._serialized_start=977
-  _globals['_CHANNELITEM']._serialized_end=1123
-  _globals['_CHANNELBATCH']._serialized_start=1125
-  _globals['_CHANNELBATCH']._serialized_end=1178
-  _globals['_CHANNELREQUEST']._serialized_start=1180
-  _globals['_CHANNELREQUEST']._serialized_end=1288
-  _globals['_CHANNELACK']._serialized_start=1290
-  _globals['_CHANNELACK']._serialized_end=1348
-  _globals['_REPOSITORY']._serialized_start=1411
-  _globals['_REPOSITORY']._serialized_end=1554
-  _globals['_PEER']._serialized_start=1557
-  _globals['_PEER']._serialized_end=1700
+  _globals['_FORWARDEDPUBLICATION']._serialized_end=954
+  _globals['_PROXYCHANGE']._serialized_start=956
+  _globals['_PROXYCHANGE']._serialized_end=997
+  _globals['_CHANNELITEM']._serialized_start=1000
+  _globals['_CHANNELITEM']._serialized_end=1146
+  _globals['_CHANNELBATCH']._serialized_start=1148
+  _globals['_CHANNELBATCH']._serialized_end=1201
+  _globals['_CHANNELREQUEST']._serialized_start=1203
+  _globals['_CHANNELREQUEST']._serialized_end=1311
+  _globals['_CHANNELACK']._serialized_start=1313
+  _globals['_CHANNELACK']._serialized_end=1371
+  _globals['_REPOSITORY']._serialized_start=1434
+  _globals['_REPOSITORY']._serialized_end=1577
+  _globals['_PEER']._serialized_start=1580
+  _globals['_PEER']._serialized_end=1723
 # @@protoc_insertion_point(module_scope)

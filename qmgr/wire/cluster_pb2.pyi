@@ -298,9 +298,12 @@ class ForwardedPublication(_message.Message):
     ROUTE_FIELD_NUMBER: _builtins.int
     PURPOSE_FIELD_NUMBER: _builtins.int
     RETAIN_FIELD_NUMBER: _builtins.int
+    RETAINED_COPY_FIELD_NUMBER: _builtins.int
     topic: _builtins.str
     purpose: Global___Purpose.ValueType
     retain: _builtins.bool
+    retained_copy: _builtins.bool
+    """a retained publication a topic host sends because a proxy"""
     @_builtins.property
     def message(self) -> _messages_pb2.Message: ...
     @_builtins.property
@@ -315,10 +318,11 @@ class ForwardedPublication(_message.Message):
         route: _abc.Iterable[_builtins.str] | None = ...,
         purpose: Global___Purpose.ValueType = ...,
         retain: _builtins.bool = ...,
+        retained_copy: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["message", b"message"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "purpose", b"purpose", "retain", b"retain", "route", b"route", "topic", b"topic"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "purpose", b"purpose", "retain", b"retain", "retained_copy", b"retained_copy", "route", b"route", "topic", b"topic"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -35,10 +35,17 @@ from typing import TYPE_CHECKING, Any
 
 from cluster.channel import LEGACY, ChannelReceiver, InboundState, Verdict, legacy_qmid
 from cluster.proxies import ProxyDiff, ProxyPlanner, ProxyTable
-from cluster.records import ChannelStatus, ClusterTopology, RepoEvent, Role, WorkloadAttrs
+from cluster.records import (
+    ChannelStatus,
+    ClRoute,
+    ClusterTopology,
+    RepoEvent,
+    Role,
+    WorkloadAttrs,
+)
 from cluster.repository import ApplyResult, ClusterRepository, Cmd, ErrorCode, RepoError
 from cluster.routing import DeliveryPlan, Purpose, branch_candidates
-from cluster.topics import TopicObject, TopicObjects
+from cluster.topics import TopicObject, TopicObjects, topic_matches
 from cluster.workload import QueuedPublication, SendState, WorkloadBalancer, redrive
 from qmgr.core.deadletter import dead_letter
 from qmgr.core.errors import MQError
@@ -446,6 +453,7 @@ class ClusterAgent:
             self._proxy_saved(sender, topic, False)
         for _, topic in diff.add:
             self._proxy_saved(sender, topic, True)
+            self._send_retained(sender, topic)
         return key
 
     def _save_inbound(self, state: InboundState) -> None:
@@ -503,7 +511,42 @@ class ClusterAgent:
         if changed:
             self.plans.invalidate()
             self._proxy_saved(sender, topic, add)
-        return changed
+        sent = self._send_retained(sender, topic) if add else False
+        return changed or sent
+
+    def _send_retained(self, peer: str, proxy: str) -> bool:
+        """A proxy subscription was made or refreshed by ``peer``: send it the retained
+        publications held here that it matches and that this node distributes (it hosts their
+        topic, or the topic is DIRECT-routed), one copy each, marked as retained copies. Returns
+        whether a persistent one was queued."""
+        persistent = False
+        topology = self.topology
+        for topic, held in list(self.qm.pubsub.retained.items()):
+            if not topic_matches(proxy, topic):
+                continue
+            resolved = topology.objects.resolve(topic)
+            point = topology.clustered_point(resolved)
+            if point is None or resolved["PUBSCOPE"] == "QMGR":
+                continue
+            if (
+                topology.route_of(point) is not ClRoute.DIRECT
+                and topology.local_host(point.name) is None
+            ):
+                continue
+            msg = held.copy(topic="", retained=False)
+            props = dict(msg.properties)
+            props.pop(ROUTE_PROPERTY, None)
+            fwd = Forwarded(
+                topic,
+                msg.with_properties(props),
+                (self.name,),
+                Purpose.DELIVER,
+                True,
+                retained_copy=True,
+            )
+            self.channels.send_publication(peer, fwd)
+            persistent = persistent or fwd.persistent
+        return persistent
 
     def _dead_letter(self, fwd: Forwarded, reason: str, text: str, peer: str = "") -> bool:
         """Put a publication received from the cluster on the dead-letter queue (its
@@ -546,6 +589,8 @@ class ClusterAgent:
         if not plan.route or plan.route[-1] != self.name:  # a loop: dropped
             return False
         persistent = fwd.persistent
+        if fwd.retained_copy:
+            return self._receive_retained(fwd, plan)
         if plan.deliver_locally and (fwd.retain or self.qm.pubsub.subscribers(fwd.topic)):
             msg = fwd.message
             props = dict(msg.properties)
@@ -565,6 +610,19 @@ class ClusterAgent:
                     continue
                 self.channels.send_publication(peer, fwd.passed_on(plan.route, plan.purpose, group))
         return persistent
+
+    def _receive_retained(self, fwd: Forwarded, plan: DeliveryPlan) -> bool:
+        """A retained publication a host sent for this node's proxy subscription: kept as the
+        retained copy here and given to the subscriptions that lack it; never passed on."""
+        if not plan.deliver_locally:
+            return False
+        props = dict(fwd.message.properties)
+        props[ROUTE_PROPERTY] = ",".join(plan.route)
+        try:
+            self.qm.receive_retained(fwd.topic, fwd.message.with_properties(props))
+        except MQError as exc:
+            return self._dead_letter(fwd, exc.reason_name, exc.text)
+        return fwd.persistent
 
     # ------------------------------------------------------------------ workload attributes
 

@@ -57,6 +57,7 @@ class Forwarded:
         "purpose",
         "retain",
         "group",
+        "retained_copy",
         "persistent",
         "wire",
         "_msg",
@@ -75,12 +76,16 @@ class Forwarded:
         wire: Any = None,
         decode: Callable[[Any], Message] | None = None,
         persistent: bool | None = None,
+        retained_copy: bool = False,
     ) -> None:
         self.topic = topic
         self.route = route
         self.purpose = purpose
         self.retain = retain
         self.group = group  # the clustered topic object (for re-driving to another host)
+        # a retained publication sent by a topic host for a new proxy subscription, not a new
+        # publication: it goes only to the receiver's subscriptions that do not have it yet
+        self.retained_copy = retained_copy
         self.wire = wire
         self._msg = message
         self._decode = decode
@@ -107,6 +112,7 @@ class Forwarded:
             wire=self.wire,
             decode=self._decode,
             persistent=self.persistent,
+            retained_copy=self.retained_copy,
         )
 
 
@@ -143,6 +149,7 @@ def stored_copy(item: Item, sequence: int) -> Message:
         pub.purpose.value,
         pub.retain,
         pub.group,
+        pub.retained_copy,
     ]
     props = dict(pub.message.properties)
     props[XMIT_PROPERTY] = json.dumps(meta, separators=(",", ":"))
@@ -152,7 +159,17 @@ def stored_copy(item: Item, sequence: int) -> Message:
 def item_from_stored(msg: Message) -> Item:
     """Rebuild a channel item from its journaled copy (after a restart)."""
     props = dict(msg.properties)
-    epoch, seq, topic, route, purpose, retain, group = json.loads(str(props.pop(XMIT_PROPERTY)))
+    meta = json.loads(str(props.pop(XMIT_PROPERTY)))
+    epoch, seq, topic, route, purpose, retain, group = meta[:7]
+    retained_copy = bool(meta[7]) if len(meta) > 7 else False
     original = msg.copy(properties=props)
-    pub = Forwarded(topic, original, tuple(route), Purpose(purpose), bool(retain), group)
+    pub = Forwarded(
+        topic,
+        original,
+        tuple(route),
+        Purpose(purpose),
+        bool(retain),
+        group,
+        retained_copy=retained_copy,
+    )
     return Item((int(epoch), int(seq)), publication=pub, stored=msg)

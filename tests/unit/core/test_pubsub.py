@@ -6,6 +6,7 @@ import pytest
 
 from cluster.topics import TopicObject
 from qmgr.core.errors import MQError
+from qmgr.core.message import Message
 from qmgr.core.qmgr import QueueManager
 from qmgr.core.queue import QueueDef
 from tests.unit.core.conftest import RecordingJournal, msg
@@ -88,6 +89,32 @@ def test_retained_publication_goes_to_new_subscribers(qm: QueueManager) -> None:
     assert qm.clear_retained("price/x")
     s3, _ = qm.subscribe("price/x", name="S3")
     assert qm.get(s3.dest) == []
+
+
+def test_retained_copy_from_a_topic_host_goes_to_subscriptions_that_lack_it(
+    qm: QueueManager, journal: RecordingJournal
+) -> None:
+    waiting, _ = qm.subscribe("price/+", name="WAITING")
+    new_only, _ = qm.subscribe("price/x", name="NEWONLY", new_publications_only=True)
+    sent = Message("AB" * 24, b"held", persistent=True)
+    assert qm.receive_retained("price/x", sent.copy()) == 1
+    (m,) = qm.get(waiting.dest)
+    assert m.body == b"held" and m.publication_properties()["MQIsRetained"] is True
+    assert qm.get(new_only.dest) == []
+    assert journal.retained["price/x"].body == b"held"  # kept here, persistent
+    # the same publication again (a proxy refresh): nobody gets it twice
+    assert qm.receive_retained("price/x", sent.copy()) == 0
+    assert qm.get(waiting.dest) == []
+    # a later subscriber here is served from the copy kept here
+    later, _ = qm.subscribe("price/x", name="LATER")
+    assert [m.body for m in qm.get(later.dest)] == [b"held"]
+
+
+def test_retained_copy_with_a_bad_topic_is_refused(qm: QueueManager) -> None:
+    with pytest.raises(MQError) as err:
+        qm.receive_retained("price/#", Message("CD" * 24, b"x"))
+    assert err.value.reason_name == "MQRC_TOPIC_STRING_ERROR"
+    assert qm.pubsub.retained == {}
 
 
 def test_persistent_retained_is_journaled(qm: QueueManager, journal: RecordingJournal) -> None:
