@@ -182,9 +182,7 @@ def _all_hosts_disabled(topology: ClusterTopology, name: str) -> bool:
     return bool(hosts) and not any(h.pub_enabled for h in hosts)
 
 
-def publication_refused(
-    topology: ClusterTopology, topic: str, *, scope_qmgr: bool = False
-) -> bool:
+def publication_refused(topology: ClusterTopology, topic: str, *, scope_qmgr: bool = False) -> bool:
     """True when ``plan_publication`` rejects a publication on ``topic`` from an application
     on ``topology.local``: the clustered TOPICHOST object it resolves to is PUB(DISABLED) on this
     node if this node hosts it, else on every host (MQ accepts a publication if at least one
