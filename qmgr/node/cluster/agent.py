@@ -54,7 +54,7 @@ from qmgr.node.cluster.items import (
     item_from_stored,
     xmitq,
 )
-from qmgr.node.cluster.outbound import SENT_KIND, ChannelManager, Identity
+from qmgr.node.cluster.outbound import SENT_KIND, STOPPED_KIND, ChannelManager, Identity
 from qmgr.node.cluster.plans import PlanCache
 from qmgr.node.cluster.repolink import RaftLink, WatchLink
 from qmgr.node.config import ClusterSettings, TlsSettings
@@ -177,6 +177,7 @@ class ClusterAgent:
 
     async def start(self) -> None:
         qm = self.qm
+        self.channels.load_stopped(self.rt.loaded_objects.get(STOPPED_KIND, {}))
         self._apply_topology()
         for sub in list(qm.pubsub.subs.values()):
             self.planner.subscribe(sub.name, sub.topic_str, scope_qmgr=sub.subscope == "QMGR")
@@ -344,6 +345,19 @@ class ClusterAgent:
             )
         except MQError as exc:
             log.error("publication on %s for %s discarded: %s", pub.topic, peer, exc)
+
+    def peer_of_channel(self, channel: str) -> str | None:
+        """The member a cluster-sender channel name (``<cluster>.<member>``) leads to, if this
+        node has or may have such a channel."""
+        prefix = f"{self.cluster}."
+        if not channel.startswith(prefix):
+            return None
+        peer = channel[len(prefix) :]
+        if peer == self.name:
+            return None
+        if peer in self.channels.channels or self.address_of(peer) is not None:
+            return peer
+        return None
 
     def channel_statuses(self) -> dict[str, ChannelStatus]:
         return self.channels.statuses()
