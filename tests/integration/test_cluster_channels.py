@@ -134,3 +134,44 @@ def test_workload_prefers_hosts_whose_channel_is_not_stopped(cl: Cluster) -> Non
         sub.close()
         if status(cl, "PUB1", "HOSTA1") == "STOPPED":
             cl["PUB1"].c.mqsc("START CHANNEL(DEMO.HOSTA1)")
+
+
+def test_higher_ranked_host_with_a_stopped_channel_keeps_its_publications_until_start(
+    cl: Cluster,
+) -> None:
+    """CLWLRANK is applied before channel status: publications for the higher-ranked host wait
+    on its transmission queue while its channel is STOPPED, and arrive once after START."""
+    host = cl["HOSTA1"]
+    sub = cl["SUB1"].c.subscribe("Prices/Ranked")
+    for h in ("HOSTA1", "HOSTA2"):
+        cl.wait_proxy(h, "SUB1", "Prices/Ranked")
+    host.c.mqsc("ALTER CHANNEL(DEMO.HOSTA1) CHLTYPE(CLUSRCVR) CLWLRANK(3)")
+    try:
+        wait_for(
+            "CLWLRANK(3) of HOSTA1 seen by PUB1",
+            lambda: cl["PUB1"].mqsc("DISPLAY CLUSQMGR(HOSTA1) CLWLRANK")[0]["CLWLRANK"] == "3",
+        )
+        cl["PUB1"].c.mqsc("STOP CHANNEL(DEMO.HOSTA1)")
+        cl["PUB1"].c.publish_many(
+            [("Prices/Ranked", OutgoingMessage(f"r{i}", persistent=True)) for i in range(6)]
+        )
+        assert cl["PUB1"].chstatus()["HOSTA1"]["XQMSGSA"] == "6"
+        assert drain(sub, 2) == []
+        cl["PUB1"].c.mqsc("START CHANNEL(DEMO.HOSTA1)")
+        got = []
+        while len(got) < 6:
+            batch = sub.receive_batch(timeout=10)
+            assert batch, "held publications did not arrive after START"
+            got.extend(batch)
+        assert sorted(m.body for m in got) == [f"r{i}".encode() for i in range(6)]
+        assert {str(m.properties[ROUTE]).split(",")[1] for m in got} == {"HOSTA1"}
+        assert drain(sub, 1) == []
+    finally:
+        sub.close()
+        host.c.mqsc("ALTER CHANNEL(DEMO.HOSTA1) CHLTYPE(CLUSRCVR) CLWLRANK(0)")
+        if status(cl, "PUB1", "HOSTA1") == "STOPPED":
+            cl["PUB1"].c.mqsc("START CHANNEL(DEMO.HOSTA1)")
+        wait_for(
+            "CLWLRANK(0) of HOSTA1 seen by PUB1",
+            lambda: cl["PUB1"].mqsc("DISPLAY CLUSQMGR(HOSTA1) CLWLRANK")[0]["CLWLRANK"] == "0",
+        )
