@@ -263,7 +263,15 @@ class ChannelSender(Generic[T]):
         return self._set(ChannelStatus.RETRYING, reason)
 
     def stopped(self, reason: str) -> StatusChange | None:
+        """Stopped by the operator (STOP CHANNEL): nothing is sent until ``started``. Batches
+        sent and not acknowledged stay in doubt and are sent again after the restart."""
+        self.pending.extendleft(reversed(self.inflight))
+        self.inflight.clear()
         return self._set(ChannelStatus.STOPPED, reason)
+
+    def started(self) -> StatusChange | None:
+        """START CHANNEL after a stop: INACTIVE until the connection is made."""
+        return self._set(ChannelStatus.INACTIVE, "")
 
     def _acknowledged(self, upto: Key) -> Remove[T] | None:
         gone: list[T] = []

@@ -16,8 +16,10 @@ Rules, in order:
    matching proxy; arriving from a peer -> local delivery only (only the origin fans out).
 4. TOPICHOST, X is not a host, local application -> deliver locally (local subscriptions are
    satisfied directly) and send one copy to exactly one host chosen by the workload algorithm,
-   even when nobody subscribed anywhere; never a PUB(DISABLED) host. No usable host -> local
-   only.
+   even when nobody subscribed anywhere; never a PUB(DISABLED) host. When every host's
+   definition is PUB(DISABLED) the publication is refused (the plan rejects: MQRC_PUT_INHIBITED;
+   MQ accepts a publication if at least one definition is PUB(ENABLED), rejects it only if all
+   are DISABLED). Hosts usable but none chosen -> local only.
 5. TOPICHOST, X is a host, local application -> X routes through itself: deliver locally and one
    copy to each peer with a matching proxy.
 6. TOPICHOST, arriving from a peer *for routing* (X was chosen as the host) -> deliver locally and
@@ -155,6 +157,10 @@ def plan_publication(
     own = topology.local_host(point.name)
     if not from_peer:
         if own is None:
+            if _all_hosts_disabled(topology, point.name):
+                return DeliveryPlan(
+                    False, reason=Reason.PUB_DISABLED, route=out_route, rejected=True
+                )
             return _to_host(topology, point.name, balancer, channels, out_route, deliver=True)
         if not own.pub_enabled:
             return DeliveryPlan(False, reason=Reason.PUB_DISABLED, route=out_route, rejected=True)
@@ -169,6 +175,28 @@ def plan_publication(
     return _to_host(
         topology, point.name, balancer, channels, out_route, deliver=True, rerouted=True
     )
+
+
+def _all_hosts_disabled(topology: ClusterTopology, name: str) -> bool:
+    hosts = topology.hosts.get(name, ())
+    return bool(hosts) and not any(h.pub_enabled for h in hosts)
+
+
+def publication_refused(topology: ClusterTopology, topic: str, *, scope_qmgr: bool = False) -> bool:
+    """True when ``plan_publication`` rejects a publication on ``topic`` from an application
+    on ``topology.local``: the clustered TOPICHOST object it resolves to is PUB(DISABLED) on this
+    node if this node hosts it, else on every host (MQ accepts a publication if at least one
+    definition is enabled). Changes no balancer state."""
+    resolved = topology.objects.resolve(topic)
+    point = topology.clustered_point(resolved)
+    if point is None or topology.route_of(point) is ClRoute.DIRECT:
+        return False
+    if scope_qmgr or resolved["PUBSCOPE"] == "QMGR":
+        return False
+    own = topology.local_host(point.name)
+    if own is not None:
+        return not own.pub_enabled
+    return _all_hosts_disabled(topology, point.name)
 
 
 def _infer_purpose(

@@ -36,7 +36,7 @@ OBJECT_SYNONYMS: Mapping[str, str] = {
 }
 VERBS: tuple[str, ...] = (
     *("ALTER", "CLEAR", "DEFINE", "DELETE", "DISPLAY"),
-    *("END", "REFRESH", "RESET", "RESUME", "SUSPEND"),
+    *("END", "REFRESH", "RESET", "RESUME", "START", "STOP", "SUSPEND"),
 )
 WHERE_OPERATORS: tuple[str, ...] = (
     "LT",
@@ -496,6 +496,13 @@ _SPECS: tuple[CommandSpec, ...] = (
         required=(("CLUSTER",),),
     ),
     CommandSpec("RESUME", "QMGR", params={"CLUSTER": OBJECT_NAME}, required=(("CLUSTER",),)),
+    CommandSpec(
+        "STOP",
+        "CHANNEL",
+        name=CHANNEL_NAME,
+        params={"MODE": Choice(("QUIESCE", "FORCE")), "STATUS": Choice(("STOPPED",))},
+    ),
+    CommandSpec("START", "CHANNEL", name=CHANNEL_NAME),
     CommandSpec("REFRESH", "QMGR", params={"TYPE": Choice(("PROXYSUB",))}, required=(("TYPE",),)),
     CommandSpec("REFRESH", "CLUSTER", name=GENERIC, params={"REPOS": Choice(("NO", "YES"))}),
     CommandSpec(

@@ -341,8 +341,11 @@ class MessagingServicer(rpc.MessagingServicer):
         the error."""
         qm = self.qm
         batch = [(p, message_from_wire(p.message)) for p in request.publications]
+        agent = self.rt.agent
         for p, msg in batch:
             qm.accept_publication(p.topic, msg)
+            if agent is not None:
+                agent.check_publish(p.topic, scope_qmgr=p.scope_qmgr)
         deliveries = 0
         # a node in a cluster accepts again as it routes; a single node delivers what it accepted
         publish = self.rt.publish if self.rt.agent is not None else self._deliver_accepted

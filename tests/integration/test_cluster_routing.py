@@ -230,6 +230,56 @@ def test_pub_disabled_host_is_never_chosen(cl: Cluster) -> None:
         cl["HOSTA1"].c.mqsc("ALTER TOPIC(PRICES) PUB(ENABLED)")
 
 
+def _pub_seen(cl: Cluster, host: str, value: str) -> None:
+    wait_for(
+        f"PUB({value}) of {host} seen on PUB1",
+        lambda: any(
+            r.attrs["CLUSQMGR"] == host and r.attrs["PUB"] == value
+            for r in cl["PUB1"].c.mqsc("DISPLAY TCLUSTER(PRICES)")
+        ),
+    )
+
+
+def test_publication_is_refused_when_every_host_is_pub_disabled(cl: Cluster) -> None:
+    """MQ accepts a publication if at least one definition is PUB(ENABLED) and refuses it with
+    MQRC_PUT_INHIBITED (2051) only if all are DISABLED."""
+    local = cl["PUB1"].c.subscribe("Prices/AllDisabled")
+    remote = cl["SUB1"].c.subscribe("Prices/AllDisabled")
+    for host in ("HOSTA1", "HOSTA2"):
+        cl.wait_proxy(host, "SUB1", "Prices/AllDisabled")
+    try:
+        cl["HOSTA1"].c.mqsc("ALTER TOPIC(PRICES) PUB(DISABLED)")
+        _pub_seen(cl, "HOSTA1", "DISABLED")
+        cl["PUB1"].c.publish("Prices/AllDisabled", b"one-enabled")  # HOSTA2 still enabled
+        cl["HOSTA2"].c.mqsc("ALTER TOPIC(PRICES) PUB(DISABLED)")
+        _pub_seen(cl, "HOSTA2", "DISABLED")
+        with pytest.raises(MQClientError) as err:
+            cl["PUB1"].c.publish("Prices/AllDisabled", b"refused")
+        assert err.value.reason_name == "MQRC_PUT_INHIBITED"
+        with pytest.raises(MQClientError) as err:
+            cl["PUB1"].c.publish_many(
+                [("Prices/AllDisabled", OutgoingMessage("batch")), ("Other", OutgoingMessage("x"))]
+            )
+        assert err.value.reason_name == "MQRC_PUT_INHIBITED"
+        # a host refuses its own applications too
+        with pytest.raises(MQClientError) as err:
+            cl["HOSTA1"].c.publish("Prices/AllDisabled", b"on host")
+        assert err.value.reason_name == "MQRC_PUT_INHIBITED"
+        cl["HOSTA2"].c.mqsc("ALTER TOPIC(PRICES) PUB(ENABLED)")
+        _pub_seen(cl, "HOSTA2", "ENABLED")
+        cl["PUB1"].c.publish("Prices/AllDisabled", b"again")
+        # nothing refused reached anyone; each accepted publication arrived once
+        assert sorted(m.body for m in receive(remote, 2)) == [b"again", b"one-enabled"]
+        assert [m.body for m in receive(local, 2)] == [b"one-enabled", b"again"]
+    finally:
+        local.close()
+        remote.close()
+        for host in ("HOSTA1", "HOSTA2"):
+            cl[host].c.mqsc("ALTER TOPIC(PRICES) PUB(ENABLED)")
+        for host in ("HOSTA1", "HOSTA2"):
+            _pub_seen(cl, host, "ENABLED")
+
+
 def test_suspended_host_is_used_only_when_all_are_suspended(cl: Cluster) -> None:
     cl["HOSTA2"].c.mqsc("SUSPEND QMGR CLUSTER(DEMO)")
     wait_for(

@@ -8,6 +8,7 @@ reach the full repositories before the command answers.
 - DEFINE/ALTER CHANNEL(..) CHLTYPE(CLUSRCVR) sets this member's workload attributes (CLWLRANK,
   CLWLPRTY, CLWLWGHT, NETPRTY), which MQ keeps on the cluster-receiver channel and publishes in
   the member's CLUSQMGR record.
+- STOP / START CHANNEL(<cluster>.<member>) for the cluster-sender channel to a member.
 - SUSPEND / RESUME QMGR CLUSTER(..), REFRESH QMGR TYPE(PROXYSUB), RESET CLUSTER ACTION(FORCEREMOVE).
 - DISPLAY CLUSQMGR, CHSTATUS, TCLUSTER, CHANNEL, and DISPLAY SUB SUBTYPE(PROXY|ALL) with the
   proxy subscriptions received from other members (plain DISPLAY SUB hides them).
@@ -50,6 +51,11 @@ def _error(reason: str, text: str, code: int | None = None) -> list[Record]:
     ]
 
 
+def _failed(code: str, text: str, reason: str) -> list[Record]:
+    """runmqsc's message for a failed channel command, with the PCF reason it stands for."""
+    return [Record(code, text, [("REASON", reason), ("DETAIL", reason)])]
+
+
 def _rejected(result: ApplyResult) -> list[Record]:
     err = result.error
     assert err is not None
@@ -84,6 +90,8 @@ class ClusterAdmin:
             return await self._suspend(cmd, key[0] == "SUSPEND")
         if key in (("DEFINE", "CHANNEL"), ("ALTER", "CHANNEL")):
             return await self._channel(cmd)
+        if key in (("STOP", "CHANNEL"), ("START", "CHANNEL")):
+            return await self._stop_start(cmd, key[0] == "STOP")
         if key == ("REFRESH", "QMGR"):
             n = agent.refresh_proxies()
             return True, [Record("AMQ8726I", f"Refresh queue manager accepted ({n} proxies).")]
@@ -158,6 +166,32 @@ class ClusterAdmin:
         return True, [
             Record("AMQ8014I" if verb == "created" else "AMQ8016I", f"IBM MQ channel {verb}.")
         ]
+
+    async def _stop_start(self, cmd: MqscCommand, stop: bool) -> tuple[bool, list[Record]]:
+        """STOP / START CHANNEL for a cluster-sender channel (``<cluster>.<member>``)."""
+        agent = self.agent
+        name = cmd.name or ""
+        peer = agent.peer_of_channel(name)
+        if peer is None:
+            return False, _failed(
+                "AMQ8147E", f"IBM MQ object {name} not found.", "MQRCCF_CHANNEL_NOT_FOUND"
+            )
+        ch = agent.channels.channel(peer)
+        if stop:
+            if ch.stopped:
+                return False, _failed(
+                    "AMQ9533E",
+                    f"Channel '{name}' is not currently active.",
+                    "MQRCCF_CHANNEL_NOT_ACTIVE",
+                )
+            await agent.channels.stop_operator(peer)
+            return True, [Record("AMQ8019I", "Stop IBM MQ channel accepted.")]
+        if not ch.stopped and ch.status is ChannelStatus.RUNNING:
+            return False, _failed(
+                "AMQ9514E", f"Channel '{name}' is in use.", "MQRCCF_CHANNEL_IN_USE"
+            )
+        await agent.channels.start_operator(peer)
+        return True, [Record("AMQ8018I", "Start IBM MQ channel accepted.")]
 
     async def _reset(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
         agent = self.agent

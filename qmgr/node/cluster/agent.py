@@ -44,7 +44,7 @@ from cluster.records import (
     WorkloadAttrs,
 )
 from cluster.repository import ApplyResult, ClusterRepository, Cmd, ErrorCode, RepoError
-from cluster.routing import DeliveryPlan, Purpose, branch_candidates
+from cluster.routing import DeliveryPlan, Purpose, branch_candidates, publication_refused
 from cluster.topics import TopicObject, TopicObjects, topic_matches
 from cluster.workload import QueuedPublication, SendState, WorkloadBalancer, redrive
 from qmgr.core.deadletter import dead_letter
@@ -61,7 +61,7 @@ from qmgr.node.cluster.items import (
     item_from_stored,
     xmitq,
 )
-from qmgr.node.cluster.outbound import SENT_KIND, ChannelManager, Identity
+from qmgr.node.cluster.outbound import SENT_KIND, STOPPED_KIND, ChannelManager, Identity
 from qmgr.node.cluster.plans import PlanCache
 from qmgr.node.cluster.repolink import RaftLink, WatchLink
 from qmgr.node.config import ClusterSettings, TlsSettings
@@ -184,6 +184,7 @@ class ClusterAgent:
 
     async def start(self) -> None:
         qm = self.qm
+        self.channels.load_stopped(self.rt.loaded_objects.get(STOPPED_KIND, {}))
         self._apply_topology()
         for sub in list(qm.pubsub.subs.values()):
             self.planner.subscribe(sub.name, sub.topic_str, scope_qmgr=sub.subscope == "QMGR")
@@ -235,8 +236,9 @@ class ClusterAgent:
 
     def _local_view(self, merged: TopicObjects) -> TopicObjects:
         """The merged tree as local applications see it: a remote copy's PUB says whether
-        publications are routed through that host, not whether applications here may publish,
-        so it is left out (the copies inherit it instead)."""
+        publications are routed through that host, not whether applications here may publish
+        (they may unless every host's copy is disabled: ``check_publish``), so it is left out
+        (the copies inherit it instead)."""
         local = self.qm.topics
         out = TopicObjects()
         for obj in merged.all():
@@ -351,6 +353,19 @@ class ClusterAgent:
         except MQError as exc:
             log.error("publication on %s for %s discarded: %s", pub.topic, peer, exc)
 
+    def peer_of_channel(self, channel: str) -> str | None:
+        """The member a cluster-sender channel name (``<cluster>.<member>``) leads to, if this
+        node has or may have such a channel."""
+        prefix = f"{self.cluster}."
+        if not channel.startswith(prefix):
+            return None
+        peer = channel[len(prefix) :]
+        if peer == self.name:
+            return None
+        if peer in self.channels.channels or self.address_of(peer) is not None:
+            return peer
+        return None
+
     def channel_statuses(self) -> dict[str, ChannelStatus]:
         return self.channels.statuses()
 
@@ -400,13 +415,28 @@ class ClusterAgent:
         qm.accept_publication(topic, msg)
         plan = self.plans.plan(topic, scope_qmgr=scope_qmgr)
         if plan.rejected:
-            raise MQError("MQRC_PUT_INHIBITED", f"'{topic}' is hosted here with PUB(DISABLED)")
+            raise self._put_inhibited(topic)
         forwards = self._room(topic, msg, plan.forwards)
         delivered = 0
         if plan.deliver_locally:
             delivered = qm.pubsub.publish(topic, msg, qm.clock.now(), retain=retain)
         self._forward(topic, msg, plan, forwards, retain)
         return delivered
+
+    def check_publish(self, topic: str, *, scope_qmgr: bool) -> None:
+        """Raise MQRC_PUT_INHIBITED if ``publish`` would refuse ``topic`` (checked for a whole
+        batch before any of it is published)."""
+        if publication_refused(self.topology, topic, scope_qmgr=scope_qmgr):
+            raise self._put_inhibited(topic)
+
+    def _put_inhibited(self, topic: str) -> MQError:
+        point = self.topology.clustered_point(self.topology.objects.resolve(topic))
+        name = point.name if point is not None else topic
+        if point is not None and self.topology.local_host(name) is not None:
+            return MQError("MQRC_PUT_INHIBITED", f"'{topic}' is hosted here with PUB(DISABLED)")
+        return MQError(
+            "MQRC_PUT_INHIBITED", f"'{topic}': every host of {name} has it PUB(DISABLED)"
+        )
 
     def _room(self, topic: str, msg: Message, peers: tuple[str, ...]) -> tuple[str, ...]:
         """The peers whose transmission queue takes a publication from an application. A full

@@ -16,6 +16,9 @@ batches on a long-lived stream, driven by the pure state machine ``cluster.chann
   reason while reconnecting after a failure (every failure is logged once and reported, so
   routing can avoid the peer); the task never ends on an error, it retries with back-off.
 - Back-pressure: a transmission queue holds at most MAXDEPTH publications (``full``).
+- STOP CHANNEL ends the connection and shows STOPPED until START CHANNEL; while stopped nothing
+  is sent and items wait on the transmission queue. The stop is stored (``STOPPED_KIND``), so a
+  restarted node keeps the channel stopped, as MQ does.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ log = logging.getLogger("qmgr.node.channels")
 RETRY_DELAYS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 HELLO_TIMEOUT = 5.0
 SENT_KIND = "xmitsent"  # stored sent mark of each transmission queue
+STOPPED_KIND = "chlstopped"  # cluster-sender channels stopped by STOP CHANNEL
+STOP_REASON = "stopped by STOP CHANNEL"
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class OutboundChannel:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._logged = ""  # the last failure reason logged
+        self.stopped = False  # by STOP CHANNEL, until START CHANNEL
 
     @property
     def status(self) -> ChannelStatus:
@@ -83,8 +89,23 @@ class OutboundChannel:
         self.start()
 
     def start(self) -> None:
+        if self.stopped:
+            return
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop_channel(self) -> None:
+        """STOP CHANNEL: end the connection; nothing is sent until ``start_channel``."""
+        self.stopped = True
+        await self.stop()
+        self._task = None
+        self._apply(self.sm.stopped(STOP_REASON))
+
+    def start_channel(self) -> None:
+        """START CHANNEL: resume sending what waits on the transmission queue."""
+        self.stopped = False
+        self._apply(self.sm.started())
+        self.start()
 
     def take_unsent(self, wanted: Callable[[Item], bool]) -> list[Item]:
         return self.sm.take_unsent(wanted)
@@ -285,6 +306,25 @@ class ChannelManager:
 
     def start_channel(self, peer: str) -> None:
         self.channel(peer).start()
+
+    async def stop_operator(self, peer: str) -> None:
+        """STOP CHANNEL for the channel to ``peer`` (stored until START CHANNEL)."""
+        self.journal.object_saved(STOPPED_KIND, peer, {"status": "STOPPED"})
+        await self.durable()
+        await self.channel(peer).stop_channel()
+
+    async def start_operator(self, peer: str) -> None:
+        """START CHANNEL for the channel to ``peer``."""
+        self.journal.object_deleted(STOPPED_KIND, peer)
+        await self.durable()
+        self.channel(peer).start_channel()
+
+    def load_stopped(self, peers: Iterable[str]) -> None:
+        """Channels stopped before a restart stay stopped (before anything starts them)."""
+        for peer in peers:
+            ch = self.channel(peer)
+            ch.stopped = True
+            ch.sm.stopped(STOP_REASON)
 
     async def stop(self) -> None:
         self.stopping = True

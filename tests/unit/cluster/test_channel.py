@@ -619,3 +619,22 @@ def test_poison_item_is_dead_lettered_and_the_batch_advances_per_item() -> None:
         "dlq/2",
     ]
     assert r.rx.peers["S_1"].committed == (1, 3)
+
+
+def test_stopped_channel_sends_nothing_keeps_in_doubt_items_and_resumes_after_start() -> None:
+    ch: ChannelSender[It] = ChannelSender(batch=2)
+    for n in range(1, 4):
+        ch.enqueue(It((1, n), n))
+    ch.hello_answer(NO_KEY)
+    first = ch.next_send()
+    assert first is not None and [i.pid for i in first.items] == [1, 2]
+    assert ch.stopped("operator") == StatusChange(ChannelStatus.STOPPED, "operator")
+    assert ch.next_send() is None and ch.depth == 3 and ch.in_doubt
+    # the never-sent item may be re-driven, the in-doubt ones wait for the host
+    assert [i.pid for i in ch.take_unsent(lambda i: True)] == [3]
+    assert ch.started() == StatusChange(ChannelStatus.INACTIVE, "")
+    assert ch.next_send() is None  # not connected yet
+    actions = ch.hello_answer((1, 1))  # the receiver had committed 1
+    assert isinstance(actions[0], Remove) and [i.pid for i in actions[0].items] == [1]
+    again = ch.next_send()
+    assert again is not None and [i.pid for i in again.items] == [2]

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from cluster.records import ChannelStatus
-from cluster.routing import Purpose, Reason
+from cluster.routing import Purpose, Reason, publication_refused
 
 from .net import Net
 
@@ -193,14 +193,26 @@ def test_pub_disabled_host_is_never_chosen_and_its_local_subscribers_miss_remote
     assert plan.rejected and plan.reason is Reason.PUB_DISABLED
 
 
-def test_all_hosts_pub_disabled_means_local_delivery_only() -> None:
+def test_all_hosts_pub_disabled_refuses_the_publication() -> None:
     net = one_host()
     net.alter("T1", "TH", PUB="DISABLED")
     net.subscribe("P", "local", "Sport/Football/#")
     trace = net.publish("P", "Sport/Football/x")
     assert trace.hops == []
-    assert trace.plans[0][1].reason is Reason.NO_HOST
-    assert trace.deliveries == Counter({("P", "local"): 1})
+    plan = trace.plans[0][1]
+    assert plan.rejected and plan.reason is Reason.PUB_DISABLED
+    assert publication_refused(net.topology("P"), "Sport/Football/x")
+    assert not publication_refused(net.topology("P"), "Sport/Football/x", scope_qmgr=True)
+
+
+def test_one_enabled_host_is_enough_to_publish() -> None:
+    net = two_hosts()
+    net.alter("T1", "H1", PUB="DISABLED")
+    assert not publication_refused(net.topology("P"), "Price/x")
+    net.alter("T1", "H2", PUB="DISABLED")
+    assert publication_refused(net.topology("P"), "Price/x")
+    assert publication_refused(net.topology("H1"), "Price/x")
+    assert not publication_refused(net.topology("P"), "Weather/x")
 
 
 def test_failover_to_the_remaining_host_when_a_channel_fails() -> None:

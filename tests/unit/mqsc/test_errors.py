@@ -27,21 +27,21 @@ CASES = [
         "FOO QLOCAL(Q1)",
         "AMQ8426E",
         "Unknown command verb FOO"
-        "; valid verbs are ALTER, CLEAR, DEFINE, DELETE, DISPLAY, END, REFRESH, RESET, RESUME, SUSPEND",
+        "; valid verbs are ALTER, CLEAR, DEFINE, DELETE, DISPLAY, END, REFRESH, RESET, RESUME, START, STOP, SUSPEND",
         "FOO",
     ),
     (
-        "START CHANNEL(C)",
+        "PING CHANNEL(C)",
         "AMQ8426E",
-        "Unknown command verb START"
-        "; valid verbs are ALTER, CLEAR, DEFINE, DELETE, DISPLAY, END, REFRESH, RESET, RESUME, SUSPEND",
-        "START",
+        "Unknown command verb PING"
+        "; valid verbs are ALTER, CLEAR, DEFINE, DELETE, DISPLAY, END, REFRESH, RESET, RESUME, START, STOP, SUSPEND",
+        "PING",
     ),
     (
         "DEFI QLOCAL(Q1)",
         "AMQ8426E",
         "Unknown command verb DEFI"
-        "; valid verbs are ALTER, CLEAR, DEFINE, DELETE, DISPLAY, END, REFRESH, RESET, RESUME, SUSPEND",
+        "; valid verbs are ALTER, CLEAR, DEFINE, DELETE, DISPLAY, END, REFRESH, RESET, RESUME, START, STOP, SUSPEND",
         "DEFI",
     ),
     (
