@@ -323,6 +323,16 @@ class ClusterAgent:
             self.channels.send_proxy(peer, topic, True)
         return len(pairs)
 
+    async def refresh_cluster(self, repos: bool) -> tuple[bool, int]:
+        """REFRESH CLUSTER on a partial repository: the watched copy is rebuilt from a fresh
+        snapshot (``WatchLink.refresh``), routes and the proxy plan are recomputed from it, and
+        every proxy subscription is sent again. Returns whether the snapshot arrived and how
+        many proxies were sent."""
+        assert isinstance(self.link, WatchLink)
+        synced = await self.link.refresh(repos, self.settings.join_timeout)
+        self._apply_topology()
+        return synced, self.refresh_proxies()
+
     # ------------------------------------------------------------------ addresses, status
 
     def address_of(self, peer: str) -> str | None:
