@@ -87,3 +87,23 @@ def test_full_repository_refuses_repos_yes_and_keeps_its_view(cl: Cluster) -> No
     assert records[0].code == "AMQ8441I"
     assert _members(cl, "FR1") == members
     assert ("ORDERS", "HOSTB1") in cl["FR1"].tcluster()
+
+
+def test_refresh_with_no_full_repository_keeps_the_view_and_routing(cl: Cluster) -> None:
+    """Last in the module: FR1 is stopped. The command is accepted and says no full repository
+    answered; the node keeps its view and publications through the topic host still arrive."""
+    topic = "Orders/Refresh/Alone"
+    sub = cl["SUB1"].c.subscribe(topic)
+    try:
+        cl.wait_proxy("HOSTB1", "SUB1", topic)
+        members, topics = _members(cl, "SUB1"), cl["SUB1"].tcluster()
+        cl["FR1"].kill()
+        records = cl["SUB1"].c.mqsc("REFRESH CLUSTER(DEMO)")
+        assert records[0].code == "AMQ8441I"
+        assert "no full repository" in records[0].text
+        assert _members(cl, "SUB1") == members
+        assert cl["SUB1"].tcluster() == topics
+        assert _proxy_count(cl, "HOSTB1", "SUB1", topic) == 1
+        _exactly_once(cl, sub, topic, b"alone")
+    finally:
+        sub.close()

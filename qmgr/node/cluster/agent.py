@@ -78,6 +78,7 @@ CHANSEQ_KIND = "chanseq"
 PROXY_KIND = "proxy"
 XMITQ_KIND = "xmitq"  # transmission queue attributes (MAXDEPTH)
 VIEW_KEY = "cluster.view"
+REFRESH_WAIT = 5.0  # REFRESH CLUSTER answers once the new snapshot is in, or after this long
 
 
 def _tls_material(tls: TlsSettings | None) -> tuple[bytes, bytes, bytes | None] | None:
@@ -329,7 +330,7 @@ class ClusterAgent:
         every proxy subscription is sent again. Returns whether the snapshot arrived and how
         many proxies were sent."""
         assert isinstance(self.link, WatchLink)
-        synced = await self.link.refresh(repos, self.settings.join_timeout)
+        synced = await self.link.refresh(repos, min(self.settings.join_timeout, REFRESH_WAIT))
         self._apply_topology()
         return synced, self.refresh_proxies()
 
