@@ -10,6 +10,9 @@ reach the full repositories before the command answers.
   the member's CLUSQMGR record.
 - STOP / START CHANNEL(<cluster>.<member>) for the cluster-sender channel to a member.
 - SUSPEND / RESUME QMGR CLUSTER(..), REFRESH QMGR TYPE(PROXYSUB), RESET CLUSTER ACTION(FORCEREMOVE).
+- REFRESH CLUSTER(name) REPOS(NO|YES): on a partial repository the watched copy is rebuilt from a
+  full repository and the proxies are sent again; on a full repository REPOS(YES) is refused
+  (MQ's AMQ9406) and REPOS(NO) changes nothing, its Raft-replicated copy being the repository.
 - DISPLAY CLUSQMGR, CHSTATUS, TCLUSTER, CHANNEL, and DISPLAY SUB SUBTYPE(PROXY|ALL) with the
   proxy subscriptions received from other members (plain DISPLAY SUB hides them).
 """
@@ -95,6 +98,8 @@ class ClusterAdmin:
         if key == ("REFRESH", "QMGR"):
             n = agent.refresh_proxies()
             return True, [Record("AMQ8726I", f"Refresh queue manager accepted ({n} proxies).")]
+        if key == ("REFRESH", "CLUSTER"):
+            return await self._refresh(cmd)
         if key == ("RESET", "CLUSTER"):
             return await self._reset(cmd)
         if key[1] == "TOPIC" and cmd.verb in ("DEFINE", "ALTER", "DELETE"):
@@ -192,6 +197,33 @@ class ClusterAdmin:
             )
         await agent.channels.start_operator(peer)
         return True, [Record("AMQ8018I", "Start IBM MQ channel accepted.")]
+
+    async def _refresh(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
+        agent = self.agent
+        if not name_matches(cmd.name or "", agent.cluster):
+            return False, _error(
+                "MQRCCF_CLUSTER_NAME_ERROR", f"this queue manager is in cluster {agent.cluster}"
+            )
+        repos = cmd.params.get("REPOS") == "YES"
+        accepted = Record("AMQ8441I", "Refresh Cluster command accepted.")
+        if agent.settings.full_repository:
+            if repos:
+                return False, _failed(
+                    "AMQ9406E",
+                    f"REFRESH CLUSTER REPOS(YES) is not allowed on a full repository "
+                    f"of cluster {agent.cluster}.",
+                    "MQRCCF_REPOS_NAME_CONFLICT",
+                )
+            # the Raft-replicated copy is the repository itself: nothing to rebuild
+            return True, [accepted]
+        synced, n = await agent.refresh_cluster(repos)
+        if not synced:
+            accepted = Record(
+                "AMQ8441I",
+                "Refresh Cluster command accepted (no full repository answered yet; "
+                "the local view is kept until one does).",
+            )
+        return True, [accepted, Record("AMQ8726I", f"{n} proxy subscriptions sent again.")]
 
     async def _reset(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
         agent = self.agent

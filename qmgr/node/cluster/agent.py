@@ -78,6 +78,7 @@ CHANSEQ_KIND = "chanseq"
 PROXY_KIND = "proxy"
 XMITQ_KIND = "xmitq"  # transmission queue attributes (MAXDEPTH)
 VIEW_KEY = "cluster.view"
+REFRESH_WAIT = 5.0  # REFRESH CLUSTER answers once the new snapshot is in, or after this long
 
 
 def _tls_material(tls: TlsSettings | None) -> tuple[bytes, bytes, bytes | None] | None:
@@ -322,6 +323,16 @@ class ClusterAgent:
         for peer, topic in pairs:
             self.channels.send_proxy(peer, topic, True)
         return len(pairs)
+
+    async def refresh_cluster(self, repos: bool) -> tuple[bool, int]:
+        """REFRESH CLUSTER on a partial repository: the watched copy is rebuilt from a fresh
+        snapshot (``WatchLink.refresh``), routes and the proxy plan are recomputed from it, and
+        every proxy subscription is sent again. Returns whether the snapshot arrived and how
+        many proxies were sent."""
+        assert isinstance(self.link, WatchLink)
+        synced = await self.link.refresh(repos, min(self.settings.join_timeout, REFRESH_WAIT))
+        self._apply_topology()
+        return synced, self.refresh_proxies()
 
     # ------------------------------------------------------------------ addresses, status
 

@@ -11,6 +11,10 @@
   repositories' addresses it lists) only from a server the snapshot itself lists as a full
   repository. A first join the cluster refuses (wrong secret or certificate, a name taken by
   another QMID) fails the start with the reason.
+- REFRESH CLUSTER (``WatchLink.refresh``): the watch is restarted, so the node re-joins and the
+  next snapshot replaces its whole copy; with REPOS(YES) that snapshot is asked of the
+  ``--join`` addresses only (the full repositories it had learnt are forgotten until the
+  snapshot lists them again).
 """
 
 from __future__ import annotations
@@ -122,8 +126,11 @@ class WatchLink:
         self.reason = ""
         self._task: asyncio.Task[None] | None = None
         self._join: Mapping[str, Any] = {}
+        self._join_list_only = False  # REPOS(YES): until the next snapshot
 
     def _addresses(self) -> list[str]:
+        if self._join_list_only and self.settings.join:
+            return list(dict.fromkeys(self.settings.join))
         known = [m.address for m in self.repository.full_repositories() if m.address]
         return list(dict.fromkeys([*self.settings.join, *known]))
 
@@ -175,6 +182,7 @@ class WatchLink:
                             break
                         events = self.repository.view().diff(new.view())
                         self.repository = new
+                        self._join_list_only = False
                     else:
                         for event in events:
                             self.repository.apply_event(event)
@@ -190,6 +198,19 @@ class WatchLink:
                 with contextlib.suppress(Exception):
                     await client.close()
             await asyncio.sleep(0.2 if attempt % max(1, len(addresses)) else 0.5)
+
+    async def refresh(self, repos: bool, timeout: float) -> bool:
+        """REFRESH CLUSTER: end the watch and join again, so a fresh snapshot from a full
+        repository replaces the whole local copy (REPOS(YES): asked of the ``--join``
+        addresses only). Returns whether the new snapshot arrived within ``timeout``; if not,
+        the node keeps its copy and the watch goes on trying in the background."""
+        await self.stop()
+        self._join_list_only = repos
+        self.synced.clear()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.synced.wait(), timeout)
+        return self.synced.is_set()
 
     def _failed(self, address: str, reason: str) -> None:
         """Logged once per distinct reason (a refusal repeats on every retry)."""
@@ -216,3 +237,4 @@ class WatchLink:
             self._task.cancel()
             with contextlib.suppress(BaseException):
                 await self._task
+            self._task = None
