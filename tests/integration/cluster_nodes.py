@@ -7,7 +7,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -221,3 +222,22 @@ class Cluster:
     def stop(self) -> None:
         for node in self.nodes.values():
             node.kill()
+
+
+@contextmanager
+def cluster_with_topics(
+    base: Path, partial: Sequence[str], topics: Sequence[tuple[str, str, str]]
+) -> Iterator[Cluster]:
+    """FR1 and the ``partial`` repositories running, each (host, object, topic string) of
+    ``topics`` defined on its host and seen by every member; every node stopped afterwards."""
+    cluster = Cluster(base).start(["FR1"], partial)
+    try:
+        hosts: dict[str, list[str]] = {}
+        for host, name, topic in topics:
+            cluster.define_topic(host, name, topic)
+            hosts.setdefault(name, []).append(host)
+        for name, named in hosts.items():
+            cluster.wait_definition(name, named)
+        yield cluster
+    finally:
+        cluster.stop()

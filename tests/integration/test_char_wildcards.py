@@ -6,12 +6,11 @@ and across a cluster, where the proxy covers the clustered branch (reference mq-
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from qmgr.client.sync import QueueManagerClient, Subscription
-from tests.integration.cluster_nodes import Cluster, wait_for
+from tests.integration.cluster_nodes import Cluster, cluster_with_topics, wait_for
 from tests.integration.conftest import NodeProcess
 
 TOPICS = ("Prices/Fruit/Apples", "Prices/Fruit/Pears", "Prices/Vegetables/Apples", "Pricez/x")
@@ -76,14 +75,12 @@ def test_bad_wschema_is_refused_with_nothing_made(node: NodeProcess) -> None:
 
 @pytest.fixture(scope="module")
 def cl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    base: Path = tmp_path_factory.mktemp("charcluster")
-    cluster = Cluster(base).start(["FR1"], ["HOSTA1", "PUB1", "SUB1"])
-    try:
-        cluster.define_topic("HOSTA1", "PRICES", "Prices")
-        cluster.wait_definition("PRICES", ["HOSTA1"])
+    with cluster_with_topics(
+        tmp_path_factory.mktemp("charcluster"),
+        ["HOSTA1", "PUB1", "SUB1"],
+        [("HOSTA1", "PRICES", "Prices")],
+    ) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def test_char_wildcard_subscription_across_the_cluster(cl: Cluster) -> None:

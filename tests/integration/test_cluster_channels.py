@@ -9,30 +9,28 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from qmgr.client import MQClientError, OutgoingMessage
 from qmgr.client.sync import Subscription
-from tests.integration.cluster_nodes import Cluster, wait_for
+from tests.integration.cluster_nodes import Cluster, cluster_with_topics, wait_for
 
 ROUTE = "qmgr.route"
 
 
 @pytest.fixture(scope="module")
 def cl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    base: Path = tmp_path_factory.mktemp("channels")
-    cluster = Cluster(base).start(["FR1"], ["HOSTA1", "HOSTA2", "HOSTB1", "PUB1", "SUB1"])
-    try:
-        cluster.define_topic("HOSTA1", "PRICES", "Prices")
-        cluster.define_topic("HOSTA2", "PRICES", "Prices")
-        cluster.define_topic("HOSTB1", "ORDERS", "Orders")
-        cluster.wait_definition("PRICES", ["HOSTA1", "HOSTA2"], on=["PUB1", "SUB1"])
-        cluster.wait_definition("ORDERS", ["HOSTB1"], on=["PUB1", "SUB1"])
+    with cluster_with_topics(
+        tmp_path_factory.mktemp("channels"),
+        ["HOSTA1", "HOSTA2", "HOSTB1", "PUB1", "SUB1"],
+        [
+            ("HOSTA1", "PRICES", "Prices"),
+            ("HOSTA2", "PRICES", "Prices"),
+            ("HOSTB1", "ORDERS", "Orders"),
+        ],
+    ) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def status(cl: Cluster, node: str, peer: str) -> str:

@@ -6,25 +6,22 @@ once; a full repository refuses REPOS(YES); an unknown cluster name is refused."
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from qmgr.client import MQClientError
 from qmgr.client.sync import Subscription
-from tests.integration.cluster_nodes import Cluster, wait_for
+from tests.integration.cluster_nodes import Cluster, cluster_with_topics, wait_for
 
 
 @pytest.fixture(scope="module")
 def cl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    base: Path = tmp_path_factory.mktemp("refresh")
-    cluster = Cluster(base).start(["FR1"], ["HOSTB1", "PUB1", "SUB1"])
-    try:
-        cluster.define_topic("HOSTB1", "ORDERS", "Orders")
-        cluster.wait_definition("ORDERS", ["HOSTB1"])
+    with cluster_with_topics(
+        tmp_path_factory.mktemp("refresh"),
+        ["HOSTB1", "PUB1", "SUB1"],
+        [("HOSTB1", "ORDERS", "Orders")],
+    ) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def _members(cl: Cluster, node: str) -> set[tuple[str, str]]:

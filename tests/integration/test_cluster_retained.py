@@ -18,13 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import count
-from pathlib import Path
 
 import pytest
 
 from qmgr.client import MqscCommandError
 from qmgr.client.sync import Subscription
-from tests.integration.cluster_nodes import Cluster
+from tests.integration.cluster_nodes import Cluster, cluster_with_topics
 
 ROUTE = "qmgr.route"
 _markers = count()
@@ -32,14 +31,12 @@ _markers = count()
 
 @pytest.fixture(scope="module")
 def cl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    base: Path = tmp_path_factory.mktemp("retained")
-    cluster = Cluster(base).start(["FR1"], ["HOSTA1", "PUB1", "SUB1", "SUB2"])
-    try:
-        cluster.define_topic("HOSTA1", "PRICES", "Prices")
-        cluster.wait_definition("PRICES", ["HOSTA1"])
+    with cluster_with_topics(
+        tmp_path_factory.mktemp("retained"),
+        ["HOSTA1", "PUB1", "SUB1", "SUB2"],
+        [("HOSTA1", "PRICES", "Prices")],
+    ) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def retained_on(cl: Cluster, node: str, topic: str) -> bool:
