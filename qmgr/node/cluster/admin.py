@@ -4,7 +4,10 @@ reach the full repositories before the command answers.
 - DEFINE/ALTER/DELETE TOPIC run locally first; if that changed a clustered definition hosted
   here, the change is proposed to the repository. When the repository rejects it (a conflicting
   CLROUTE, CLROUTE changed while clustered ...) the local change is undone and the command fails
-  with the MQRCCF reason: a failed command changes nothing.
+  with the MQRCCF reason: a failed command changes nothing. When the repository is only
+  unavailable (no full repository reachable, or no Raft quorum) the command succeeds with a
+  warning: the local object is kept, shown CLSTATE(PENDING), and sent in the background until
+  the repository takes it (CLSTATE(INVALID) and an error in the log if it then refuses it).
 - DEFINE/ALTER CHANNEL(..) CHLTYPE(CLUSRCVR) sets this member's workload attributes (CLWLRANK,
   CLWLPRTY, CLWLWGHT, NETPRTY), which MQ keeps on the cluster-receiver channel and publishes in
   the member's CLUSQMGR record.
@@ -246,11 +249,19 @@ class ClusterAdmin:
         ok, records = execute_command(qm, cmd, self.display)
         if not ok:
             return ok, records
-        result = await agent.reconcile()
+        result = await agent.reconcile({name})
         if result.ok:
             if result.warnings:
                 records += [Record("AMQ9883W", w) for w in result.warnings]
             return True, records
+        if result.unavailable:
+            agent.retry_soon()
+            detail = result.error.message if result.error is not None else ""
+            text = (
+                f"TOPIC({name}) is kept here with CLSTATE(PENDING): the cluster repository "
+                f"cannot take the change now and it is sent again until it does ({detail})."
+            )
+            return True, [*records, Record("AMQ9883W", text, [("CLSTATE", "PENDING")])]
         # undo the local change: the repository refused it
         try:
             if before is None:
@@ -261,7 +272,7 @@ class ClusterAdmin:
         except MQError:
             pass
         agent.local_topics_changed()
-        await agent.reconcile()
+        await agent.reconcile({name})
         return False, _rejected(result)
 
     # ---------------------------------------------------------------- displays
@@ -393,11 +404,13 @@ class ClusterAdmin:
         pattern = cmd.name or "*"
         out = []
         held = set()
+        pending = agent.pending_changes()
         for t in agent.repository.topics():
             if not name_matches(pattern, t.name):
                 continue
             held.add((t.name, t.qmgr))
             member = agent.repository.member(t.qmgr)
+            state = agent.clstate(t.name, pending) if t.qmgr == agent.name else t.clstate
             attrs = [
                 ("TOPIC", t.name),
                 ("TYPE", "CLUSTER"),
@@ -406,7 +419,7 @@ class ClusterAdmin:
                 ("CLROUTE", t.clroute.value),
                 ("CLUSQMGR", t.qmgr),
                 ("QMID", member.qmid if member is not None else ""),
-                ("CLSTATE", t.clstate.value),
+                ("CLSTATE", state.value),
                 ("PUB", t.attrs.get("PUB", "ASPARENT")),
                 ("SUB", t.attrs.get("SUB", "ASPARENT")),
                 ("PUBSCOPE", t.attrs.get("PUBSCOPE", "ASPARENT")),
@@ -424,7 +437,7 @@ class ClusterAdmin:
                 ("CLUSTER", agent.cluster),
                 ("CLROUTE", obj.attrs.get("CLROUTE", "DIRECT")),
                 ("CLUSQMGR", agent.name),
-                ("CLSTATE", "PENDING"),
+                ("CLSTATE", agent.clstate(name, pending | {name}).value),
             ]
             out.append(Record("AMQ8633I", "Display topic details.", attrs))
         if not out and not pattern.endswith("*"):
