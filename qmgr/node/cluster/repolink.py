@@ -1,7 +1,11 @@
 """How a node holds the cluster repository.
 
 - A full repository runs a Raft replica (``RaftLink``): changes are proposed to it and applied,
-  in log order, to the node's copy.
+  in log order, to the node's copy. It starts even without a Raft quorum (serving its last
+  committed view, its own join queued until a quorum commits it).
+- A proposal waits at most ``PENDING_WAIT`` seconds; when no full repository can take it then
+  (none reachable, no quorum) the result is ``unavailable`` (``ErrorCode.REPOS_UNAVAILABLE``),
+  not a rejection: the caller keeps its change and sends it again (``ClusterAgent``).
 - A partial repository (``WatchLink``) joins through one of the full repositories it was given
   (``--join``) or has since learnt of, receives a snapshot of what it may see and then every
   change, and fails over to another full repository when its stream breaks. Its copy is kept in
