@@ -27,6 +27,10 @@ def define_pending(node: ClusterNode, command: str, name: str) -> None:
     warned = [r for r in records if dict(r.attrs).get("CLSTATE") == "PENDING"]
     assert warned and name in warned[0].text, [(r.code, r.text) for r in records]
     assert clstate(node, name, node.name) == "PENDING"
+    shown = node.mqsc(f"DISPLAY TOPIC({name}) CLUSINFO")
+    assert ("CLUSTER", node.name, "PENDING") in {
+        (r.get("TYPE"), r.get("CLUSQMGR"), r.get("CLSTATE")) for r in shown
+    }
 
 
 def receive_once(sub: object, body: bytes) -> None:

@@ -22,6 +22,7 @@ reach the full repositories before the command answers.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -34,6 +35,7 @@ from qmgr.core.admin.manager import display_qmgr
 from qmgr.core.admin.queues import name_matches
 from qmgr.core.admin.records import Record, date_time, select, yes_no
 from qmgr.core.admin.subs import display_sub
+from qmgr.core.admin.topics import display_topic
 from qmgr.core.errors import MQError
 from qmgr.core.qmgr import QueueManager
 from qmgr.mqsc import MqscCommand, MqscError, parse_command
@@ -80,6 +82,7 @@ class ClusterAdmin:
             ("DISPLAY", "CLUSQMGR"): self.display_clusqmgr,
             ("DISPLAY", "CHSTATUS"): self.display_chstatus,
             ("DISPLAY", "TCLUSTER"): self.display_tcluster,
+            ("DISPLAY", "TOPIC"): self.display_topic,
             ("DISPLAY", "CHANNEL"): self.display_channel,
             ("DISPLAY", "SUB"): self.display_sub,
             ("DISPLAY", "QMGR"): self.display_qmgr,
@@ -442,6 +445,20 @@ class ClusterAdmin:
             out.append(Record("AMQ8633I", "Display topic details.", attrs))
         if not out and not pattern.endswith("*"):
             raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"clustered topic {pattern} not found")
+        return out
+
+    def display_topic(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+        """DISPLAY TOPIC; with CLUSINFO also the clustered definitions that match, as
+        TYPE(CLUSTER) records with their CLUSQMGR and CLSTATE (as DISPLAY TCLUSTER)."""
+        if "CLUSINFO" not in cmd.params:
+            return display_topic(qm, cmd)
+        out: list[Record] = []
+        for part in (display_topic, self.display_tcluster):
+            with contextlib.suppress(MQError):
+                out += part(qm, cmd)
+        pattern = cmd.name or "*"
+        if not out and not pattern.endswith("*"):
+            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"topic object {pattern} does not exist")
         return out
 
     def display_sub(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
