@@ -20,9 +20,16 @@ def clstate(node: ClusterNode, name: str, host: str) -> str | None:
     return states[0] if states else None
 
 
-def define_pending(node: ClusterNode, command: str, name: str) -> None:
-    """``command`` succeeds on ``node`` with the warning that the definition is pending."""
-    ok, records = node.c.mqsc_ok(command)
+def topic_def(name: str, topic: str, clroute: str) -> str:
+    return f"DEFINE TOPIC({name}) TOPICSTR('{topic}') CLUSTER(DEMO) CLROUTE({clroute})"
+
+
+def define_pending(
+    node: ClusterNode, name: str, topic: str = "", clroute: str = "", command: str = ""
+) -> None:
+    """``command`` (default: DEFINE TOPIC(name) of ``topic`` and ``clroute``) succeeds on
+    ``node`` with the warning that the definition is pending."""
+    ok, records = node.c.mqsc_ok(command or topic_def(name, topic, clroute))
     assert ok, [(r.code, r.text) for r in records]
     warned = [r for r in records if dict(r.attrs).get("CLSTATE") == "PENDING"]
     assert warned and name in warned[0].text, [(r.code, r.text) for r in records]
@@ -60,17 +67,11 @@ def test_both_full_repositories_down_routing_goes_on_and_definitions_made_meanwh
         cl["PUB1"].c.publish("Orders/New", b"while both are down")
         receive_once(sub, b"while both are down")
         # definitions are accepted where they are made, and kept pending
+        define_pending(cl["HOST1"], "PRICES", "Prices", "TOPICHOST")
         define_pending(
-            cl["HOST1"],
-            "DEFINE TOPIC(PRICES) TOPICSTR('Prices') CLUSTER(DEMO) CLROUTE(TOPICHOST)",
-            "PRICES",
+            cl["HOST1"], "ORDERS", command="ALTER TOPIC(ORDERS) DESCR('changed meanwhile')"
         )
-        define_pending(cl["HOST1"], "ALTER TOPIC(ORDERS) DESCR('changed meanwhile')", "ORDERS")
-        define_pending(
-            cl["PUB1"],
-            "DEFINE TOPIC(NEWS) TOPICSTR('News') CLUSTER(DEMO) CLROUTE(DIRECT)",
-            "NEWS",
-        )
+        define_pending(cl["PUB1"], "NEWS", "News", "DIRECT")
         assert clstate(cl["SUB1"], "PRICES", "HOST1") is None  # not known elsewhere yet
         assert clstate(cl["HOST1"], "PRICES", "HOST1") == "PENDING"  # still pending on retry
         cl["PUB1"].c.publish("Orders/New", b"still routed")
@@ -107,16 +108,8 @@ def test_one_of_two_full_repositories_down_definitions_propagate_when_it_returns
         cl.wait_definition("NEWS", ["HOST1"])
         cl["FR2"].kill()
         # no Raft quorum with one of two: accepted, pending (on a partial and on FR1 itself)
-        define_pending(
-            cl["HOST1"],
-            "DEFINE TOPIC(ORDERS) TOPICSTR('Orders') CLUSTER(DEMO) CLROUTE(TOPICHOST)",
-            "ORDERS",
-        )
-        define_pending(
-            cl["FR1"],
-            "DEFINE TOPIC(RATES) TOPICSTR('Rates') CLUSTER(DEMO) CLROUTE(TOPICHOST)",
-            "RATES",
-        )
+        define_pending(cl["HOST1"], "ORDERS", "Orders", "TOPICHOST")
+        define_pending(cl["FR1"], "RATES", "Rates", "TOPICHOST")
         # the surviving full repository still serves its view: a partial restarted
         # meanwhile gets it from there
         cl["SUB1"].restart()
@@ -168,16 +161,8 @@ def test_a_conflict_found_when_the_repository_returns_shows_the_definition_inval
     cl = Cluster(tmp_path).start(["FR1"], ["HOST1", "HOST2"])
     try:
         cl["FR1"].kill()
-        define_pending(
-            cl["HOST1"],
-            "DEFINE TOPIC(SPORTS) TOPICSTR('Sports') CLUSTER(DEMO) CLROUTE(DIRECT)",
-            "SPORTS",
-        )
-        define_pending(
-            cl["HOST2"],
-            "DEFINE TOPIC(SPORTS) TOPICSTR('Sports') CLUSTER(DEMO) CLROUTE(TOPICHOST)",
-            "SPORTS",
-        )
+        define_pending(cl["HOST1"], "SPORTS", "Sports", "DIRECT")
+        define_pending(cl["HOST2"], "SPORTS", "Sports", "TOPICHOST")
         cl["FR1"].start()
 
         def settled() -> dict[str, str | None] | None:
@@ -197,7 +182,7 @@ def test_a_conflict_found_when_the_repository_returns_shows_the_definition_inval
         cl[loser].mqsc("DELETE TOPIC(SPORTS)")
         wait_for(f"SPORTS gone from {loser}", lambda: clstate(cl[loser], "SPORTS", loser) is None)
         route = "DIRECT" if winner == "HOST1" else "TOPICHOST"
-        cl[loser].mqsc(f"DEFINE TOPIC(SPORTS) TOPICSTR('Sports') CLUSTER(DEMO) CLROUTE({route})")
+        cl[loser].mqsc(topic_def("SPORTS", "Sports", route))
         cl.wait_definition("SPORTS", ["HOST1", "HOST2"])
     finally:
         cl.stop()
@@ -210,9 +195,7 @@ def test_a_conflict_while_the_repository_is_available_is_still_refused_and_undon
     try:
         cl.define_topic("HOST1", "SPORTS", "Sports", "DIRECT")
         cl.wait_definition("SPORTS", ["HOST1"], on=["HOST2"])
-        ok, records = cl["HOST2"].c.mqsc_ok(
-            "DEFINE TOPIC(SPORTS) TOPICSTR('Sports') CLUSTER(DEMO) CLROUTE(TOPICHOST)"
-        )
+        ok, records = cl["HOST2"].c.mqsc_ok(topic_def("SPORTS", "Sports", "TOPICHOST"))
         assert not ok
         assert dict(records[0].attrs)["REASON"] == "MQRCCF_CLUSTER_TOPIC_CONFLICT"
         ok, _ = cl["HOST2"].c.mqsc_ok("DISPLAY TOPIC(SPORTS)")
