@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -42,6 +43,7 @@ ChangeSink = Callable[[list[RepoEvent]], None]
 PROPOSE_TIMEOUT = 5.0
 PENDING_WAIT = 3.0  # longest wait for a commit before a change is answered as still pending
 START_WAIT = 3.0  # a full repository waits this long for a Raft leader, then serves anyway
+QUEUED_FOR = 300.0  # a submitted command is waited for this long before it is submitted anew
 
 
 def _unavailable(text: str) -> ApplyResult:
@@ -67,6 +69,10 @@ class RaftLink:
         self.repository = ClusterRepository(settings.cluster)
         self.listeners: list[Callable[[], None]] = []
         self._join_task: asyncio.Task[None] | None = None
+        # commands submitted and not yet committed, by their JSON: the same command proposed
+        # again (a pending definition retried during an outage) waits for the queued one
+        # instead of queueing another copy
+        self._queued: dict[str, asyncio.Task[ApplyResult]] = {}
 
     def _events(self, events: list[RepoEvent]) -> None:  # on PySyncObj's thread
         with contextlib.suppress(RuntimeError):
@@ -113,13 +119,34 @@ class RaftLink:
         so sending one again after an unknown outcome is safe."""
         deadline = self.loop.time() + wait
         while True:
-            left = deadline - self.loop.time()
+            left = max(deadline - self.loop.time(), 0.05)
             try:
-                return await self.replica.submit_async(command, max(left, 0.05))
-            except RaftUnavailable as exc:
+                return await asyncio.wait_for(asyncio.shield(self._submitted(command)), left)
+            except TimeoutError:
+                return _unavailable(
+                    f"the cluster repository is unavailable: no commit within {wait:g}s "
+                    f"(Raft leader {self.replica.leader or 'unknown'}); the change stays queued"
+                )
+            except RaftUnavailable as exc:  # dropped (a leader change): submitted again
                 if self.loop.time() >= deadline - 0.05:
                     return _unavailable(f"the cluster repository is unavailable: {exc}")
             await asyncio.sleep(0.1)
+
+    def _submitted(self, command: Mapping[str, Any]) -> asyncio.Task[ApplyResult]:
+        key = json.dumps(dict(command), sort_keys=True, separators=(",", ":"))
+        task = self._queued.get(key)
+        if task is None:
+            task = self.loop.create_task(self.replica.submit_async(command, QUEUED_FOR))
+            self._queued[key] = task
+
+            def done(t: asyncio.Task[ApplyResult]) -> None:
+                if self._queued.get(key) is t:
+                    del self._queued[key]
+                if not t.cancelled():
+                    t.exception()  # retrieved: whoever waited has seen it
+
+            task.add_done_callback(done)
+        return task
 
     async def propose_until_done(self, command: Mapping[str, Any]) -> ApplyResult:
         """``propose`` again until the repository accepts or rejects ``command``."""
@@ -133,10 +160,11 @@ class RaftLink:
         return self.replica.status()
 
     async def stop(self) -> None:
-        if self._join_task is not None:
-            self._join_task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._join_task
+        for task in [self._join_task, *self._queued.values()]:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
         await self.loop.run_in_executor(None, self.replica.close)
 
 
