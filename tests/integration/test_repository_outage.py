@@ -206,3 +206,16 @@ def test_a_conflict_while_the_repository_is_available_is_still_refused_and_undon
         client.close()
     finally:
         cl.stop()
+
+
+def test_a_pending_definition_survives_a_restart_of_its_queue_manager(tmp_path: Path) -> None:
+    cl = Cluster(tmp_path).start(["FR1"], ["HOST1", "SUB1"])
+    try:
+        cl["FR1"].kill()
+        define_pending(cl["HOST1"], "ORDERS", "Orders", "TOPICHOST")
+        cl["HOST1"].restart()  # starts on its kept view: still pending
+        assert clstate(cl["HOST1"], "ORDERS", "HOST1") == "PENDING"
+        cl["FR1"].start()
+        cl.wait_definition("ORDERS", ["HOST1"])
+    finally:
+        cl.stop()
