@@ -62,6 +62,24 @@ def changes_to_send(
     return out
 
 
+def clroute_change(before: TopicObject | None, after: TopicObject | None, cluster: str) -> str:
+    """Why changing ``before`` into ``after`` is refused locally, whatever the repository's
+    state: CLROUTE cannot change while the object stays in ``cluster``
+    (MQRCCF_CLROUTE_NOT_ALTERABLE). Empty when allowed."""
+    if before is None or after is None:
+        return ""
+    if before.attrs.get("CLUSTER") != cluster or after.attrs.get("CLUSTER") != cluster:
+        return ""
+    old = before.attrs.get("CLROUTE") or "DIRECT"
+    new = after.attrs.get("CLROUTE") or "DIRECT"
+    if old == new:
+        return ""
+    return (
+        f"CLROUTE of TOPIC({after.name}) cannot change from {old} to {new} while it is in "
+        f"cluster {cluster}: remove it from the cluster first"
+    )
+
+
 def local_clstate(name: str, unsent: Collection[str], invalid: Collection[str]) -> ClState:
     """CLSTATE of this queue manager's own definition ``name``: INVALID when the repository
     refused its last change, PENDING while a change is still to be sent, else ACTIVE."""

@@ -72,6 +72,11 @@ def test_both_full_repositories_down_routing_goes_on_and_definitions_made_meanwh
             cl["HOST1"], "ORDERS", command="ALTER TOPIC(ORDERS) DESCR('changed meanwhile')"
         )
         define_pending(cl["PUB1"], "NEWS", "News", "DIRECT")
+        # what is refused locally is still refused at once, and changes nothing
+        ok, records = cl["HOST1"].c.mqsc_ok("ALTER TOPIC(ORDERS) CLROUTE(DIRECT)")
+        assert not ok
+        assert dict(records[0].attrs)["REASON"] == "MQRCCF_CLROUTE_NOT_ALTERABLE"
+        assert cl["HOST1"].mqsc("DISPLAY TOPIC(ORDERS)")[0]["CLROUTE"] == "TOPICHOST"
         assert clstate(cl["SUB1"], "PRICES", "HOST1") is None  # not known elsewhere yet
         assert clstate(cl["HOST1"], "PRICES", "HOST1") == "PENDING"  # still pending on retry
         cl["PUB1"].c.publish("Orders/New", b"still routed")

@@ -27,8 +27,9 @@ import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cluster.local_defs import clroute_change
 from cluster.records import ChannelStatus
-from cluster.repository import ApplyResult, Cmd
+from cluster.repository import ApplyResult, Cmd, ErrorCode, RepoError
 from cluster.topics import TopicObject
 from qmgr.core.admin.execute import execute_command
 from qmgr.core.admin.manager import display_qmgr
@@ -252,6 +253,11 @@ class ClusterAdmin:
         ok, records = execute_command(qm, cmd, self.display)
         if not ok:
             return ok, records
+        refusal = clroute_change(before, qm.topics.get(name), agent.cluster)
+        if refusal:  # refused here, also while the repository is unavailable
+            self._undo_topic(name, before)
+            error = RepoError(ErrorCode.CLROUTE_NOT_ALTERABLE, refusal)
+            return False, _rejected(ApplyResult(error=error))
         result = await agent.reconcile({name})
         if result.ok:
             if result.warnings:
@@ -265,7 +271,12 @@ class ClusterAdmin:
                 f"cannot take the change now and it is sent again until it does ({detail})."
             )
             return True, [*records, Record("AMQ9883W", text, [("CLSTATE", "PENDING")])]
-        # undo the local change: the repository refused it
+        self._undo_topic(name, before)  # the repository refused it
+        await agent.reconcile({name})
+        return False, _rejected(result)
+
+    def _undo_topic(self, name: str, before: TopicObject | None) -> None:
+        qm = self.agent.qm
         try:
             if before is None:
                 if qm.topics.get(name) is not None:
@@ -274,9 +285,7 @@ class ClusterAdmin:
                 qm.define_topic(before, replace=True)
         except MQError:
             pass
-        agent.local_topics_changed()
-        await agent.reconcile({name})
-        return False, _rejected(result)
+        self.agent.local_topics_changed()
 
     # ---------------------------------------------------------------- displays
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from cluster.local_defs import changes_to_send, local_clstate
+from cluster.local_defs import changes_to_send, clroute_change, local_clstate
 from cluster.records import ClState, Role
 from cluster.repository import ClusterRepository, Cmd, ErrorCode
 from cluster.topics import TopicObject
@@ -81,3 +81,16 @@ def test_clstate_of_a_local_definition() -> None:
     assert local_clstate("A", unsent=(), invalid={}) is ClState.ACTIVE
     assert local_clstate("A", unsent={"A"}, invalid={}) is ClState.PENDING
     assert local_clstate("A", unsent={"A"}, invalid={"A": "conflict"}) is ClState.INVALID
+
+
+def test_clroute_cannot_change_while_the_object_stays_in_the_cluster() -> None:
+    before = obj("ORDERS", "Orders", "TOPICHOST")
+    assert "remove it from the cluster" in clroute_change(
+        before, obj("ORDERS", "Orders", "DIRECT"), C
+    )
+    assert clroute_change(before, obj("ORDERS", "Orders", "TOPICHOST", PUB="DISABLED"), C) == ""
+    assert clroute_change(before, None, C) == ""  # deleted
+    assert clroute_change(None, before, C) == ""  # defined
+    unclustered = TopicObject("ORDERS", "Orders", {"CLROUTE": "DIRECT"})
+    assert clroute_change(before, unclustered, C) == ""  # removed from the cluster
+    assert clroute_change(unclustered, before, C) == ""  # put in the cluster
