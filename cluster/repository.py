@@ -115,6 +115,9 @@ class ErrorCode(StrEnum):
     PARM_VALUE_ERROR = "MQRCCF_PARM_VALUE_ERROR"
     PARM_CONFLICT = "MQRCCF_PARM_CONFLICT"
     COMMAND_FAILED = "MQRCCF_COMMAND_FAILED"
+    # not a rejection: no full repository could take the change now (none reachable, or no
+    # Raft quorum); the change is kept and sent again (``ApplyResult.unavailable``)
+    REPOS_UNAVAILABLE = "MQRC_CLUSTER_RESOURCE_ERROR"
 
 
 REASONS: Mapping[ErrorCode, int] = MappingProxyType(
@@ -132,6 +135,7 @@ REASONS: Mapping[ErrorCode, int] = MappingProxyType(
         ErrorCode.PARM_VALUE_ERROR: 3229,
         ErrorCode.PARM_CONFLICT: 3203,
         ErrorCode.COMMAND_FAILED: 3008,
+        ErrorCode.REPOS_UNAVAILABLE: 2189,
     }
 )
 
@@ -168,6 +172,11 @@ class ApplyResult:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def unavailable(self) -> bool:
+        """The repository could not take the command now: not a rejection."""
+        return self.error is not None and self.error.code is ErrorCode.REPOS_UNAVAILABLE
 
 
 class Cmd:

@@ -29,6 +29,11 @@ default, so one blocking write takes ~100 ms. The defaults here disable batching
 the Raft thread through a pipe and the leader sends the entry at once) and shorten the
 heartbeat, reconnect and leader-fallback times, so a definition commits in milliseconds.
 
+Without a quorum (a member alone after a restart, one of two members down) a replica still
+applies its journal up to the commit index it recorded, so it serves its last committed view;
+submitted commands wait in PySyncObj's queue (``commandsWaitLeader``) and commit when a leader
+is elected again. ``submit`` gives up waiting after its timeout; the command stays queued.
+
 Threads: PySyncObj runs one "tick" thread per replica. It applies commands and calls
 ``on_events`` (see ``RepositoryReplica``). Its thread stops when the thread that created the
 replica exits, so create the replica on a long-lived thread (the node's main thread).
@@ -278,7 +283,20 @@ class RepositoryReplica:
             self._remove_tmp()
             raise RaftConfigError(f"inconsistent Raft timers: {t}") from exc
         self._sync = SyncObj(config.self_addr, list(config.partners), conf, [self._state])
+        if journal is not None:
+            self._persist_commit_index_every_tick()
         self._closed = False
+
+    def _persist_commit_index_every_tick(self) -> None:
+        """PySyncObj keeps the commit index in the journal's meta file, which it writes once a
+        second; a replica restarted without a quorum replays its journal up to that index
+        only (never an uncommitted entry) and serves that view. Writing the meta file at the
+        end of every tick that changed it (after the tick applied the new commits) keeps that
+        view as fresh as what this replica has applied, also after kill -9."""
+        raft_log = getattr(self._sync, "_SyncObj__raftLog", None)
+        store = getattr(raft_log, "onOneSecondTimer", None)  # writes only when changed
+        if store is not None:
+            self._sync.addOnTickCallback(store)
 
     # ----------------------------------------------------------------- writes
 

@@ -37,7 +37,7 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
             last = check()
         except Exception as exc:  # a node may be restarting
             last = exc
-        if last:
+        if last and not isinstance(last, Exception):
             return last
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")

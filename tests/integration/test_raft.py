@@ -288,3 +288,46 @@ def test_a_member_with_the_wrong_password_does_not_join(tmp_path: Path) -> None:
     finally:
         for m in (*good, bad):
             m.stop()
+
+
+def test_a_member_restarted_without_quorum_serves_committed_entries_only_then_commits_the_rest(
+    tmp_path: Path,
+) -> None:
+    addrs = free_addresses(2)
+
+    def config(addr: str) -> RaftConfig:
+        return RaftConfig(addr, tuple(addrs), "CL1", password=SECRET, data_dir=tmp_path / addr[-5:])
+
+    replicas = {a: RepositoryReplica(config(a)) for a in addrs}
+    try:
+        first = replicas[addrs[0]]
+        first.wait_ready(DEADLINE)
+        assert first.submit(Cmd.join_member("QM1", "QM1_id", "127.0.0.1:1")).ok
+        leader = eventually(lambda: first.leader, "a leader")
+        follower = next(a for a in addrs if a != leader)
+        eventually(lambda: replicas[follower].snapshot() == first.snapshot(), "replicated")
+        replicas.pop(follower).close()
+        # appended to the leader's log, never committed: the only other member is down
+        with pytest.raises(RaftUnavailable):
+            replicas[leader].submit(Cmd.define_topic("T", "QM1", "A/B", "CL1"), timeout=0.5)
+        committed = replicas[leader].snapshot()
+        replicas.pop(leader).close()
+        # restarted alone: its journal holds the uncommitted entry, its view does not
+        replicas[leader] = alone = RepositoryReplica(config(leader))
+        eventually(lambda: alone.snapshot() == committed, "the committed view replayed")
+        status = eventually(
+            lambda: (s := alone.status())["last_applied"] == s["commit_index"] and s,
+            "the journal replayed up to the recorded commit index",
+        )
+        assert status["log_size"] > status["commit_index"]  # the define is in the log
+        assert alone.snapshot() == committed and alone.leader is None
+        # the quorum returns: the define queued in the log commits, on both
+        replicas[follower] = RepositoryReplica(config(follower))
+        for replica in replicas.values():
+            eventually(
+                lambda r=replica: [t["name"] for t in r.snapshot()["topics"]] == ["T"],
+                "the queued define committed",
+            )
+    finally:
+        for replica in replicas.values():
+            replica.close()

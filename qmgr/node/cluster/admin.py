@@ -4,7 +4,10 @@ reach the full repositories before the command answers.
 - DEFINE/ALTER/DELETE TOPIC run locally first; if that changed a clustered definition hosted
   here, the change is proposed to the repository. When the repository rejects it (a conflicting
   CLROUTE, CLROUTE changed while clustered ...) the local change is undone and the command fails
-  with the MQRCCF reason: a failed command changes nothing.
+  with the MQRCCF reason: a failed command changes nothing. When the repository is only
+  unavailable (no full repository reachable, or no Raft quorum) the command succeeds with a
+  warning: the local object is kept, shown CLSTATE(PENDING), and sent in the background until
+  the repository takes it (CLSTATE(INVALID) and an error in the log if it then refuses it).
 - DEFINE/ALTER CHANNEL(..) CHLTYPE(CLUSRCVR) sets this member's workload attributes (CLWLRANK,
   CLWLPRTY, CLWLWGHT, NETPRTY), which MQ keeps on the cluster-receiver channel and publishes in
   the member's CLUSQMGR record.
@@ -19,18 +22,21 @@ reach the full repositories before the command answers.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from cluster.local_defs import clroute_change
 from cluster.records import ChannelStatus
-from cluster.repository import ApplyResult, Cmd
+from cluster.repository import ApplyResult, Cmd, ErrorCode, RepoError
 from cluster.topics import TopicObject
 from qmgr.core.admin.execute import execute_command
 from qmgr.core.admin.manager import display_qmgr
 from qmgr.core.admin.queues import name_matches
 from qmgr.core.admin.records import Record, date_time, select, yes_no
 from qmgr.core.admin.subs import display_sub
+from qmgr.core.admin.topics import display_topic
 from qmgr.core.errors import MQError
 from qmgr.core.qmgr import QueueManager
 from qmgr.mqsc import MqscCommand, MqscError, parse_command
@@ -77,6 +83,7 @@ class ClusterAdmin:
             ("DISPLAY", "CLUSQMGR"): self.display_clusqmgr,
             ("DISPLAY", "CHSTATUS"): self.display_chstatus,
             ("DISPLAY", "TCLUSTER"): self.display_tcluster,
+            ("DISPLAY", "TOPIC"): self.display_topic,
             ("DISPLAY", "CHANNEL"): self.display_channel,
             ("DISPLAY", "SUB"): self.display_sub,
             ("DISPLAY", "QMGR"): self.display_qmgr,
@@ -246,12 +253,30 @@ class ClusterAdmin:
         ok, records = execute_command(qm, cmd, self.display)
         if not ok:
             return ok, records
-        result = await agent.reconcile()
+        refusal = clroute_change(before, qm.topics.get(name), agent.cluster)
+        if refusal:  # refused here, also while the repository is unavailable
+            self._undo_topic(name, before)
+            error = RepoError(ErrorCode.CLROUTE_NOT_ALTERABLE, refusal)
+            return False, _rejected(ApplyResult(error=error))
+        result = await agent.reconcile({name})
         if result.ok:
             if result.warnings:
                 records += [Record("AMQ9883W", w) for w in result.warnings]
             return True, records
-        # undo the local change: the repository refused it
+        if result.unavailable:
+            agent.retry_soon()
+            detail = result.error.message if result.error is not None else ""
+            text = (
+                f"TOPIC({name}) is kept here with CLSTATE(PENDING): the cluster repository "
+                f"cannot take the change now and it is sent again until it does ({detail})."
+            )
+            return True, [*records, Record("AMQ9883W", text, [("CLSTATE", "PENDING")])]
+        self._undo_topic(name, before)  # the repository refused it
+        await agent.reconcile({name})
+        return False, _rejected(result)
+
+    def _undo_topic(self, name: str, before: TopicObject | None) -> None:
+        qm = self.agent.qm
         try:
             if before is None:
                 if qm.topics.get(name) is not None:
@@ -260,9 +285,7 @@ class ClusterAdmin:
                 qm.define_topic(before, replace=True)
         except MQError:
             pass
-        agent.local_topics_changed()
-        await agent.reconcile()
-        return False, _rejected(result)
+        self.agent.local_topics_changed()
 
     # ---------------------------------------------------------------- displays
 
@@ -393,11 +416,13 @@ class ClusterAdmin:
         pattern = cmd.name or "*"
         out = []
         held = set()
+        pending = agent.pending_changes()
         for t in agent.repository.topics():
             if not name_matches(pattern, t.name):
                 continue
             held.add((t.name, t.qmgr))
             member = agent.repository.member(t.qmgr)
+            state = agent.clstate(t.name, pending) if t.qmgr == agent.name else t.clstate
             attrs = [
                 ("TOPIC", t.name),
                 ("TYPE", "CLUSTER"),
@@ -406,7 +431,7 @@ class ClusterAdmin:
                 ("CLROUTE", t.clroute.value),
                 ("CLUSQMGR", t.qmgr),
                 ("QMID", member.qmid if member is not None else ""),
-                ("CLSTATE", t.clstate.value),
+                ("CLSTATE", state.value),
                 ("PUB", t.attrs.get("PUB", "ASPARENT")),
                 ("SUB", t.attrs.get("SUB", "ASPARENT")),
                 ("PUBSCOPE", t.attrs.get("PUBSCOPE", "ASPARENT")),
@@ -424,11 +449,25 @@ class ClusterAdmin:
                 ("CLUSTER", agent.cluster),
                 ("CLROUTE", obj.attrs.get("CLROUTE", "DIRECT")),
                 ("CLUSQMGR", agent.name),
-                ("CLSTATE", "PENDING"),
+                ("CLSTATE", agent.clstate(name, pending | {name}).value),
             ]
             out.append(Record("AMQ8633I", "Display topic details.", attrs))
         if not out and not pattern.endswith("*"):
             raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"clustered topic {pattern} not found")
+        return out
+
+    def display_topic(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+        """DISPLAY TOPIC; with CLUSINFO also the clustered definitions that match, as
+        TYPE(CLUSTER) records with their CLUSQMGR and CLSTATE (as DISPLAY TCLUSTER)."""
+        if "CLUSINFO" not in cmd.params:
+            return display_topic(qm, cmd)
+        out: list[Record] = []
+        for part in (display_topic, self.display_tcluster):
+            with contextlib.suppress(MQError):
+                out += part(qm, cmd)
+        pattern = cmd.name or "*"
+        if not out and not pattern.endswith("*"):
+            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"topic object {pattern} does not exist")
         return out
 
     def display_sub(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:

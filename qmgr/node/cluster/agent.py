@@ -27,17 +27,21 @@ repository link and the channels.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from cluster.channel import LEGACY, ChannelReceiver, InboundState, Verdict, legacy_qmid
+from cluster.local_defs import changes_to_send, local_clstate
 from cluster.proxies import ProxyDiff, ProxyPlanner, ProxyTable
 from cluster.records import (
     ChannelStatus,
     ClRoute,
+    ClState,
     ClusterTopology,
     RepoEvent,
     Role,
@@ -79,6 +83,8 @@ PROXY_KIND = "proxy"
 XMITQ_KIND = "xmitq"  # transmission queue attributes (MAXDEPTH)
 VIEW_KEY = "cluster.view"
 REFRESH_WAIT = 5.0  # REFRESH CLUSTER answers once the new snapshot is in, or after this long
+RETRY_MIN = 0.5  # pending definitions are sent again after this long, doubling up to RETRY_MAX
+RETRY_MAX = 5.0
 
 
 def _tls_material(tls: TlsSettings | None) -> tuple[bytes, bytes, bytes | None] | None:
@@ -169,6 +175,13 @@ class ClusterAgent:
             lambda: self.topology, self.table, self.balancer, self.channels.statuses
         )
         self._started = False
+        # local clustered definitions the repository could not take yet (CLSTATE(PENDING)),
+        # and those it refused when they were sent again later (CLSTATE(INVALID): the reason)
+        self.unsent: set[str] = set()
+        self.invalid: dict[str, str] = {}
+        self._reconciling = asyncio.Lock()
+        self._retry_wake = asyncio.Event()
+        self._retry_task: asyncio.Task[None] | None = None
         self.admin = ClusterAdmin(self)
 
     # ------------------------------------------------------------------ start / stop
@@ -202,9 +215,14 @@ class ClusterAgent:
             self.channels.restore(peer, items, (int(mark.get("epoch", 0)), int(mark.get("seq", 0))))
         for peer, _topic in self.planner.full_set():
             self.channels.start_channel(peer)
-        await self.reconcile()
+        self._retry_task = asyncio.get_running_loop().create_task(self._retry_pending())
+        self._retry_wake.set()  # definitions made while the node was down, if any
 
     async def stop(self) -> None:
+        if self._retry_task is not None:
+            self._retry_task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._retry_task
         await self.channels.stop()
         await self.link.stop()
 
@@ -222,6 +240,8 @@ class ClusterAgent:
         if not self._started:
             return
         self._apply_topology()
+        if self.unsent:  # a re-synced watch or a commit: the repository may take them now
+            self._retry_wake.set()
 
     def _build_topology(self) -> ClusterTopology:
         return ClusterTopology.build(self.name, self.link.repository, self.qm.topics.all())
@@ -259,38 +279,88 @@ class ClusterAgent:
             o.name: o for o in self.qm.topics.all() if o.attrs.get("CLUSTER", "") == self.cluster
         }
 
-    async def reconcile(self) -> ApplyResult:
-        """Make the repository's definitions hosted here match the local clustered objects;
-        returns the first rejection (or success)."""
+    def pending_changes(self) -> set[str]:
+        """Names of local clustered definitions the repository does not hold as they are."""
         desired = self.local_clustered()
-        held = {t.name: t for t in self.repository.topics() if t.qmgr == self.name}
-        for name in sorted(held.keys() - desired.keys()):
-            result = await self.propose(Cmd.delete_topic(name, self.name))
-            if not result.ok and not (
-                result.error is not None and result.error.code is ErrorCode.UNKNOWN_OBJECT_NAME
-            ):
-                return result
-        for name, obj in sorted(desired.items()):
-            attrs = {k: v for k, v in obj.attrs.items() if k not in ("CLUSTER", "CLROUTE")}
-            clroute = obj.attrs.get("CLROUTE", "DIRECT") or "DIRECT"
-            current = held.get(name)
-            if current is None:
-                cmd = Cmd.define_topic(
-                    name, self.name, obj.topic_str, self.cluster, clroute, attrs, obj.descr, True
-                )
-            elif (
-                dict(current.attrs) != attrs
-                or current.descr != obj.descr
-                or current.clroute.value != clroute
-            ):
-                cmd = Cmd.alter_topic(name, self.name, attrs, obj.descr, clroute)
-            else:
-                continue
-            result = await self.propose(cmd)
-            if not result.ok:
-                return result
-        self._apply_topology()
-        return ApplyResult()
+        return {
+            c.name
+            for c in changes_to_send(self.name, self.cluster, desired, self.repository.topics())
+        }
+
+    def clstate(self, name: str, pending: Collection[str]) -> ClState:
+        """CLSTATE of this queue manager's own definition ``name`` (``pending``: from
+        ``pending_changes``)."""
+        return local_clstate(name, pending, self.invalid)
+
+    async def reconcile(
+        self, names: Collection[str] | None = None, *, background: bool = False
+    ) -> ApplyResult:
+        """Send the changes that make the repository's definitions hosted here match the
+        local clustered objects (``names``: those only). Returns the first rejection, else an
+        ``unavailable`` result if the repository could not take a change now (that name and
+        those after it stay in ``unsent`` and are sent again in the background), else success
+        with the repository's warnings. ``background``: a rejection does not stop the others
+        and marks the local definition CLSTATE(INVALID) with an error in the log."""
+        async with self._reconciling:
+            changes = changes_to_send(
+                self.name, self.cluster, self.local_clustered(), self.repository.topics()
+            )
+            if names is not None:
+                changes = [c for c in changes if c.name in names]
+            warnings: list[str] = []
+            outcome: ApplyResult | None = None
+            for i, change in enumerate(changes):
+                result = await self.propose(change.command)
+                err = result.error
+                if change.delete and err is not None and err.code is ErrorCode.UNKNOWN_OBJECT_NAME:
+                    result = ApplyResult()
+                if result.ok:
+                    self.unsent.discard(change.name)
+                    self.invalid.pop(change.name, None)
+                    warnings += result.warnings
+                elif result.unavailable:
+                    self.unsent.update(c.name for c in changes[i:])
+                    outcome = outcome or result
+                    break
+                elif background:
+                    self._invalid(change.name, result)
+                else:
+                    self.unsent.discard(change.name)
+                    outcome = result
+                    break
+            self._apply_topology()
+        return outcome or ApplyResult(warnings=tuple(warnings))
+
+    def _invalid(self, name: str, result: ApplyResult) -> None:
+        """The repository refused a change sent again later (a conflict found after the
+        command had answered): the local definition is shown CLSTATE(INVALID), as MQ does."""
+        self.unsent.discard(name)
+        assert result.error is not None
+        text = f"{result.error.code.value}: {result.error.message}"
+        if self.invalid.get(name) != text:
+            log.error(
+                "clustered TOPIC(%s) of this queue manager is CLSTATE(INVALID): the cluster "
+                "repository refused it (%s)",
+                name,
+                text,
+            )
+        self.invalid[name] = text
+
+    def retry_soon(self) -> None:
+        """Send the pending definitions again now (and then on a backoff until they are in)."""
+        self._retry_wake.set()
+
+    async def _retry_pending(self) -> None:
+        delay = RETRY_MIN
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._retry_wake.wait(), delay if self.unsent else None)
+            self._retry_wake.clear()
+            try:
+                await self.reconcile(background=True)
+            except Exception:  # the loop must go on: the definitions are still to be sent
+                log.exception("sending the pending clustered definitions failed")
+            delay = min(delay * 2, RETRY_MAX) if self.unsent else RETRY_MIN
 
     def local_topics_changed(self) -> None:
         self._apply_topology()

@@ -1,9 +1,13 @@
 """A full repository's side of ``Repository.Watch``: each partial repository gets a snapshot
-of what it may see, then the changes to that view, computed after every applied command."""
+of what it may see, then the changes to that view, computed after every applied command.
+
+A full repository without a Raft quorum still serves watches from its last committed view; the
+member's join then waits in the background and commits when the quorum returns."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -22,7 +26,10 @@ async def watch(
     (None, events, revision) for every change of its partial view."""
     name = str(join.get("name", ""))
     result = await link.propose(join)
-    if not result.ok:
+    later: asyncio.Task[object] | None = None
+    if result.unavailable:
+        later = asyncio.get_running_loop().create_task(link.propose_until_done(join))
+    elif not result.ok:
         raise JoinRejected(str(result.error.message if result.error else "rejected"))
     wake = asyncio.Event()
     link.listeners.append(wake.set)
@@ -41,3 +48,7 @@ async def watch(
                 yield None, events, repo.revision
     finally:
         link.listeners.remove(wake.set)
+        if later is not None:
+            later.cancel()
+            with contextlib.suppress(BaseException):
+                await later

@@ -1,7 +1,11 @@
 """How a node holds the cluster repository.
 
 - A full repository runs a Raft replica (``RaftLink``): changes are proposed to it and applied,
-  in log order, to the node's copy.
+  in log order, to the node's copy. It starts even without a Raft quorum (serving its last
+  committed view, its own join queued until a quorum commits it).
+- A proposal waits at most ``PENDING_WAIT`` seconds; when no full repository can take it then
+  (none reachable, no quorum) the result is ``unavailable`` (``ErrorCode.REPOS_UNAVAILABLE``),
+  not a rejection: the caller keeps its change and sends it again (``ClusterAgent``).
 - A partial repository (``WatchLink``) joins through one of the full repositories it was given
   (``--join``) or has since learnt of, receives a snapshot of what it may see and then every
   change, and fails over to another full repository when its stream breaks. Its copy is kept in
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -36,11 +41,13 @@ log = logging.getLogger("qmgr.node.repository")
 
 ChangeSink = Callable[[list[RepoEvent]], None]
 PROPOSE_TIMEOUT = 5.0
-RETRY_FOR = 15.0
+PENDING_WAIT = 3.0  # longest wait for a commit before a change is answered as still pending
+START_WAIT = 3.0  # a full repository waits this long for a Raft leader, then serves anyway
+QUEUED_FOR = 300.0  # a submitted command is waited for this long before it is submitted anew
 
 
 def _unavailable(text: str) -> ApplyResult:
-    return ApplyResult(error=RepoError(ErrorCode.COMMAND_FAILED, text))
+    return ApplyResult(error=RepoError(ErrorCode.REPOS_UNAVAILABLE, text))
 
 
 class RaftLink:
@@ -61,6 +68,11 @@ class RaftLink:
         self.replica = RepositoryReplica(config, on_events=self._events)
         self.repository = ClusterRepository(settings.cluster)
         self.listeners: list[Callable[[], None]] = []
+        self._join_task: asyncio.Task[None] | None = None
+        # commands submitted and not yet committed, by their JSON: the same command proposed
+        # again (a pending definition retried during an outage) waits for the queued one
+        # instead of queueing another copy
+        self._queued: dict[str, asyncio.Task[ApplyResult]] = {}
 
     def _events(self, events: list[RepoEvent]) -> None:  # on PySyncObj's thread
         with contextlib.suppress(RuntimeError):
@@ -73,30 +85,86 @@ class RaftLink:
             listener()
 
     async def start(self, join: Mapping[str, Any], timeout: float) -> None:
-        await self.loop.run_in_executor(None, self.replica.wait_ready, timeout)
-        result = await self.propose(join)
-        if not result.ok:
+        """Serve at once: without a quorum this replica answers with its last committed view
+        (PySyncObj applies its journal up to the commit index it recorded, never further) and
+        its own join waits in the background until a quorum commits it."""
+        try:
+            await self.loop.run_in_executor(None, self.replica.wait_ready, min(timeout, START_WAIT))
+        except RaftUnavailable:
+            result = _unavailable("no Raft quorum yet")
+        else:
+            result = await self.propose(join)
+        if result.unavailable:
+            log.warning(
+                "no Raft quorum: serving the last committed cluster view read-only; "
+                "changes are queued until a quorum of full repositories is back"
+            )
+            self._join_task = self.loop.create_task(self._join_later(join))
+        elif not result.ok:
             raise RuntimeError(f"cannot join cluster: {result.error}")
         self._apply([])
 
-    async def propose(self, command: Mapping[str, Any]) -> ApplyResult:
-        """Submit through Raft; while no leader can take it (an election after the leader
-        died) try again until ``RETRY_FOR`` seconds have passed. The node's commands are
-        idempotent (upserts, defines with REPLACE), so a retry after an unknown outcome is
-        safe."""
-        deadline = self.loop.time() + RETRY_FOR
+    async def _join_later(self, join: Mapping[str, Any]) -> None:
+        result = await self.propose_until_done(join)
+        if result.ok:
+            log.info("this full repository's join is committed")
+        else:
+            log.error("the cluster refused this full repository's join: %s", result.error)
+
+    async def propose(self, command: Mapping[str, Any], wait: float = PENDING_WAIT) -> ApplyResult:
+        """Submit through Raft and wait at most ``wait`` seconds for the commit (through an
+        election if one is under way). Without a quorum the command stays queued in
+        PySyncObj and commits when the quorum returns; the caller gets an ``unavailable``
+        result meanwhile. The node's commands are idempotent (upserts, defines with REPLACE),
+        so sending one again after an unknown outcome is safe."""
+        deadline = self.loop.time() + wait
         while True:
+            left = max(deadline - self.loop.time(), 0.05)
             try:
-                return await self.replica.submit_async(command, PROPOSE_TIMEOUT)
-            except RaftUnavailable as exc:
-                if self.loop.time() >= deadline:
+                return await asyncio.wait_for(asyncio.shield(self._submitted(command)), left)
+            except TimeoutError:
+                return _unavailable(
+                    f"the cluster repository is unavailable: no commit within {wait:g}s "
+                    f"(Raft leader {self.replica.leader or 'unknown'}); the change stays queued"
+                )
+            except RaftUnavailable as exc:  # dropped (a leader change): submitted again
+                if self.loop.time() >= deadline - 0.05:
                     return _unavailable(f"the cluster repository is unavailable: {exc}")
             await asyncio.sleep(0.1)
+
+    def _submitted(self, command: Mapping[str, Any]) -> asyncio.Task[ApplyResult]:
+        key = json.dumps(dict(command), sort_keys=True, separators=(",", ":"))
+        task = self._queued.get(key)
+        if task is None:
+            task = self.loop.create_task(self.replica.submit_async(command, QUEUED_FOR))
+            self._queued[key] = task
+
+            def done(t: asyncio.Task[ApplyResult]) -> None:
+                if self._queued.get(key) is t:
+                    del self._queued[key]
+                if not t.cancelled():
+                    t.exception()  # retrieved: whoever waited has seen it
+
+            task.add_done_callback(done)
+        return task
+
+    async def propose_until_done(self, command: Mapping[str, Any]) -> ApplyResult:
+        """``propose`` again until the repository accepts or rejects ``command``."""
+        while True:
+            result = await self.propose(command, PROPOSE_TIMEOUT)
+            if not result.unavailable:
+                return result
+            await asyncio.sleep(0.5)
 
     def status(self) -> dict[str, Any]:
         return self.replica.status()
 
     async def stop(self) -> None:
+        for task in [self._join_task, *self._queued.values()]:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
         await self.loop.run_in_executor(None, self.replica.close)
 
 
@@ -220,11 +288,13 @@ class WatchLink:
         self.reason = text
 
     async def propose(self, command: Mapping[str, Any]) -> ApplyResult:
+        """Ask the full repositories in turn; the first that answers decides (one that answers
+        without a quorum says ``unavailable``, and keeps the change queued)."""
         last = "no full repository known"
         for address in self._addresses():
             client = RepositoryClient(address, self.dialer)
             try:
-                return await client.propose(command, RETRY_FOR + PROPOSE_TIMEOUT)
+                return await client.propose(command, PENDING_WAIT + PROPOSE_TIMEOUT)
             except (TransportError, OSError, Refusal) as exc:
                 last = f"{address}: {exc}"
             finally:
