@@ -105,7 +105,13 @@ def start(
     cluster: once it has joined)."""
     import logging
 
-    from qmgr.node.config import ConfigError, make_cluster_settings, make_config, make_tls
+    from qmgr.node.config import (
+        ConfigError,
+        make_cluster_settings,
+        make_config,
+        make_tls,
+        start_credentials,
+    )
     from qmgr.node.server import run
     from qmgr.security.files import SecretError, read_secret
 
@@ -130,7 +136,17 @@ def start(
             insecure=insecure,
             tls=tls,
         )
-        config = make_config(name, listen, data_dir, settings, tls=tls, auth_file=auth_file)
+        held, held_insecure = start_credentials(cluster, secret, insecure)
+        config = make_config(
+            name,
+            listen,
+            data_dir,
+            settings,
+            tls=tls,
+            auth_file=auth_file,
+            secret=held,
+            insecure=held_insecure,
+        )
     except (ConfigError, SecretError) as exc:
         raise _fail(exc) from None
     pid = os.getpid()

@@ -175,6 +175,18 @@ class Cluster:
             node.env.pop("QMGR_CLUSTER_SECRET", None)
         return node
 
+    def bare(self, name: str) -> ClusterNode:
+        """A partial repository started with its member secret only (no ``--cluster`` nor
+        ``--join``): it joins with DEFINE CHANNEL. Not started yet."""
+        node = self._node(name, free_ports(1)[0], [])
+        self.nodes[name] = node
+        return node
+
+    def fr_address(self, name: str) -> str:
+        """The MQ CONNAME of a full repository's port: ``host(port)``."""
+        host, _, port = self[name].address.rpartition(":")
+        return f"{host}({port})"
+
     @staticmethod
     def _start_all(nodes: list[ClusterNode]) -> None:
         errors: list[BaseException] = []

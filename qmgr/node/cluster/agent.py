@@ -27,10 +27,12 @@ repository link and the channels.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cluster.channel import LEGACY, ChannelReceiver, InboundState, Verdict, legacy_qmid
@@ -78,7 +80,8 @@ CHANSEQ_KIND = "chanseq"
 PROXY_KIND = "proxy"
 XMITQ_KIND = "xmitq"  # transmission queue attributes (MAXDEPTH)
 VIEW_KEY = "cluster.view"
-REFRESH_WAIT = 5.0  # REFRESH CLUSTER answers once the new snapshot is in, or after this long
+REFRESH_WAIT = 5.0
+BACKGROUND_WAIT = 3.0  # a join from channel definitions waits this long before going on  # REFRESH CLUSTER answers once the new snapshot is in, or after this long
 
 
 def _tls_material(tls: TlsSettings | None) -> tuple[bytes, bytes, bytes | None] | None:
@@ -169,6 +172,8 @@ class ClusterAgent:
             lambda: self.topology, self.table, self.balancer, self.channels.statuses
         )
         self._started = False
+        self._joining: asyncio.Task[None] | None = None
+        self.start_join = settings.join
         self.admin = ClusterAdmin(self)
 
     # ------------------------------------------------------------------ start / stop
@@ -183,7 +188,10 @@ class ClusterAgent:
             at=int(time.time() * 1000),
         )
 
-    async def start(self) -> None:
+    async def start(self, background: bool = False) -> None:
+        """Join the cluster and start the channels. ``background`` (a join made with DEFINE
+        CHANNEL, or rejoining from those definitions after a restart): when no full repository
+        answers in time the node goes on without waiting, and joins when one does."""
         qm = self.qm
         self.channels.load_stopped(self.rt.loaded_objects.get(STOPPED_KIND, {}))
         self._apply_topology()
@@ -193,7 +201,15 @@ class ClusterAgent:
         by_peer: dict[str, list[Item]] = {}
         for queue, msg in self.rt.restored_xmit:
             by_peer.setdefault(queue[len(XMITQ_PREFIX) :], []).append(item_from_stored(msg))
-        await self.link.start(self.join_command(), self.settings.join_timeout)
+        try:
+            wait = self.settings.join_timeout
+            await self.link.start(
+                self.join_command(), min(wait, BACKGROUND_WAIT) if background else wait
+            )
+        except RuntimeError as exc:
+            if not background:
+                raise
+            log.warning("joining cluster %s in the background: %s", self.cluster, exc)
         self._started = True
         self._repository_changed([])
         marks = self.rt.loaded_objects.get(SENT_KIND, {})
@@ -202,9 +218,29 @@ class ClusterAgent:
             self.channels.restore(peer, items, (int(mark.get("epoch", 0)), int(mark.get("seq", 0))))
         for peer, _topic in self.planner.full_set():
             self.channels.start_channel(peer)
+        if background and isinstance(self.link, WatchLink) and not self.link.synced.is_set():
+            self._joining = asyncio.get_running_loop().create_task(self._reconcile_when_synced())
+        else:
+            await self.reconcile()
+
+    async def _reconcile_when_synced(self) -> None:
+        assert isinstance(self.link, WatchLink)
+        await self.link.synced.wait()
         await self.reconcile()
 
+    def set_join_addresses(self, defined: tuple[str, ...]) -> None:
+        """The full repositories to join through: ``--join`` and the CLUSSDR channels defined
+        (kept as they were if that leaves none and no full repository is known)."""
+        join = tuple(dict.fromkeys([*self.start_join, *defined]))
+        if not join and not self.repository.full_repositories():
+            return
+        self.settings = replace(self.settings, join=join)
+        if isinstance(self.link, WatchLink):
+            self.link.settings = self.settings
+
     async def stop(self) -> None:
+        if self._joining is not None:
+            self._joining.cancel()
         await self.channels.stop()
         await self.link.stop()
 
