@@ -87,6 +87,9 @@ class ClusterChannels:
     async def define(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
         name = cmd.name or ""
         agent = self.rt.agent
+        implicit = self._implicit_receiver()
+        if implicit is not None and cmd.verb == "ALTER" and name == implicit.name:
+            self.defs.put(implicit)  # the cluster-receiver a --cluster start gave it
         try:
             new = self.defs.check(cmd.verb, name, cmd.params)
         except ChannelDefError as exc:
@@ -126,6 +129,16 @@ class ClusterChannels:
         from cluster.records import WorkloadAttrs
 
         return "; ".join(WorkloadAttrs().with_changes(d.workload).problems())
+
+    def _implicit_receiver(self) -> ChannelDef | None:
+        """A member started with ``--cluster`` has a cluster-receiver without a definition
+        (named ``<cluster>.<qmgr>`` unless ALTER named it)."""
+        agent = self.rt.agent
+        if agent is None or self.defs.receiver() is not None:
+            return None
+        name = agent.clusrcvr.get("CHANNEL") or f"{agent.cluster}.{agent.name}"
+        descr = agent.clusrcvr.get("DESCR", "")
+        return ChannelDef(name, CLUSRCVR, agent.cluster, "", descr)  # CONNAME: where it listens
 
     def delete(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
         name = cmd.name or ""
@@ -167,13 +180,9 @@ class ClusterChannels:
         wanted = cmd.params.get("CHLTYPE") or "ALL"
         agent = self.rt.agent
         shown = list(self.defs.defs.values())
-        if agent is not None and self.defs.receiver() is None:
-            # started with --cluster: the cluster-receiver it has without a definition
-            name = agent.clusrcvr.get("CHANNEL") or f"{agent.cluster}.{agent.name}"
-            conname = agent.clusrcvr.get("CONNAME") or agent.address
-            shown.append(
-                ChannelDef(name, CLUSRCVR, agent.cluster, conname, agent.clusrcvr.get("DESCR", ""))
-            )
+        implicit = self._implicit_receiver()
+        if implicit is not None:
+            shown.append(implicit)
         out = []
         for d in sorted(shown, key=lambda d: d.name):
             if not name_matches(pattern, d.name) or wanted not in ("ALL", d.chltype):
