@@ -40,7 +40,7 @@ def _members(node: ClusterNode) -> dict[str, dict[str, str]]:
 @pytest.fixture(scope="module")
 def cl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("mqscbuild")
-    cluster = Cluster(base).start(["FR1"], [])
+    cluster = Cluster(base).start(["FR1"], ["PJ"])  # PJ: started with --cluster --join
     try:
         for name in ("PA", "PB"):
             node = cluster.bare(name)
@@ -161,6 +161,27 @@ def test_more_clussdrs_add_join_addresses_and_delete_removes_one(cl: Cluster) ->
     cl.wait_definition("NEWS", ["PA"], on=["FR1", "PB"])  # still reaches the repository
 
 
+def test_clussdr_on_members_started_with_cluster_options(cl: Cluster) -> None:
+    """``--join`` and a CLUSSDR combine; a full repository stores and shows its CLUSSDRs and
+    keeps its Raft group as started."""
+    pj, fr = cl["PJ"], cl["FR1"]
+    assert _members(pj)["FR1"]["DEFTYPE"] == "CLUSSDRA"
+    (own,) = pj.mqsc("DISPLAY CHANNEL(DEMO.PJ)")
+    assert (own["CHLTYPE"], own["CONNAME"]) == ("CLUSRCVR", pj.address)
+    pj.mqsc(
+        f"DEFINE CHANNEL(DEMO.FR1) CHLTYPE(CLUSSDR) CONNAME('{cl.fr_address('FR1')}') CLUSTER(DEMO)"
+    )
+    assert _members(pj)["FR1"]["DEFTYPE"] == "CLUSSDRB"
+
+    (port,) = free_ports(1)
+    fr.mqsc(f"DEFINE CHANNEL(DEMO.FR2) CHLTYPE(CLUSSDR) CONNAME('127.0.0.1:{port}') CLUSTER(DEMO)")
+    (shown,) = fr.mqsc("DISPLAY CHANNEL(DEMO.FR2)")
+    assert (shown["CHLTYPE"], shown["CONNAME"]) == ("CLUSSDR", f"127.0.0.1:{port}")
+    assert fr.mqsc("DISPLAY QMGR")[0]["RAFTSTATE"] == "LEADER"
+    cl.define_topic("PJ", "WEATHER", "Weather")
+    cl.wait_definition("WEATHER", ["PJ"], on=["FR1", "PJ", "PA"])
+
+
 def test_full_repository_unreachable_when_the_clussdr_is_defined(
     cl: Cluster, tmp_path: Path
 ) -> None:
@@ -173,12 +194,14 @@ def test_full_repository_unreachable_when_the_clussdr_is_defined(
     pc.env["QMGR_CLUSTER_SECRET"] = late.member_secret or ""
     pc.start()
     try:
+        pc.mqsc(f"DEFINE CHANNEL(LATE.FR1) CHLTYPE(CLUSSDR) CONNAME('{fr_conname}') CLUSTER(LATE)")
+        temp = f"SYSTEM.TEMPQMGR.{fr_conname}"
+        (alone,) = pc.mqsc("DISPLAY CLUSQMGR(*)")  # no cluster-receiver yet: not joining
+        assert (alone["CLUSQMGR"], alone["DEFTYPE"]) == (temp, "CLUSSDR")
         pc.mqsc(
             f"DEFINE CHANNEL(LATE.PC) CHLTYPE(CLUSRCVR) CONNAME('127.0.0.1({pc.port})') "
             "CLUSTER(LATE)"
         )
-        pc.mqsc(f"DEFINE CHANNEL(LATE.FR1) CHLTYPE(CLUSSDR) CONNAME('{fr_conname}') CLUSTER(LATE)")
-        temp = f"SYSTEM.TEMPQMGR.{fr_conname}"
         members = _members(pc)
         assert members[temp]["DEFTYPE"] == "CLUSSDR"
         assert "FR1" not in members
