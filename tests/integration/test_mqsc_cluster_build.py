@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from qmgr.client import MQClientError
-from tests.integration.cluster_nodes import Cluster, ClusterNode, free_ports, wait_for
+from tests.integration.cluster_nodes import (
+    Cluster,
+    ClusterNode,
+    exactly_once,
+    free_ports,
+    wait_for,
+)
 
 
 def _script(cl: Cluster, node: ClusterNode, fr: str = "FR1", conname: str = "") -> str:
@@ -73,20 +79,11 @@ def test_runmqsc_scripts_build_the_cluster(cl: Cluster) -> None:
     assert [r["CHANNEL"] for r in only] == ["DEMO.FR1"]
 
 
-def _once(cl: Cluster, topic: str, body: bytes, publisher: str = "PA") -> None:
+def _once(cl: Cluster, topic: str, body: bytes) -> None:
     sub = cl["PB"].c.subscribe(topic)
     try:
-        cl.wait_proxy(publisher, "PB", topic)
-        cl[publisher].c.publish(topic, body)
-        cl[publisher].c.publish(topic, b"marker:" + body)
-        got: list[bytes] = []
-
-        def marker() -> bool:
-            got.extend(m.body for m in sub.receive_batch(timeout=0.5))
-            return b"marker:" + body in got
-
-        wait_for(f"marker after {body!r}", marker)
-        assert got == [body, b"marker:" + body]
+        cl.wait_proxy("PA", "PB", topic)
+        exactly_once(cl["PA"], sub, topic, body)
     finally:
         sub.close()
 
