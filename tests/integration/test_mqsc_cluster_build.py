@@ -93,9 +93,16 @@ def test_clustered_topic_publication_arrives_once_and_survives_a_restart(cl: Clu
     cl.wait_definition("SPORTS", ["PA"], on=["FR1", "PA", "PB"])
     _once(cl, "Sports/Football", b"goal")
 
-    cl["PB"].kill()
-    cl["PB"].start()  # no cluster options: it rejoins from its stored channel definitions
-    wait_for("PB back in the cluster", lambda: "FR1" in _members(cl["PB"]))
+    pb = cl["PB"]
+    # the CONNAME it advertises from its next start: another name for the same port
+    pb.mqsc(f"ALTER CHANNEL(DEMO.PB) CHLTYPE(CLUSRCVR) CONNAME('localhost({pb.port})')")
+    pb.kill()
+    pb.start()  # no cluster options: it rejoins from its stored channel definitions
+    wait_for("PB back in the cluster", lambda: "FR1" in _members(pb))
+    wait_for(
+        "PB's new CONNAME on FR1",
+        lambda: _members(cl["FR1"])["PB"]["CONNAME"] == f"localhost:{pb.port}",
+    )
     cl.wait_definition("SPORTS", ["PA"], on=["PB"])
     kinds = {r["CHANNEL"]: r["CHLTYPE"] for r in cl["PB"].mqsc("DISPLAY CHANNEL(*)")}
     assert kinds == {"DEMO.PB": "CLUSRCVR", "DEMO.FR1": "CLUSSDR"}
