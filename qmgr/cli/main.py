@@ -44,7 +44,11 @@ def cli() -> None:
     type=click.Path(file_okay=False),
     help="Directory for the node's SQLite store; without it nothing survives a restart.",
 )
-@click.option("--cluster", help="Name of the cluster this node belongs to.")
+@click.option(
+    "--cluster",
+    help="Name of the cluster this node belongs to (or leave it out and define CLUSRCVR and "
+    "CLUSSDR channels with MQSC).",
+)
 @click.option(
     "--full-repository", is_flag=True, help="This node is a full repository (needs --raft)."
 )
@@ -61,7 +65,7 @@ def cli() -> None:
     envvar="QMGR_CLUSTER_SECRET_FILE",
     help="File (mode 0600) holding the cluster secret (full repositories) or the member secret "
     "(partial repositories: qmgr cluster secret --member); QMGR_CLUSTER_SECRET may hold it "
-    "instead.",
+    "instead. Without --cluster it is kept for a cluster joined with DEFINE CHANNEL.",
 )
 @click.option(
     "--insecure",
