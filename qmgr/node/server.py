@@ -85,6 +85,13 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
             await runtime.stop()
             raise SystemExit(f"qmgr: {config.name} cannot join cluster: {exc}") from None
     elif runtime.channels.defs.ready():
+        problem = joiner.problem(runtime.channels.defs.cluster)
+        if problem:
+            await server.stop(grace=0)
+            await runtime.stop()
+            raise SystemExit(
+                f"qmgr: {config.name} has cluster channels (DISPLAY CHANNEL) but {problem}"
+            )
         await joiner.join()  # rejoin the cluster its channel definitions name
     if on_ready is not None:
         on_ready(f"{host}:{port}")

@@ -48,6 +48,13 @@ def cl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     base = tmp_path_factory.mktemp("mqscbuild")
     cluster = Cluster(base).start(["FR1"], ["PJ"])  # PJ: started with --cluster --join
     try:
+        fr1 = cluster["FR1"]  # keeps its Raft start options; its script names its CLUSRCVR
+        _runmqsc(
+            fr1,
+            f"DEFINE CHANNEL(DEMO.FR1) CHLTYPE(CLUSRCVR) TRPTYPE(TCP) "
+            f"CONNAME('{cluster.fr_address('FR1')}') CLUSTER(DEMO)\n",
+            base,
+        )
         for name in ("PA", "PB"):
             node = cluster.bare(name)
             node.start()
@@ -219,6 +226,21 @@ def test_full_repository_unreachable_when_the_clussdr_is_defined(
         assert temp not in members
     finally:
         late.stop()
+
+
+def test_restart_without_the_secret_is_refused_with_the_reason(tmp_path: Path) -> None:
+    cl = Cluster(tmp_path)
+    node = cl.bare("FORGOT")
+    node.start()
+    try:
+        node.mqsc("DEFINE CHANNEL(DEMO.FORGOT) CHLTYPE(CLUSRCVR) CLUSTER(DEMO)")
+        node.mqsc("DEFINE CHANNEL(DEMO.FR1) CHLTYPE(CLUSSDR) CONNAME('127.0.0.1(1)') CLUSTER(DEMO)")
+        node.kill()
+        node.env.pop("QMGR_CLUSTER_SECRET", None)
+        with pytest.raises(RuntimeError, match="has cluster channels"):
+            node.start(timeout=15)
+    finally:
+        cl.stop()
 
 
 def test_node_without_a_secret_cannot_join(tmp_path: Path) -> None:
