@@ -159,8 +159,13 @@ class ChannelJoin:
 
     async def join(self) -> None:
         defs = self.rt.channels.defs
-        settings = channel_settings(self.rt.config, defs.cluster, defs.join_addresses())
-        log.info("%s joins cluster %s through %s", self.rt.config.name, defs.cluster, settings.join)
+        settings = channel_settings(self.rt.config, defs.cluster, ())  # joins: its CLUSSDRs
+        log.info(
+            "%s joins cluster %s through %s",
+            self.rt.config.name,
+            defs.cluster,
+            defs.join_addresses(),
+        )
         try:
             await self.start(settings, background=True)
         except Exception:

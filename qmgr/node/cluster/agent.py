@@ -80,8 +80,8 @@ CHANSEQ_KIND = "chanseq"
 PROXY_KIND = "proxy"
 XMITQ_KIND = "xmitq"  # transmission queue attributes (MAXDEPTH)
 VIEW_KEY = "cluster.view"
-REFRESH_WAIT = 5.0
-BACKGROUND_WAIT = 3.0  # a join from channel definitions waits this long before going on  # REFRESH CLUSTER answers once the new snapshot is in, or after this long
+REFRESH_WAIT = 5.0  # REFRESH CLUSTER answers once the new snapshot is in, or after this long
+BACKGROUND_WAIT = 3.0  # a join from channel definitions waits this long before going on
 
 
 def _tls_material(tls: TlsSettings | None) -> tuple[bytes, bytes, bytes | None] | None:
