@@ -209,10 +209,12 @@ def test_full_repository_unreachable_when_the_clussdr_is_defined(
         temp = f"SYSTEM.TEMPQMGR.{fr_conname}"
         (alone,) = pc.mqsc("DISPLAY CLUSQMGR(*)")  # no cluster-receiver yet: not joining
         assert (alone["CLUSQMGR"], alone["DEFTYPE"]) == (temp, "CLUSSDR")
-        pc.mqsc(
+        records = pc.c.mqsc(
             f"DEFINE CHANNEL(LATE.PC) CHLTYPE(CLUSRCVR) CONNAME('127.0.0.1({pc.port})') "
             "CLUSTER(LATE)"
         )
+        assert [r.code for r in records] == ["AMQ8014I", "AMQ9202W"]  # created; not joined yet
+        assert "joins when one does" in records[1].text
         members = _members(pc)
         assert members[temp]["DEFTYPE"] == "CLUSSDR"
         assert "FR1" not in members

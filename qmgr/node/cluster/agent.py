@@ -228,6 +228,12 @@ class ClusterAgent:
         await self.link.synced.wait()
         await self.reconcile()
 
+    def joined(self) -> tuple[bool, str]:
+        """Whether a full repository has answered this node, and the last refusal if any."""
+        if isinstance(self.link, WatchLink):
+            return self.link.synced.is_set(), self.link.reason
+        return True, ""
+
     def set_join_addresses(self, defined: tuple[str, ...]) -> None:
         """The full repositories to join through: ``--join`` and the CLUSSDR channels defined
         (kept as they were if that leaves none and no full repository is known)."""

@@ -122,7 +122,24 @@ class ClusterChannels:
         ]
         if agent is None and self.defs.ready() and self.join is not None:
             await self.join()
+            waiting = self._not_joined()
+            if waiting:
+                records.append(Record("AMQ9202W", waiting))
         return True, records
+
+    def _not_joined(self) -> str:
+        """Why the node is not in its cluster yet ("" once a full repository answered)."""
+        agent = self.rt.agent
+        if agent is None:
+            return f"the queue manager could not join cluster {self.defs.cluster} (see its log)"
+        synced, reason = agent.joined()
+        if synced:
+            return ""
+        return (
+            f"no full repository of cluster {agent.cluster} has answered yet at "
+            f"{', '.join(self.defs.join_addresses())}{f' ({reason})' if reason else ''}; the "
+            "queue manager joins when one does"
+        )
 
     @staticmethod
     def _workload_problems(d: ChannelDef) -> str:
@@ -191,6 +208,7 @@ class ClusterChannels:
                 ("CHANNEL", d.name),
                 ("CHLTYPE", d.chltype),
                 ("CLUSTER", d.cluster),
+                ("TRPTYPE", "TCP"),
                 ("CONNAME", d.conname or (agent.address if agent is not None else "")),
             ]
             if d.chltype == CLUSRCVR:
