@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from cluster.chldefs import CLUSRCVR, CLUSSDR, WORKLOAD, ChannelDef, ChannelDefError, ChannelDefs
+from cluster.records import WorkloadAttrs
 from qmgr.core.admin.execute import execute_command
 from qmgr.core.admin.queues import name_matches
 from qmgr.core.admin.records import Record
@@ -143,8 +144,6 @@ class ClusterChannels:
 
     @staticmethod
     def _workload_problems(d: ChannelDef) -> str:
-        from cluster.records import WorkloadAttrs
-
         return "; ".join(WorkloadAttrs().with_changes(d.workload).problems())
 
     def _implicit_receiver(self) -> ChannelDef | None:
