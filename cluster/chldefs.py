@@ -55,14 +55,31 @@ def parse_conname(text: str) -> str:
     return f"{host}:{int(port)}"
 
 
+def parse_connames(text: str) -> tuple[str, ...]:
+    """A CLUSSDR's CONNAME: one connection name or MQ's comma-separated list of them (the
+    addresses of one queue manager, tried in order)."""
+    parts = text.split(",")
+    if len(parts) > 1 and not all(p.strip() for p in parts):
+        raise ChannelDefError(
+            "MQRCCF_CONN_NAME_ERROR", f"CONNAME '{text}' has an empty connection name in its list"
+        )
+    return tuple(dict.fromkeys(parse_conname(p) for p in parts))
+
+
 @dataclass(frozen=True)
 class ChannelDef:
     name: str
     chltype: str
     cluster: str
-    conname: str = ""  # host:port ("" on a CLUSRCVR: the node's own listening address)
+    # host:port, on a CLUSSDR a comma-separated list of them ("" on a CLUSRCVR: the node's own
+    # listening address)
+    conname: str = ""
     descr: str = ""
     workload: Mapping[str, int] = field(default_factory=dict)  # CLUSRCVR only
+
+    @property
+    def addresses(self) -> tuple[str, ...]:
+        return tuple(a for a in self.conname.split(",") if a)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,7 +133,7 @@ class ChannelDefs:
         return sorted((d for d in self.defs.values() if d.chltype == CLUSSDR), key=lambda d: d.name)
 
     def join_addresses(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(d.conname for d in self.senders()))
+        return tuple(dict.fromkeys(a for d in self.senders() for a in d.addresses))
 
     def ready(self) -> bool:
         """A cluster-receiver and a cluster-sender: the queue manager can join its cluster."""
@@ -171,7 +188,10 @@ class ChannelDefs:
                 )
         raw = params.get("CONNAME")
         if raw is not None:
-            conname = parse_conname(raw) if raw.strip() or chltype == CLUSSDR else ""
+            if chltype == CLUSSDR:
+                conname = ",".join(parse_connames(raw))
+            else:
+                conname = parse_conname(raw) if raw.strip() else ""
         else:
             conname = current.conname if current is not None else ""
         if chltype == CLUSSDR and not conname:

@@ -133,7 +133,7 @@ def test_bad_channel_definitions_are_refused_and_change_nothing(cl: Cluster) -> 
         f"DEFINE CHANNEL(OTHER.FR1) CHLTYPE(CLUSSDR) CONNAME('{fr}') CLUSTER(OTHER)",
         "MQRCCF_CLUSTER_NAME_ERROR",
     )
-    for bad in ("fr1(port)", "fr1(99999)", "fr1:1:2", "fr1((1414)"):
+    for bad in ("fr1(port)", "fr1(99999)", "fr1:1:2", "fr1((1414)", "fr1(1414),"):
         _refused(
             pa,
             f"DEFINE CHANNEL(DEMO.FR2) CHLTYPE(CLUSSDR) CONNAME('{bad}') CLUSTER(DEMO)",

@@ -222,16 +222,16 @@ class ClusterChannels:
     def manual_sender(self, address: str, channel: str) -> bool:
         """Whether a cluster-sender defined here leads to this full repository (by its
         address or by its cluster-receiver channel's name)."""
-        return any(d.conname == address or d.name == channel for d in self.defs.senders())
+        return any(address in d.addresses or d.name == channel for d in self.defs.senders())
 
     def pending(self, known: set[str], pattern: str, status: str) -> list[Record]:
         """DISPLAY CLUSQMGR entries of the cluster-senders whose full repository is not (yet)
         known: MQ shows them as SYSTEM.TEMPQMGR.<conname> with DEFTYPE(CLUSSDR)."""
         out = []
         for d in self.defs.senders():
-            if d.conname in known or d.name in known:
+            if known & {d.name, *d.addresses}:
                 continue
-            host, _, port = d.conname.rpartition(":")
+            host, _, port = d.addresses[0].rpartition(":")
             qmname = f"{TEMP_PREFIX}{host}({port})"
             if not name_matches(pattern, qmname):
                 continue

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from cluster.chldefs import ChannelDef, ChannelDefError, ChannelDefs, parse_conname
+from cluster.chldefs import (
+    ChannelDef,
+    ChannelDefError,
+    ChannelDefs,
+    parse_conname,
+    parse_connames,
+)
 
 
 @pytest.mark.parametrize(
@@ -120,3 +126,17 @@ def test_definitions_survive_a_round_trip() -> None:
     defs.put(_sdr(defs))
     loaded = ChannelDefs.load([d.to_dict() for d in defs.defs.values()])
     assert loaded.defs == defs.defs and loaded.ready()
+
+
+def test_a_clussdr_conname_list_gives_each_address() -> None:
+    assert parse_connames("fr1(1414), fr1b(1415)") == ("fr1:1414", "fr1b:1415")
+    with pytest.raises(ChannelDefError, match="empty connection name"):
+        parse_connames("fr1(1414),")
+    defs = ChannelDefs()
+    defs.put(_sdr(defs, conname="fr1(1414),fr1b(1415)"))
+    defs.put(_sdr(defs, "DEMO.FR2", "fr2(1414),fr1(1414)"))
+    assert defs.join_addresses() == ("fr1:1414", "fr1b:1415", "fr2:1414")
+    with pytest.raises(ChannelDefError):  # a cluster-receiver advertises one address
+        defs.check(
+            "DEFINE", "DEMO.QM1", {"CHLTYPE": "CLUSRCVR", "CONNAME": "a(1),b(2)", "CLUSTER": "DEMO"}
+        )
