@@ -44,7 +44,11 @@ def cli() -> None:
     type=click.Path(file_okay=False),
     help="Directory for the node's SQLite store; without it nothing survives a restart.",
 )
-@click.option("--cluster", help="Name of the cluster this node belongs to.")
+@click.option(
+    "--cluster",
+    help="Name of the cluster this node belongs to (or leave it out and define CLUSRCVR and "
+    "CLUSSDR channels with MQSC).",
+)
 @click.option(
     "--full-repository", is_flag=True, help="This node is a full repository (needs --raft)."
 )
@@ -61,7 +65,7 @@ def cli() -> None:
     envvar="QMGR_CLUSTER_SECRET_FILE",
     help="File (mode 0600) holding the cluster secret (full repositories) or the member secret "
     "(partial repositories: qmgr cluster secret --member); QMGR_CLUSTER_SECRET may hold it "
-    "instead.",
+    "instead. Without --cluster it is kept for a cluster joined with DEFINE CHANNEL.",
 )
 @click.option(
     "--insecure",
@@ -105,7 +109,13 @@ def start(
     cluster: once it has joined)."""
     import logging
 
-    from qmgr.node.config import ConfigError, make_cluster_settings, make_config, make_tls
+    from qmgr.node.config import (
+        ConfigError,
+        make_cluster_settings,
+        make_config,
+        make_tls,
+        start_credentials,
+    )
     from qmgr.node.server import run
     from qmgr.security.files import SecretError, read_secret
 
@@ -130,7 +140,17 @@ def start(
             insecure=insecure,
             tls=tls,
         )
-        config = make_config(name, listen, data_dir, settings, tls=tls, auth_file=auth_file)
+        held, held_insecure = start_credentials(cluster, secret, insecure)
+        config = make_config(
+            name,
+            listen,
+            data_dir,
+            settings,
+            tls=tls,
+            auth_file=auth_file,
+            secret=held,
+            insecure=held_insecure,
+        )
     except (ConfigError, SecretError) as exc:
         raise _fail(exc) from None
     pid = os.getpid()

@@ -53,6 +53,9 @@ class NodeConfig:
     cluster: ClusterSettings | None = None
     tls: TlsSettings | None = None
     auth_file: Path | None = None  # --auth: users, hashed passwords and groups
+    # without --cluster: what the node proves itself with once DEFINE CHANNEL joins a cluster
+    secret: NodeSecret | None = field(default=None, repr=False)
+    insecure: bool = False
 
     @property
     def address(self) -> str:
@@ -124,6 +127,27 @@ def make_cluster_settings(
     return ClusterSettings(cluster, False, "", (), joins, secret, insecure)
 
 
+def channel_settings(config: NodeConfig, cluster: str, join: tuple[str, ...]) -> ClusterSettings:
+    """The settings of a partial repository whose cluster-receiver and cluster-sender channels
+    were defined with MQSC (the node was started without ``--cluster``): the secret or
+    ``--insecure`` it was started with; raises ConfigError when it has no way to prove who it
+    is."""
+    _check_secret(False, "given" if config.secret else None, config.insecure, config.tls)
+    return ClusterSettings(cluster, False, "", (), join, config.secret, config.insecure)
+
+
+def start_credentials(
+    cluster: str | None, password: str | None, insecure: bool
+) -> tuple[NodeSecret | None, bool]:
+    """Without ``--cluster``, the secret (and ``--insecure``) are kept for a cluster joined
+    later with DEFINE CHANNEL; with it they are in the cluster settings."""
+    if cluster:
+        return None, False
+    if password and insecure:
+        _check_secret(False, password, insecure, None)
+    return (_parse_secret(False, password) if password else None), insecure
+
+
 def _parse_secret(full_repository: bool, text: str) -> NodeSecret:
     try:
         secret = parse_secret(text)
@@ -191,6 +215,8 @@ def make_config(
     *,
     tls: TlsSettings | None = None,
     auth_file: str | None = None,
+    secret: NodeSecret | None = None,
+    insecure: bool = False,
 ) -> NodeConfig:
     if not NAME_RE.match(name):
         raise ConfigError(
@@ -208,4 +234,6 @@ def make_config(
         cluster=cluster,
         tls=tls,
         auth_file=Path(auth_file) if auth_file else None,
+        secret=secret,
+        insecure=insecure,
     )

@@ -23,6 +23,7 @@ from qmgr.core.message import Message
 from qmgr.core.qmgr import DEAD_LETTER_QUEUE, QueueManager
 from qmgr.core.queue import QueueDef
 from qmgr.core.subscription import Subscription
+from qmgr.node.cluster.chlcmds import ClusterChannels
 from qmgr.node.cluster.items import XMITQ_PREFIX
 from qmgr.node.committer import Committer
 from qmgr.node.config import NodeConfig
@@ -104,6 +105,7 @@ class NodeRuntime:
         if DEAD_LETTER_QUEUE not in self.qm.queues:
             self.qm.define_queue(QueueDef(DEAD_LETTER_QUEUE, maxdepth=999_999_999))
         self.qm.set_message_listener(self.signals.notify)
+        self.channels = ClusterChannels(self)
 
     def _restore(
         self,
@@ -149,6 +151,9 @@ class NodeRuntime:
         """Run one MQSC command (cluster commands too when in a cluster)."""
         if self.agent is not None:
             return await self.agent.admin.run(text)
+        handled = await self.channels.run(text)
+        if handled is not None:
+            return handled
         return execute(self.qm, text)
 
     def start(self) -> None:

@@ -10,11 +10,18 @@ import signal
 import socket
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from qmgr.node.config import NodeConfig, TlsSettings
+from qmgr.node.config import (
+    ClusterSettings,
+    ConfigError,
+    NodeConfig,
+    TlsSettings,
+    channel_settings,
+)
 from qmgr.node.runtime import NodeRuntime
 from qmgr.security.users import Users, UsersFileError
 from qmgr.store import StoreFailed
@@ -65,20 +72,27 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set(MESSAGING_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     host = config.host if ":" not in config.host else f"[{config.host}]"
+    advertised = host if config.host not in ("0.0.0.0", "::") else socket.gethostname()
+    joiner = ChannelJoin(runtime, f"{advertised}:{port}")
     if config.cluster is not None:
-        advertised = host if config.host not in ("0.0.0.0", "::") else socket.gethostname()
-        from qmgr.node.cluster.agent import ClusterAgent
-
-        agent = ClusterAgent(runtime, config.cluster, f"{advertised}:{port}")
-        runtime.agent = agent
         try:
-            await agent.start()
+            await joiner.start(config.cluster)
         except Exception as exc:
             log.error("cannot join cluster %s: %s", config.cluster.cluster, exc)
             await server.stop(grace=0)
-            await agent.stop()
+            if runtime.agent is not None:
+                await runtime.agent.stop()
             await runtime.stop()
             raise SystemExit(f"qmgr: {config.name} cannot join cluster: {exc}") from None
+    elif runtime.channels.defs.ready():
+        problem = joiner.problem(runtime.channels.defs.cluster)
+        if problem:
+            await server.stop(grace=0)
+            await runtime.stop()
+            raise SystemExit(
+                f"qmgr: {config.name} has cluster channels (DISPLAY CHANNEL) but {problem}"
+            )
+        await joiner.join()  # rejoin the cluster its channel definitions name
     if on_ready is not None:
         on_ready(f"{host}:{port}")
     print(f"READY name={config.name} addr={host}:{port}", flush=True)
@@ -95,6 +109,70 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     if failures:
         raise SystemExit(f"qmgr: {config.name} stopped: {failures[0]}")
     print(f"STOPPED name={config.name}", file=sys.stderr, flush=True)
+
+
+class ChannelJoin:
+    """Starts the node's cluster agent: from the start options (``--cluster``), or from its
+    CLUSRCVR and CLUSSDR channel definitions (at the DEFINE that completes them, or at start
+    when they are stored)."""
+
+    def __init__(self, runtime: NodeRuntime, listening: str) -> None:
+        self.rt = runtime
+        self.listening = listening
+        runtime.channels.join_problem = self.problem
+        runtime.channels.join = self.join
+
+    def _address(self) -> str:
+        """The address the node advertises: its CLUSRCVR's CONNAME, else where it listens."""
+        receiver = self.rt.channels.defs.receiver()
+        return receiver.conname if receiver is not None and receiver.conname else self.listening
+
+    def problem(self, cluster: str) -> str:
+        try:
+            channel_settings(self.rt.config, cluster, ())
+        except ConfigError as exc:
+            return f"this queue manager cannot join cluster {cluster}: {exc}"
+        return ""
+
+    async def start(self, settings: ClusterSettings, background: bool = False) -> None:
+        from cluster.records import WorkloadAttrs
+        from qmgr.node.cluster.agent import ClusterAgent
+
+        defs = self.rt.channels.defs
+        start_join = settings.join
+        if not settings.full_repository:
+            settings = replace(
+                settings, join=tuple(dict.fromkeys([*settings.join, *defs.join_addresses()]))
+            )
+        agent = ClusterAgent(self.rt, settings, self._address())
+        agent.start_join = start_join
+        receiver = defs.receiver()
+        if receiver is not None:
+            agent.clusrcvr = {
+                "CHANNEL": receiver.name,
+                "CONNAME": receiver.conname,
+                "DESCR": receiver.descr,
+            }
+            agent.workload = WorkloadAttrs().with_changes(receiver.workload)
+        self.rt.agent = agent
+        await agent.start(background)
+
+    async def join(self) -> None:
+        defs = self.rt.channels.defs
+        settings = channel_settings(self.rt.config, defs.cluster, ())  # joins: its CLUSSDRs
+        log.info(
+            "%s joins cluster %s through %s",
+            self.rt.config.name,
+            defs.cluster,
+            defs.join_addresses(),
+        )
+        try:
+            await self.start(settings, background=True)
+        except Exception:
+            log.exception("cannot join cluster %s", defs.cluster)
+            if self.rt.agent is not None:
+                await self.rt.agent.stop()
+            self.rt.agent = None
 
 
 def _users(config: NodeConfig) -> Users | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from qmgr.client import QueueManagerClient
+from qmgr.client.sync import Subscription
 from qmgr.security.files import generate_secret
 from qmgr.security.keys import member_secret
 from tests.integration.conftest import NodeProcess
@@ -41,6 +42,21 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
             return last
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def exactly_once(publisher: ClusterNode, sub: Subscription, topic: str, body: bytes) -> None:
+    """``body`` published on ``publisher`` arrives at ``sub`` once, then the marker published
+    after it: nothing more arrived (a late duplicate would come before the marker)."""
+    publisher.c.publish(topic, body)
+    publisher.c.publish(topic, b"marker:" + body)
+    got: list[bytes] = []
+
+    def marker_seen() -> bool:
+        got.extend(m.body for m in sub.receive_batch(timeout=0.5))
+        return b"marker:" + body in got
+
+    wait_for(f"marker after {body!r}", marker_seen)
+    assert got == [body, b"marker:" + body]
 
 
 class ClusterNode(NodeProcess):
@@ -174,6 +190,18 @@ class Cluster:
         else:
             node.env.pop("QMGR_CLUSTER_SECRET", None)
         return node
+
+    def bare(self, name: str) -> ClusterNode:
+        """A partial repository started with its member secret only (no ``--cluster`` nor
+        ``--join``): it joins with DEFINE CHANNEL. Not started yet."""
+        node = self._node(name, free_ports(1)[0], [])
+        self.nodes[name] = node
+        return node
+
+    def fr_address(self, name: str) -> str:
+        """The MQ CONNAME of a full repository's port: ``host(port)``."""
+        host, _, port = self[name].address.rpartition(":")
+        return f"{host}({port})"
 
     @staticmethod
     def _start_all(nodes: list[ClusterNode]) -> None:

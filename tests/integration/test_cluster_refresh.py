@@ -11,7 +11,11 @@ import pytest
 
 from qmgr.client import MQClientError
 from qmgr.client.sync import Subscription
-from tests.integration.cluster_nodes import Cluster, cluster_with_topics, wait_for
+from tests.integration.cluster_nodes import (
+    Cluster,
+    cluster_with_topics,
+    exactly_once,
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,17 +38,7 @@ def _proxy_count(cl: Cluster, host: str, origin: str, topic: str) -> int:
 
 
 def _exactly_once(cl: Cluster, sub: Subscription, topic: str, body: bytes) -> None:
-    """``body`` arrives once, then the marker published after it: nothing more arrived."""
-    cl["PUB1"].c.publish(topic, body)
-    cl["PUB1"].c.publish(topic, b"marker:" + body)
-    got: list[bytes] = []
-
-    def marker_seen() -> bool:
-        got.extend(m.body for m in sub.receive_batch(timeout=0.5))
-        return b"marker:" + body in got
-
-    wait_for(f"marker after {body!r}", marker_seen)
-    assert got == [body, b"marker:" + body]
+    exactly_once(cl["PUB1"], sub, topic, body)
 
 
 @pytest.mark.parametrize("repos", ["NO", "YES"])

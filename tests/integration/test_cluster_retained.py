@@ -23,7 +23,7 @@ import pytest
 
 from qmgr.client import MqscCommandError
 from qmgr.client.sync import Subscription
-from tests.integration.cluster_nodes import Cluster, cluster_with_topics
+from tests.integration.cluster_nodes import Cluster, cluster_with_topics, wait_for
 
 ROUTE = "qmgr.route"
 _markers = count()
@@ -42,6 +42,14 @@ def cl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 def retained_on(cl: Cluster, node: str, topic: str) -> bool:
     recs = cl[node].mqsc(f"DISPLAY TPSTATUS('{topic}') TYPE(TOPIC)")
     return bool(recs) and recs[0].get("RETAINED") == "YES"
+
+
+def unacknowledged(cl: Cluster, node: str, peer: str) -> int:
+    """Messages on ``node``'s transmission queue to ``peer`` (sent or not) not yet acknowledged."""
+    for rec in cl[node].mqsc("DISPLAY CHSTATUS(*)"):
+        if rec.get("CHLTYPE") == "CLUSSDR" and rec.get("RQMNAME") == peer:
+            return int(rec["XQMSGSA"]) + (rec.get("INDOUBT") == "YES")
+    return 0
 
 
 def publish_retained(cl: Cluster, topic: str, text: str, *, persistent: bool = False) -> None:
@@ -164,6 +172,10 @@ def test_the_subscriber_qmgrs_persistent_copy_survives_its_restart(cl: Cluster) 
     with cl["SUB2"].c.subscribe(topic) as sub:
         m = sub.receive(timeout=20)
         assert m is not None and m.text == "nickel"
+    # SUB2 acknowledges the channel batch once its copy is committed: only then is it its own
+    wait_for(
+        "HOSTA1's channel to SUB2 acknowledged", lambda: unacknowledged(cl, "HOSTA1", "SUB2") == 0
+    )
     node = cl["SUB2"]
     node.kill()
     node.start()

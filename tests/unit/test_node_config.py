@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from qmgr.node.config import ConfigError, TlsSettings, make_cluster_settings, make_config
+from qmgr.node.config import (
+    ConfigError,
+    TlsSettings,
+    channel_settings,
+    make_cluster_settings,
+    make_config,
+    start_credentials,
+)
 from qmgr.security.keys import member_secret, parse_secret, raft_password
 
 SECRET = "s3cret"
@@ -147,3 +154,22 @@ def test_a_malformed_secret_is_refused_with_the_reason(text: str) -> None:
         ConfigError, match="the cluster secret cannot be used: .*(member secret|empty)"
     ):
         make_cluster_settings("DEMO", password=text, **PR)  # type: ignore[arg-type]
+
+
+def test_without_cluster_the_secret_is_kept_for_a_join_by_channel_definitions() -> None:
+    secret, insecure = start_credentials(None, SECRET, False)
+    assert secret is not None and not insecure
+    config = make_config("PUB1", "127.0.0.1:0", None, secret=secret)
+    s = channel_settings(config, "DEMO", ("fr1:1414",))
+    assert (s.cluster, s.full_repository, s.join) == ("DEMO", False, ("fr1:1414",))
+    assert s.secret is secret
+    assert start_credentials("DEMO", SECRET, False) == (None, False)  # in the settings instead
+
+
+def test_a_join_by_channel_definitions_needs_a_secret_or_insecure() -> None:
+    with pytest.raises(ConfigError, match="member secret"):
+        channel_settings(make_config("PUB1", "127.0.0.1:0", None), "DEMO", ())
+    insecure = make_config("PUB1", "127.0.0.1:0", None, insecure=True)
+    assert channel_settings(insecure, "DEMO", ()).insecure
+    with pytest.raises(ConfigError, match="contradicts"):
+        start_credentials(None, SECRET, True)

@@ -8,9 +8,9 @@ reach the full repositories before the command answers.
   unavailable (no full repository reachable, or no Raft quorum) the command succeeds with a
   warning: the local object is kept, shown CLSTATE(PENDING), and sent in the background until
   the repository takes it (CLSTATE(INVALID) and an error in the log if it then refuses it).
-- DEFINE/ALTER CHANNEL(..) CHLTYPE(CLUSRCVR) sets this member's workload attributes (CLWLRANK,
-  CLWLPRTY, CLWLWGHT, NETPRTY), which MQ keeps on the cluster-receiver channel and publishes in
-  the member's CLUSQMGR record.
+- DEFINE/ALTER/DELETE CHANNEL CHLTYPE(CLUSRCVR|CLUSSDR): see ``chlcmds``; a CLUSRCVR's
+  workload attributes (CLWLRANK, CLWLPRTY, CLWLWGHT, NETPRTY) are published in the member's
+  CLUSQMGR record.
 - STOP / START CHANNEL(<cluster>.<member>) for the cluster-sender channel to a member.
 - SUSPEND / RESUME QMGR CLUSTER(..), REFRESH QMGR TYPE(PROXYSUB), RESET CLUSTER ACTION(FORCEREMOVE).
 - REFRESH CLUSTER(name) REPOS(NO|YES): on a partial repository the watched copy is rebuilt from a
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from cluster.local_defs import clroute_change
-from cluster.records import ChannelStatus
+from cluster.records import ChannelStatus, Member
 from cluster.repository import ApplyResult, Cmd, ErrorCode, RepoError
 from cluster.topics import TopicObject
 from qmgr.core.admin.execute import execute_command
@@ -99,7 +99,9 @@ class ClusterAdmin:
         if key in (("SUSPEND", "QMGR"), ("RESUME", "QMGR")):
             return await self._suspend(cmd, key[0] == "SUSPEND")
         if key in (("DEFINE", "CHANNEL"), ("ALTER", "CHANNEL")):
-            return await self._channel(cmd)
+            return await agent.rt.channels.define(cmd)
+        if key == ("DELETE", "CHANNEL"):
+            return agent.rt.channels.delete(cmd)
         if key in (("STOP", "CHANNEL"), ("START", "CHANNEL")):
             return await self._stop_start(cmd, key[0] == "STOP")
         if key == ("REFRESH", "QMGR"):
@@ -152,31 +154,6 @@ class ClusterAdmin:
                 "AMQ8559I" if suspend else "AMQ8560I",
                 f"{word} Queue Manager Cluster command accepted.",
             )
-        ]
-
-    async def _channel(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
-        agent = self.agent
-        if cmd.params.get("CHLTYPE") != "CLUSRCVR":
-            return False, _error(
-                "MQRCCF_CHANNEL_TYPE_ERROR", "only CLUSRCVR channels are defined here"
-            )
-        cluster = cmd.params.get("CLUSTER")
-        if cluster not in (None, agent.cluster):
-            return False, _error(
-                "MQRCCF_CLUSTER_NAME_ERROR", f"this queue manager is in cluster {agent.cluster}"
-            )
-        changes = {
-            k: int(v)
-            for k, v in cmd.params.items()
-            if k in ("CLWLRANK", "CLWLPRTY", "CLWLWGHT", "NETPRTY") and v is not None
-        }
-        attrs = {k: v or "" for k, v in cmd.params.items() if k in ("CONNAME", "DESCR")}
-        result = await agent.set_clusrcvr(cmd.name or "", changes, attrs)
-        if not result.ok:
-            return False, _rejected(result)
-        verb = "created" if cmd.verb == "DEFINE" else "changed"
-        return True, [
-            Record("AMQ8014I" if verb == "created" else "AMQ8016I", f"IBM MQ channel {verb}.")
         ]
 
     async def _stop_start(self, cmd: MqscCommand, stop: bool) -> tuple[bool, list[Record]]:
@@ -306,8 +283,23 @@ class ClusterAdmin:
         agent = self.agent
         pattern = cmd.name or "*"
         statuses = agent.channel_statuses()
+        defined = agent.rt.channels
+
+        def deftype(m: Member) -> str:
+            """CLUSRCVR for this queue manager; CLUSSDRB for a full repository reached through
+            a CLUSSDR defined here (and auto-defined too); CLUSSDRA otherwise."""
+            if m.name == agent.name:
+                return "CLUSRCVR"
+            if m.is_full_repository and defined.manual_sender(
+                m.address, channel_name(agent.cluster, m.name)
+            ):
+                return "CLUSSDRB"
+            return "CLUSSDRA"
+
         out = []
+        known: set[str] = set()
         for m in agent.repository.members():
+            known |= {m.address, channel_name(agent.cluster, m.name)}
             if not name_matches(pattern, m.name):
                 continue
             me = m.name == agent.name
@@ -323,7 +315,7 @@ class ClusterAdmin:
                 ("CLWLRANK", str(m.workload.clwlrank)),
                 ("CLWLWGHT", str(m.workload.clwlwght)),
                 ("CONNAME", m.address),
-                ("DEFTYPE", "CLUSRCVR" if me else "CLUSSDRA"),
+                ("DEFTYPE", deftype(m)),
                 ("NETPRTY", str(m.workload.netprty)),
                 ("QMID", m.qmid),
                 ("QMTYPE", m.role.value),
@@ -340,6 +332,7 @@ class ClusterAdmin:
                     select(attrs, 1, summary, show_all),
                 )
             )
+        out += defined.pending(known, pattern, ChannelStatus.RETRYING.value)
         if not out and not pattern.endswith("*"):
             raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"cluster queue manager {pattern} not found")
         return out
@@ -390,26 +383,7 @@ class ClusterAdmin:
         return out
 
     def display_channel(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
-        agent = self.agent
-        name = agent.clusrcvr.get("CHANNEL") or channel_name(agent.cluster, agent.name)
-        pattern = cmd.name or "*"
-        if not name_matches(pattern, name):
-            if pattern.endswith("*"):
-                return []
-            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"channel {pattern} not found")
-        w = agent.workload
-        attrs = [
-            ("CHANNEL", name),
-            ("CHLTYPE", "CLUSRCVR"),
-            ("CLUSTER", agent.cluster),
-            ("CONNAME", agent.clusrcvr.get("CONNAME") or agent.address),
-            ("CLWLPRTY", str(w.clwlprty)),
-            ("CLWLRANK", str(w.clwlrank)),
-            ("CLWLWGHT", str(w.clwlwght)),
-            ("NETPRTY", str(w.netprty)),
-            ("DESCR", agent.clusrcvr.get("DESCR", "")),
-        ]
-        return [Record("AMQ8414I", "Display Channel details.", attrs)]
+        return self.agent.rt.channels.display(cmd)
 
     def display_tcluster(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
         agent = self.agent

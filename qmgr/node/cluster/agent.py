@@ -33,6 +33,7 @@ import json
 import logging
 import time
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cluster.channel import LEGACY, ChannelReceiver, InboundState, Verdict, legacy_qmid
@@ -85,6 +86,7 @@ VIEW_KEY = "cluster.view"
 REFRESH_WAIT = 5.0  # REFRESH CLUSTER answers once the new snapshot is in, or after this long
 RETRY_MIN = 0.5  # pending definitions are sent again after this long, doubling up to RETRY_MAX
 RETRY_MAX = 5.0
+BACKGROUND_WAIT = 3.0  # a join from channel definitions waits this long before going on
 
 
 def _tls_material(tls: TlsSettings | None) -> tuple[bytes, bytes, bytes | None] | None:
@@ -182,6 +184,7 @@ class ClusterAgent:
         self._reconciling = asyncio.Lock()
         self._retry_wake = asyncio.Event()
         self._retry_task: asyncio.Task[None] | None = None
+        self.start_join = settings.join
         self.admin = ClusterAdmin(self)
 
     # ------------------------------------------------------------------ start / stop
@@ -196,7 +199,10 @@ class ClusterAgent:
             at=int(time.time() * 1000),
         )
 
-    async def start(self) -> None:
+    async def start(self, background: bool = False) -> None:
+        """Join the cluster and start the channels. ``background`` (a join made with DEFINE
+        CHANNEL, or rejoining from those definitions after a restart): when no full repository
+        answers in time the node goes on without waiting, and joins when one does."""
         qm = self.qm
         self.channels.load_stopped(self.rt.loaded_objects.get(STOPPED_KIND, {}))
         self._apply_topology()
@@ -206,7 +212,15 @@ class ClusterAgent:
         by_peer: dict[str, list[Item]] = {}
         for queue, msg in self.rt.restored_xmit:
             by_peer.setdefault(queue[len(XMITQ_PREFIX) :], []).append(item_from_stored(msg))
-        await self.link.start(self.join_command(), self.settings.join_timeout)
+        try:
+            wait = self.settings.join_timeout
+            await self.link.start(
+                self.join_command(), min(wait, BACKGROUND_WAIT) if background else wait
+            )
+        except RuntimeError as exc:
+            if not background:
+                raise
+            log.warning("joining cluster %s in the background: %s", self.cluster, exc)
         self._started = True
         self._repository_changed([])
         marks = self.rt.loaded_objects.get(SENT_KIND, {})
@@ -217,6 +231,22 @@ class ClusterAgent:
             self.channels.start_channel(peer)
         self._retry_task = asyncio.get_running_loop().create_task(self._retry_pending())
         self._retry_wake.set()  # definitions made while the node was down, if any
+
+    def joined(self) -> tuple[bool, str]:
+        """Whether a full repository has answered this node, and the last refusal if any."""
+        if isinstance(self.link, WatchLink):
+            return self.link.synced.is_set(), self.link.reason
+        return True, ""
+
+    def set_join_addresses(self, defined: tuple[str, ...]) -> None:
+        """The full repositories to join through: ``--join`` and the CLUSSDR channels defined
+        (kept as they were if that leaves none and no full repository is known)."""
+        join = tuple(dict.fromkeys([*self.start_join, *defined]))
+        if not join and not self.repository.full_repositories():
+            return
+        self.settings = replace(self.settings, join=join)
+        if isinstance(self.link, WatchLink):
+            self.link.settings = self.settings
 
     async def stop(self) -> None:
         if self._retry_task is not None:
