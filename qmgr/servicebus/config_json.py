@@ -29,11 +29,13 @@ a create-only property changed, a quota) changes nothing.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from qmgr.core.clock import ManualClock
 from qmgr.filters import CorrelationFilter, FilterSyntaxError, compile_action, compile_filter
 from qmgr.servicebus.entities import (
     FilterType,
@@ -42,14 +44,19 @@ from qmgr.servicebus.entities import (
     SubscriptionProperties,
     TopicProperties,
 )
-from qmgr.servicebus.errors import ServiceBusError, bad
+from qmgr.servicebus.errors import Code, ServiceBusError, bad
 from qmgr.servicebus.names import (
     DEFAULT_RULE,
+    SUBSCRIPTIONS,
     check_entity_name,
     check_rule_name,
     check_subscription_name,
     key,
 )
+from qmgr.servicebus.namespace import Namespace, RuleInfo
+
+_P = TypeVar("_P", QueueProperties, TopicProperties, SubscriptionProperties)
+_T = TypeVar("_T")
 
 DEFAULT_NAMESPACE = "sbemulatorns"
 LOGGING_TYPES = ("File", "Console", "File,Console", "Console,File")
@@ -297,6 +304,263 @@ def _check_forwarding(
             raise bad(f"the entity forwards to itself ({target!r})", where=path)
 
 
+# ---------------------------------------------------------------------- applying
+
+_FORWARDING = ("forward_to", "forward_dead_lettered_to")
+_FALSE_SQL = RuleProperties(FilterType.SQL, sql="1=0")
+
+
+def apply(namespace: Namespace, config: Config) -> list[str]:
+    """Make ``namespace`` hold what ``config`` defines (create what is missing, update what
+    differs, leave the rest); returns one line per change, empty when nothing changed.
+
+    The file is first applied to a copy of the namespace's definitions: if the namespace
+    refuses any of it, the error (with the JSON path) is raised and nothing is changed."""
+    scratch = Namespace(namespace.name, clock=ManualClock(), limits=namespace.limits)
+    _Applier(scratch, _definitions(namespace)).run()
+    _Applier(scratch, config.namespace).run()
+    return _Applier(namespace, config.namespace).run()
+
+
+class _Applier:
+    """One pass of ``apply``: entities in the file's order, forwarding set as soon as its
+    destination exists (a destination defined later in the file is set at the end)."""
+
+    def __init__(self, namespace: Namespace, spec: NamespaceDef) -> None:
+        self.ns = namespace
+        self.spec = spec
+        self.changes: list[str] = []
+        self.later: list[Callable[[], None]] = []
+
+    def run(self) -> list[str]:
+        for queue in self.spec.queues:
+            self._queue(queue)
+        for topic in self.spec.topics:
+            self._topic(topic)
+        for step in self.later:
+            step()
+        return self.changes
+
+    def _exists(self, name: str | None) -> bool:
+        if not name:
+            return True
+        found = _get(lambda: self.ns.get_queue(name)) or _get(lambda: self.ns.get_topic(name))
+        return found is not None
+
+    def _split(self, wanted: _P, current: _P | None) -> tuple[_P, bool]:
+        """``wanted`` with a forwarding destination that does not exist yet replaced by the
+        current value; True when something was held back for later."""
+        held: dict[str, Any] = {
+            attr: getattr(current, attr) if current is not None else None
+            for attr in _FORWARDING
+            if not self._exists(getattr(wanted, attr))
+        }
+        return replace(wanted, **held), bool(held)
+
+    def _queue(self, spec: QueueDef) -> None:
+        what = f"queue '{spec.name}'"
+        current = _get(lambda: self.ns.get_queue(spec.name))
+        wanted = _wanted(spec.properties, spec.raw, current, spec.where)
+        now, held = self._split(wanted, current.properties if current else None)
+        if current is None:
+            self._do(spec.where, lambda: self.ns.create_queue(spec.name, now))
+            self.changes.append(f"created {what}")
+        elif _differs(current.properties, now):
+            self._do(spec.where, lambda: self.ns.update_queue(current.name, now))
+            self.changes.append(f"updated {what}: {_diff(current.properties, now)}")
+        if held:
+            self.later.append(
+                lambda: self._forward(
+                    what, spec.where, now, wanted, self.ns.update_queue, spec.name
+                )
+            )
+
+    def _topic(self, spec: TopicDef) -> None:
+        what = f"topic '{spec.name}'"
+        current = _get(lambda: self.ns.get_topic(spec.name))
+        wanted = _wanted(spec.properties, spec.raw, current, spec.where)
+        if current is None:
+            self._do(spec.where, lambda: self.ns.create_topic(spec.name, wanted))
+            self.changes.append(f"created {what}")
+            name = spec.name
+        else:
+            name = current.name
+            if _differs(current.properties, wanted):
+                self._do(spec.where, lambda: self.ns.update_topic(name, wanted))
+                self.changes.append(f"updated {what}: {_diff(current.properties, wanted)}")
+        for sub in spec.subscriptions:
+            self._subscription(name, sub)
+
+    def _subscription(self, topic: str, spec: SubscriptionDef) -> None:
+        what = f"subscription '{topic}/{SUBSCRIPTIONS}/{spec.name}'"
+        current = _get(lambda: self.ns.get_subscription(topic, spec.name))
+        wanted = _wanted(spec.properties, spec.raw, current, spec.where)
+        now, held = self._split(wanted, current.properties if current else None)
+        rules = list(spec.rules or ())
+        if current is None:
+            first = (rules[0].name, rules[0].rule) if rules else None
+            rule_where = f"{rules[0].where}.Properties" if rules else None
+            self._do(
+                spec.where,
+                lambda: self.ns.create_subscription(topic, spec.name, now, first),
+                rule_where,
+            )
+            self.changes.append(f"created {what}" + (f" with rule '{first[0]}'" if first else ""))
+            rules = rules[1:]
+            name = spec.name
+        else:
+            name = current.name
+            if _differs(current.properties, now):
+                self._do(spec.where, lambda: self.ns.update_subscription(topic, name, now))
+                self.changes.append(f"updated {what}: {_diff(current.properties, now)}")
+        if held:
+
+            def update(sub: str, props: SubscriptionProperties) -> object:
+                return self.ns.update_subscription(topic, sub, props)
+
+            self.later.append(lambda: self._forward(what, spec.where, now, wanted, update, name))
+        existing = {key(r.name): r for r in self.ns.list_rules(topic, name)}
+        for rule in rules:
+            self._rule(topic, name, rule, existing.get(key(rule.name)))
+
+    def _rule(self, topic: str, sub: str, spec: RuleDef, current: RuleInfo | None) -> None:
+        what = f"rule '{spec.name}' of '{topic}/{SUBSCRIPTIONS}/{sub}'"
+        where = f"{spec.where}.Properties"
+        if current is None:
+            call = lambda: self.ns.create_rule(topic, sub, spec.name, spec.rule)  # noqa: E731
+            self._do(spec.where, call, where)
+            self.changes.append(f"created {what}")
+        elif _canonical(current.properties) != _canonical(spec.rule):
+            name = current.name
+            self._do(spec.where, lambda: self.ns.update_rule(topic, sub, name, spec.rule), where)
+            self.changes.append(f"updated {what}")
+
+    def _forward(
+        self,
+        what: str,
+        where: str,
+        now: _P,
+        wanted: _P,
+        update: Callable[[str, Any], object],
+        name: str,
+    ) -> None:
+        if _differs(now, wanted):
+            self._do(where, lambda: update(name, wanted))
+            self.changes.append(f"updated {what}: {_diff(now, wanted)}")
+
+    @staticmethod
+    def _do(where: str, call: Callable[[], object], rule_where: str | None = None) -> None:
+        """Run one namespace call; its error gets the JSON path of what caused it: the
+        property it names, else the rule (``rule_where``) or the entity."""
+        try:
+            call()
+        except ServiceBusError as exc:
+            if exc.where.startswith("rule ") and rule_where is not None:
+                path = rule_where
+            elif exc.where and " " not in exc.where:
+                path = f"{where}.Properties.{exc.where}"
+            else:
+                path = where
+            raise ServiceBusError(exc.code, exc.text, where=path, position=exc.position) from None
+
+
+def _get(call: Callable[[], _T]) -> _T | None:
+    """What ``call`` returns, or None if the entity does not exist."""
+    try:
+        return call()
+    except ServiceBusError as exc:
+        if exc.code is Code.ENTITY_NOT_FOUND:
+            return None
+        raise
+
+
+def _wanted(props: _P, raw: Mapping[str, Any], current: Any, where: str) -> _P:
+    """A new entity gets the file's properties (defaults for the rest); an existing one keeps
+    what the file does not name, and a create-only property that differs is an error."""
+    if current is None:
+        return props
+    changed: _P = current.properties.with_changes(raw, f"{where}.Properties")
+    return changed
+
+
+def _normal(props: Any) -> Any:
+    """As the namespace stores it: a forwarding source never auto-deletes."""
+    if getattr(props, "forward_to", None):
+        return replace(props, auto_delete_on_idle=math.inf)
+    return props
+
+
+def _differs(old: Any, new: Any) -> bool:
+    return bool(_normal(old) != _normal(new))
+
+
+def _diff(old: Any, new: Any) -> str:
+    before, after = _normal(old).to_dict(), _normal(new).to_dict()
+    names = [n for n in {**before, **after} if before.get(n) != after.get(n)]
+    return ", ".join(f"{n} {before.get(n)!r} -> {after.get(n)!r}" for n in names)
+
+
+def _canonical(rule: RuleProperties) -> RuleProperties:
+    """True and false filters compare equal to their SQL texts ``1=1`` and ``1=0``."""
+    text = {FilterType.TRUE: "1=1", FilterType.FALSE: "1=0"}.get(rule.filter_type)
+    if text is None and rule.filter_type is FilterType.SQL and rule.sql is not None:
+        text = rule.sql
+        squeezed = "".join(text.split())
+        text = squeezed if squeezed in ("1=1", "1=0") else text
+        return replace(rule, sql=text)
+    if text is not None:
+        return replace(rule, filter_type=FilterType.SQL, sql=text)
+    return rule
+
+
+# ---------------------------------------------------------------------- exporting
+
+
+def _definitions(namespace: Namespace) -> NamespaceDef:
+    """The namespace's definitions, as if read from a file (every property given)."""
+    queues = tuple(
+        QueueDef(q.name, q.properties, raw=q.properties.to_dict()) for q in namespace.list_queues()
+    )
+    topics = []
+    for t in namespace.list_topics():
+        subs = []
+        for s in namespace.list_subscriptions(t.name):
+            rules = tuple(
+                RuleDef(r.name, r.properties) for r in namespace.list_rules(t.name, s.name)
+            )
+            if not rules:
+                rules = (RuleDef(DEFAULT_RULE, _FALSE_SQL),)  # no rule: receives nothing
+            subs.append(SubscriptionDef(s.name, s.properties, rules, raw=s.properties.to_dict()))
+        topics.append(TopicDef(t.name, t.properties, tuple(subs), raw=t.properties.to_dict()))
+    return NamespaceDef(namespace.name, queues, tuple(topics))
+
+
+def export(namespace: Namespace, *, logging: str = "Console") -> dict[str, Any]:
+    """The namespace's queues, topics, subscriptions and rules as a Config.json document.
+
+    Every property is written (durations ISO 8601); a subscription whose only rule is the
+    ``$Default`` true filter is written without ``Rules``, as the emulator's sample does."""
+    spec = _definitions(namespace)
+    topics = []
+    for t in spec.topics:
+        subs = []
+        for s in t.subscriptions:
+            sub: dict[str, Any] = {"Name": s.name, "Properties": s.properties.to_dict()}
+            rules = s.rules or ()
+            only_default = (
+                len(rules) == 1
+                and key(rules[0].name) == key(DEFAULT_RULE)
+                and _canonical(rules[0].rule) == _canonical(RuleProperties())
+            )
+            if not only_default:
+                sub["Rules"] = [{"Name": r.name, "Properties": r.rule.to_dict()} for r in rules]
+            subs.append(sub)
+        topics.append({"Name": t.name, "Properties": t.properties.to_dict(), "Subscriptions": subs})
+    queues = [{"Name": q.name, "Properties": q.properties.to_dict()} for q in spec.queues]
+    ns = {"Name": spec.name, "Queues": queues, "Topics": topics}
+    return {"UserConfig": {"Namespaces": [ns], "Logging": {"Type": logging}}}
+
+
 # ---------------------------------------------------------------------- JSON helpers
 
 
@@ -368,9 +632,6 @@ def _unique(seen: dict[str, str], name: str, where: str, what: str) -> None:
     seen[key(name)] = where
 
 
-_P = TypeVar("_P", QueueProperties, TopicProperties, SubscriptionProperties)
-
-
 def _props(cls: type[_P], data: Any, where: str) -> tuple[_P, dict[str, Any]]:
     if data is None:
         return cls(), {}
@@ -399,7 +660,9 @@ __all__ = [
     "RuleDef",
     "SubscriptionDef",
     "TopicDef",
+    "apply",
     "check_rule",
+    "export",
     "loads",
     "parse",
 ]

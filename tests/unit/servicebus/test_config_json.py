@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from qmgr.core.clock import ManualClock
 from qmgr.servicebus import config_json
-from qmgr.servicebus.entities import FilterType, Status
+from qmgr.servicebus.entities import FilterType, QueueProperties, RuleProperties, Status
 from qmgr.servicebus.errors import Code, ServiceBusError
+from qmgr.servicebus.namespace import Namespace, NamespaceLimits
 
 # The sample Config.json the emulator ships with (ServiceBus-Emulator/Config/Config.json).
 EMULATOR_SAMPLE = """
@@ -553,3 +555,242 @@ def test_status_property_is_accepted() -> None:
     data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["Status"] = "SendDisabled"
     config = config_json.parse(data)
     assert config.namespace.queues[0].properties.status is Status.SEND_DISABLED
+
+
+# ---------------------------------------------------------------------- applying
+
+
+def namespace(**limits: int) -> Namespace:
+    return Namespace(clock=ManualClock(), limits=NamespaceLimits(**limits))
+
+
+def definitions(ns: Namespace) -> dict[str, Any]:
+    """Everything the namespace defines, for before/after comparisons."""
+    out: dict[str, Any] = {}
+    for q in ns.list_queues():
+        out[q.name] = q.properties
+    for t in ns.list_topics():
+        out[t.name] = t.properties
+        for s in ns.list_subscriptions(t.name):
+            out[f"{t.name}/{s.name}"] = s.properties
+            for r in ns.list_rules(t.name, s.name):
+                out[f"{t.name}/{s.name}/{r.name}"] = r.properties
+    return out
+
+
+def apply_failure(ns: Namespace, data: Any, code: Code = Code.BAD_ARGUMENT) -> ServiceBusError:
+    before = definitions(ns)
+    with pytest.raises(ServiceBusError) as info:
+        config_json.apply(ns, config_json.parse(data))
+    assert info.value.code is code
+    assert definitions(ns) == before  # nothing changed
+    return info.value
+
+
+def test_apply_emulator_sample_creates_what_it_defines() -> None:
+    ns = namespace()
+    changes = config_json.apply(ns, config_json.loads(EMULATOR_SAMPLE))
+    assert changes[0] == "created queue 'queue.1'"
+    assert len(changes) == 6
+    queue = ns.get_queue("queue.1").properties
+    assert (queue.max_delivery_count, queue.lock_duration) == (3, 60.0)
+    assert queue.default_message_ttl == 3600.0
+    assert ns.get_topic("topic.1").properties.duplicate_detection_window == 20.0
+    assert [s.name for s in ns.list_subscriptions("topic.1")] == [
+        "subscription.1",
+        "subscription.2",
+        "subscription.3",
+        "subscription.4",
+    ]
+    # A subscription defined with rules has those rules instead of $Default ...
+    (rule,) = ns.list_rules("topic.1", "subscription.1")
+    assert rule.name == "app-prop-filter-1"
+    assert rule.properties.filter_type is FilterType.CORRELATION
+    assert rule.properties.correlation["ReplyToSessionId"] == "sessionId"
+    (sql,) = ns.list_rules("topic.1", "subscription.4")
+    assert sql.properties.action == "SET sys.To = 'Entity'"
+    # ... and one without gets $Default, the true filter.
+    (default,) = ns.list_rules("topic.1", "subscription.3")
+    assert default.name == "$Default"
+    assert default.properties.filter_type is FilterType.TRUE
+
+
+def test_applying_the_same_file_again_changes_nothing() -> None:
+    ns = namespace()
+    config = config_json.loads(EMULATOR_SAMPLE)
+    config_json.apply(ns, config)
+    updated = {q.name: q.updated_at for q in ns.list_queues()}
+    ns.clock.advance(60)  # type: ignore[attr-defined]
+    assert config_json.apply(ns, config) == []
+    assert {q.name: q.updated_at for q in ns.list_queues()} == updated
+
+
+def test_apply_updates_what_differs_and_keeps_what_the_file_does_not_name() -> None:
+    ns = namespace()
+    ns.create_queue(
+        "queue.1", QueueProperties(max_delivery_count=5, user_metadata="kept", lock_duration=30)
+    )
+    changes = config_json.apply(ns, config_json.loads(EMULATOR_SAMPLE))
+    assert changes[0].startswith("updated queue 'queue.1': ")
+    assert "MaxDeliveryCount 5 -> 3" in changes[0]
+    queue = ns.get_queue("queue.1").properties
+    assert queue.max_delivery_count == 3
+    assert queue.lock_duration == 60.0
+    assert queue.user_metadata == "kept"  # not in the file: left as it was
+
+
+def test_apply_leaves_entities_and_rules_the_file_does_not_name() -> None:
+    ns = namespace()
+    ns.create_queue("other")
+    config = config_json.parse(nsb_forwarding_topology())
+    config_json.apply(ns, config)
+    # An endpoint subscribes to one more event at run time.
+    extra = RuleProperties(FilterType.SQL, sql="[NServiceBus.EnclosedMessageTypes] LIKE '%X%'")
+    ns.create_rule("bundle-1", "Billing", "X", extra)
+    assert config_json.apply(ns, config) == []
+    assert ns.get_rule("bundle-1", "Billing", "X").properties == extra
+    assert ns.get_queue("other").name == "other"
+
+
+def test_apply_updates_a_rule_whose_filter_changed() -> None:
+    ns = namespace()
+    config_json.apply(ns, config_json.loads(EMULATOR_SAMPLE))
+    data = sample()
+    rule = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"][3]["Rules"][0]
+    rule["Properties"]["SqlFilter"]["SqlExpression"] = "userProp1 = 'value2'"
+    changes = config_json.apply(ns, config_json.parse(data))
+    assert changes == ["updated rule 'sql-filter-1' of 'topic.1/Subscriptions/subscription.4'"]
+    assert ns.get_rule("topic.1", "subscription.4", "sql-filter-1").properties.sql == (
+        "userProp1 = 'value2'"
+    )
+
+
+def test_nservicebus_forwarding_topology_applies() -> None:
+    ns = namespace()
+    config_json.apply(ns, config_json.parse(nsb_forwarding_topology()))
+    shipping = ns.get_subscription("bundle-1", "Shipping").properties
+    assert shipping.forward_to == "Shipping"
+    assert shipping.max_delivery_count == 2**31 - 1
+    assert shipping.user_metadata == "Shipping"
+    rules = {r.name: r.properties for r in ns.list_rules("bundle-1", "Shipping")}
+    assert set(rules) == {"$default", "Sales.OrderAccepted", "Billing.IOrderBilled"}
+    assert rules["$default"].sql == "1=0"
+
+
+def test_forwarding_to_an_entity_defined_later_in_the_file() -> None:
+    ns = namespace()
+    data = {
+        "UserConfig": {
+            "Namespaces": [
+                {
+                    "Name": "ns1",
+                    "Queues": [
+                        {"Name": "first", "Properties": {"ForwardTo": "events"}},
+                        {"Name": "dead", "Properties": {"ForwardDeadLetteredMessagesTo": "last"}},
+                        {"Name": "last"},
+                    ],
+                    "Topics": [{"Name": "events"}],
+                }
+            ]
+        }
+    }
+    changes = config_json.apply(ns, config_json.parse(data))
+    assert ns.get_queue("first").properties.forward_to == "events"
+    assert ns.get_queue("dead").properties.forward_dead_lettered_to == "last"
+    assert "updated queue 'first': ForwardTo None -> 'events'" in changes
+    assert config_json.apply(ns, config_json.parse(data)) == []
+
+
+def test_forwarding_to_an_entity_the_namespace_already_has() -> None:
+    ns = namespace()
+    ns.create_queue("existing")
+    data = sample()
+    data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["ForwardTo"] = "existing"
+    config_json.apply(ns, config_json.parse(data))
+    assert ns.get_queue("queue.1").properties.forward_to == "existing"
+
+
+def test_forwarding_to_a_missing_entity_fails_with_its_path_and_changes_nothing() -> None:
+    ns = namespace()
+    data = sample()
+    subs = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"]
+    subs[2]["Properties"]["ForwardTo"] = "nowhere"
+    exc = apply_failure(ns, data)
+    assert exc.where == f"{NS}.Topics[0].Subscriptions[2].Properties.ForwardTo"
+    assert "nowhere" in exc.text and "does not exist" in exc.text
+    assert ns.list_queues() == [] and ns.list_topics() == []
+
+
+def test_changing_a_create_only_property_fails_and_changes_nothing() -> None:
+    ns = namespace()
+    ns.create_queue("queue.1")
+    data = sample()
+    data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["RequiresSession"] = True
+    exc = apply_failure(ns, data)
+    assert exc.where == f"{NS}.Queues[0].Properties.RequiresSession"
+    assert "only be set when the entity is created" in exc.text
+    assert ns.list_topics() == []  # topic.1, later in the file, was not created either
+
+
+def test_subscription_quota_fails_with_the_path_and_changes_nothing() -> None:
+    ns = namespace(max_subscriptions_per_topic=3)
+    exc = apply_failure(ns, sample(), Code.QUOTA_EXCEEDED)
+    assert exc.where == f"{NS}.Topics[0].Subscriptions[3]"
+    assert ns.list_queues() == []
+
+
+def test_sql_rule_quota_names_the_rule() -> None:
+    ns = namespace(max_sql_rules_per_topic=2)
+    data = nsb_forwarding_topology()
+    exc = apply_failure(ns, data, Code.QUOTA_EXCEEDED)
+    assert exc.where.startswith(f"{NS}.Topics[0].Subscriptions[")
+    assert ".Rules[" in exc.where
+
+
+# ---------------------------------------------------------------------- exporting
+
+
+def test_export_round_trips() -> None:
+    ns = namespace()
+    config_json.apply(ns, config_json.loads(EMULATOR_SAMPLE))
+    config_json.apply(ns, config_json.parse(nsb_forwarding_topology()))
+    ns.update_queue("Billing", QueueProperties(status=Status.SEND_DISABLED, user_metadata="m"))
+    exported = config_json.export(ns)
+    text = json.dumps(exported)
+    copy_ns = namespace()
+    config_json.apply(copy_ns, config_json.loads(text))
+    assert definitions(copy_ns) == definitions(ns)
+    assert config_json.export(copy_ns) == exported
+    assert config_json.apply(ns, config_json.loads(text)) == []
+
+
+def test_export_writes_the_emulator_shape() -> None:
+    ns = namespace()
+    config_json.apply(ns, config_json.loads(EMULATOR_SAMPLE))
+    ns.create_subscription("topic.1", "none")
+    ns.delete_rule("topic.1", "none", "$Default")  # a subscription with no rule gets nothing
+    out = config_json.export(ns)
+    (space,) = out["UserConfig"]["Namespaces"]
+    assert space["Name"] == "sbemulatorns"
+    assert out["UserConfig"]["Logging"] == {"Type": "Console"}
+    queue = space["Queues"][0]
+    assert queue["Properties"]["LockDuration"] == "PT1M"
+    assert queue["Properties"]["DefaultMessageTimeToLive"] == "PT1H"
+    subs = {s["Name"]: s for s in space["Topics"][0]["Subscriptions"]}
+    assert "Rules" not in subs["subscription.3"]  # only $Default: written as the sample does
+    assert subs["subscription.4"]["Rules"] == [
+        {
+            "Name": "sql-filter-1",
+            "Properties": {
+                "FilterType": "Sql",
+                "SqlFilter": {"SqlExpression": "sys.MessageId = '123456' AND userProp1 = 'value1'"},
+                "Action": {"SqlExpression": "SET sys.To = 'Entity'"},
+            },
+        }
+    ]
+    assert subs["none"]["Rules"] == [
+        {
+            "Name": "$Default",
+            "Properties": {"FilterType": "Sql", "SqlFilter": {"SqlExpression": "1=0"}},
+        }
+    ]
