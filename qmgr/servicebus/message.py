@@ -73,7 +73,18 @@ class SbJournal(Protocol):
     commits them in groups (an operation is acknowledged once its changes are committed).
 
     ``entity`` is the path of the queue, subscription or ``.../$DeadLetterQueue`` holding the
-    message."""
+    message (a topic's path for its scheduled messages, which fan out when due).
+
+    - ``entity_saved(path, data)``: ``data["kind"]`` is ``queue``, ``topic``, ``subscription``
+      or ``rule`` (rules have the path ``<topic>/Subscriptions/<sub>/Rules/<rule>``); saving
+      an existing path replaces it. Give the same ``(path, data)`` back to
+      ``Namespace.restore_entity``.
+    - ``entity_deleted(path)`` removes the entity **and everything under the path**: a
+      topic's subscriptions and rules, a subscription's rules, and the messages and session
+      states of the entity and its dead-letter sub-queue.
+    - ``value_saved(key, value)``: small namespace values (sequence counters, duplicate
+      detection history); an empty ``value`` deletes the key.
+    """
 
     def entity_saved(self, path: str, data: dict[str, Any]) -> None: ...
     def entity_deleted(self, path: str) -> None: ...
