@@ -119,6 +119,9 @@ class SbCounts:
     transfer_dead_letter: int = 0
     size_bytes: int = 0
     subscription_count: int = 0  # topics
+    deferred: int = 0
+    message_count: int = 0  # every message held: active, deferred, scheduled, dead-lettered
+    rule_count: int = 0  # subscriptions
 
 
 @dataclass
@@ -154,9 +157,12 @@ class SbEntityInfo:
             out["subscription"] = self.subscription
         out["properties"] = self.properties
         if self.kind != "rule":
-            out["counts"] = vars(self.counts).copy()
+            counts = vars(self.counts).copy()
             if self.kind != "topic":
-                del out["counts"]["subscription_count"]
+                del counts["subscription_count"]
+            if self.kind != "subscription":
+                del counts["rule_count"]
+            out["counts"] = counts
             out["createdAt"] = self.created_at
             out["updatedAt"] = self.updated_at
             out["accessedAt"] = self.accessed_at

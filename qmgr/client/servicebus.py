@@ -215,8 +215,8 @@ class ServiceBusAdmin:
     # -- messages ---------------------------------------------------------------------------
 
     def send(self, path: str, messages: Sequence[SbMessage | bytes | str]) -> list[int]:
-        """Send to a queue or topic; acknowledged once the messages are committed. Returns
-        the sequence numbers of scheduled messages (``scheduled_enqueue_time``)."""
+        """Send to a queue or topic (the whole batch is checked first); acknowledged once the
+        messages are committed. Returns the sequence numbers the namespace reports."""
         request = pb.SbSendRequest(path=path)
         for m in messages:
             if isinstance(m, str):

@@ -11,7 +11,7 @@ Tables:
   (active, deferred and scheduled), keyed by entity path and sequence number;
 - ``sb_sessions``: session state, by entity path and session id;
 - ``sb_values``: what else the namespace keeps (sequence counters, duplicate-detection
-  history...), by key.
+  history...), by key; saving an empty value deletes the key.
 
 Paths compare case-insensitively, as Service Bus names do. Deleting an entity deletes what
 hangs off it: a topic's subscriptions, a subscription's rules, the messages and session state
@@ -54,6 +54,7 @@ SB_SQL = {
     "sb_state": "INSERT OR REPLACE INTO sb_sessions (entity, session_id, state) VALUES (?,?,?)",
     "sb_unstate": "DELETE FROM sb_sessions WHERE entity = ? AND session_id = ?",
     "sb_value": "INSERT OR REPLACE INTO sb_values (key, value) VALUES (?,?)",
+    "sb_unvalue": "DELETE FROM sb_values WHERE key = ?",
 }
 
 _DLQ = "$deadletterqueue"
@@ -142,4 +143,8 @@ class SbStoreJournal:
             self._store.append("sb_state", (entity, session_id, state))
 
     def value_saved(self, key: str, value: str) -> None:
-        self._store.append("sb_value", (key, value))
+        """An empty ``value`` deletes ``key``."""
+        if value:
+            self._store.append("sb_value", (key, value))
+        else:
+            self._store.append("sb_unvalue", (key,))

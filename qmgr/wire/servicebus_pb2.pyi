@@ -169,6 +169,10 @@ Global___SbEntityRequest: _TypeAlias = SbEntityRequest  # noqa: Y015
 
 @_typing.final
 class SbCounts(_message.Message):
+    """Service Bus's CountDetails, the total and size; a topic's subscription count, a
+    subscription's rule count.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ACTIVE_FIELD_NUMBER: _builtins.int
@@ -178,6 +182,9 @@ class SbCounts(_message.Message):
     TRANSFER_DEAD_LETTER_FIELD_NUMBER: _builtins.int
     SIZE_BYTES_FIELD_NUMBER: _builtins.int
     SUBSCRIPTION_COUNT_FIELD_NUMBER: _builtins.int
+    DEFERRED_FIELD_NUMBER: _builtins.int
+    MESSAGE_COUNT_FIELD_NUMBER: _builtins.int
+    RULE_COUNT_FIELD_NUMBER: _builtins.int
     active: _builtins.int
     dead_lettered: _builtins.int
     scheduled: _builtins.int
@@ -185,7 +192,10 @@ class SbCounts(_message.Message):
     transfer_dead_letter: _builtins.int
     size_bytes: _builtins.int
     subscription_count: _builtins.int
-    """topics"""
+    deferred: _builtins.int
+    message_count: _builtins.int
+    """every message held: active, deferred, scheduled, dead-lettered"""
+    rule_count: _builtins.int
     def __init__(
         self,
         *,
@@ -196,10 +206,13 @@ class SbCounts(_message.Message):
         transfer_dead_letter: _builtins.int = ...,
         size_bytes: _builtins.int = ...,
         subscription_count: _builtins.int = ...,
+        deferred: _builtins.int = ...,
+        message_count: _builtins.int = ...,
+        rule_count: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["active", b"active", "dead_lettered", b"dead_lettered", "scheduled", b"scheduled", "size_bytes", b"size_bytes", "subscription_count", b"subscription_count", "transfer", b"transfer", "transfer_dead_letter", b"transfer_dead_letter"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["active", b"active", "dead_lettered", b"dead_lettered", "deferred", b"deferred", "message_count", b"message_count", "rule_count", b"rule_count", "scheduled", b"scheduled", "size_bytes", b"size_bytes", "subscription_count", b"subscription_count", "transfer", b"transfer", "transfer_dead_letter", b"transfer_dead_letter"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -470,7 +483,7 @@ class SbSendResponse(_message.Message):
     SEQUENCE_NUMBERS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def sequence_numbers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """scheduled messages: their sequence numbers"""
+        """as the namespace's send returns them"""
 
     def __init__(
         self,

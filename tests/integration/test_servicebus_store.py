@@ -78,6 +78,8 @@ def test_entities_messages_sessions_and_values_come_back(tmp_path: Path) -> None
     j.session_state_saved("orders", "s2", b"state-2")
     j.session_state_saved("orders", "s2", None)  # null clears
     j.value_saved("seq:orders", "4")
+    j.value_saved("gone", "1")
+    j.value_saved("gone", "")  # an empty value deletes the key
     _commit(store)
     j.message_added("orders", _stored(5, b"never committed"))
     store.close()
