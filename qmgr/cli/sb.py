@@ -324,10 +324,13 @@ def print_entity(info: Any, output: str) -> None:
         table.add_row(name, _show(value))
     if info.kind != "rule":
         counts = vars(info.counts)
-        for name in ("active", "dead_lettered", "scheduled", "transfer", "transfer_dead_letter"):
+        names = ("active", "deferred", "dead_lettered", "scheduled", "transfer")
+        for name in (*names, "transfer_dead_letter"):
             table.add_row(f"count: {name.replace('_', ' ')}", str(counts.get(name, 0)))
         if info.kind == "topic":
-            table.add_row("subscriptions", str(info.counts.subscription_count))
+            table.add_row("subscriptions", str(counts.get("subscription_count", 0)))
+        if info.kind == "subscription":
+            table.add_row("rules", str(counts.get("rule_count", 0)))
         table.add_row("size (bytes)", str(info.counts.size_bytes))
         table.add_row("created", _time(info.created_at))
         table.add_row("updated", _time(info.updated_at))
@@ -372,7 +375,7 @@ def print_list(kind: str, infos: list[Any], output: str) -> None:
             table.add_row(info.name, *_rule_text(info.properties))
     else:
         columns = ["name", "status"]
-        columns += ["subscriptions"] if kind == "topic" else ["active", "dead-lettered"]
+        columns += ["subscriptions"] if kind == "topic" else ["active", "deferred", "dead-lettered"]
         columns += ["scheduled", "transfer", "size (bytes)"]
         if kind != "topic":
             columns += ["forward to"]
@@ -385,7 +388,7 @@ def print_list(kind: str, infos: list[Any], output: str) -> None:
             row += (
                 [str(c.subscription_count)]
                 if kind == "topic"
-                else [str(c.active), str(c.dead_lettered)]
+                else [str(c.active), str(getattr(c, "deferred", 0)), str(c.dead_lettered)]
             )
             row += [str(c.scheduled), str(c.transfer), str(c.size_bytes)]
             if kind != "topic":
