@@ -460,35 +460,25 @@ def _entity_group(kind: str, cls: Props, parents: tuple[str, ...]) -> click.Grou
     def call(admin: Any, verb: str, *args: Any) -> Any:
         return getattr(admin, f"{verb}_{kind}")(*args)
 
-    @group.command(help=f"Create a {kind}.")
-    @click.argument("node")
-    @parent_args
-    @click.argument("name")
-    @property_options(cls)
-    @output_option
-    @client_options
-    def create(node: str, name: str, output: str, access: Access, **options: Any) -> None:
-        parents_ = [options.pop(p) for p in parents]
-        props = properties_from(options, cls)
-        with _admin(node, access) as admin:
-            info = call(admin, "create", *parents_, name, props)
-        print_entity(info, output)
+    def writer(verb: str, help_: str) -> None:
+        @group.command(name=verb, help=help_)
+        @click.argument("node")
+        @parent_args
+        @click.argument("name")
+        @property_options(cls)
+        @output_option
+        @client_options
+        def command(node: str, name: str, output: str, access: Access, **options: Any) -> None:
+            parents_ = [options.pop(p) for p in parents]
+            props = properties_from(options, cls)
+            if verb == "update" and not props:
+                raise click.UsageError("nothing to update: give at least one property option")
+            with _admin(node, access) as admin:
+                info = call(admin, verb, *parents_, name, props)
+            print_entity(info, output)
 
-    @group.command(help=f"Change the given properties of a {kind}.")
-    @click.argument("node")
-    @parent_args
-    @click.argument("name")
-    @property_options(cls)
-    @output_option
-    @client_options
-    def update(node: str, name: str, output: str, access: Access, **options: Any) -> None:
-        parents_ = [options.pop(p) for p in parents]
-        props = properties_from(options, cls)
-        if not props:
-            raise click.UsageError("nothing to update: give at least one property option")
-        with _admin(node, access) as admin:
-            info = call(admin, "update", *parents_, name, props)
-        print_entity(info, output)
+    writer("create", f"Create a {kind}.")
+    writer("update", f"Change the given properties of a {kind}.")
 
     @group.command(help=f"Show a {kind}: properties and message counts.")
     @click.argument("node")
@@ -537,40 +527,32 @@ def rule() -> None:
     """Rules of a subscription: a SQL or correlation filter and an optional SQL action."""
 
 
-@rule.command(name="create")
-@click.argument("node")
-@click.argument("topic")
-@click.argument("subscription")
-@click.argument("name")
-@rule_options
-@output_option
-@client_options
-def rule_create(
-    node: str, topic: str, subscription: str, name: str, output: str, access: Access, **options: Any
-) -> None:
-    """Add a rule to a subscription."""
-    body = _rule_of(options)
-    with _admin(node, access) as admin:
-        info = admin.create_rule(topic, subscription, name, body)
-    print_entity(info, output)
+def _rule_writer(verb: str, help_: str) -> None:
+    @rule.command(name=verb, help=help_)
+    @click.argument("node")
+    @click.argument("topic")
+    @click.argument("subscription")
+    @click.argument("name")
+    @rule_options
+    @output_option
+    @client_options
+    def command(
+        node: str,
+        topic: str,
+        subscription: str,
+        name: str,
+        output: str,
+        access: Access,
+        **options: Any,
+    ) -> None:
+        body = _rule_of(options)
+        with _admin(node, access) as admin:
+            info = getattr(admin, f"{verb}_rule")(topic, subscription, name, body)
+        print_entity(info, output)
 
 
-@rule.command(name="update")
-@click.argument("node")
-@click.argument("topic")
-@click.argument("subscription")
-@click.argument("name")
-@rule_options
-@output_option
-@client_options
-def rule_update(
-    node: str, topic: str, subscription: str, name: str, output: str, access: Access, **options: Any
-) -> None:
-    """Replace a rule's filter and action."""
-    body = _rule_of(options)
-    with _admin(node, access) as admin:
-        info = admin.update_rule(topic, subscription, name, body)
-    print_entity(info, output)
+_rule_writer("create", "Add a rule to a subscription.")
+_rule_writer("update", "Replace a rule's filter and action.")
 
 
 @rule.command(name="show")
