@@ -89,6 +89,22 @@ def cli() -> None:
     type=click.Path(dir_okay=False, exists=True),
     help="Users file (qmgr auth): every application call needs a user and password.",
 )
+@click.option(
+    "--servicebus",
+    "servicebus",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[NAME]",
+    help="Host a Service Bus namespace (default name: sbemulatorns, or the one --servicebus-config "
+    "names) in the node's store. A node whose store holds a namespace hosts it without this.",
+)
+@click.option(
+    "--servicebus-config",
+    type=click.Path(dir_okay=False, exists=True),
+    help="The Service Bus emulator's Config.json: its entities are created, or updated to "
+    "match, at every start (implies --servicebus).",
+)
 def start(
     name: str,
     listen: str,
@@ -104,6 +120,8 @@ def start(
     tls_key: str | None,
     tls_ca: str | None,
     auth_file: str | None,
+    servicebus: str | None,
+    servicebus_config: str | None,
 ) -> None:
     """Run a queue manager node until SIGTERM. Prints READY name=.. addr=.. when serving (in a
     cluster: once it has joined)."""
@@ -150,6 +168,8 @@ def start(
             auth_file=auth_file,
             secret=held,
             insecure=held_insecure,
+            servicebus=servicebus,
+            servicebus_config=servicebus_config,
         )
     except (ConfigError, SecretError) as exc:
         raise _fail(exc) from None

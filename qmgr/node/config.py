@@ -56,6 +56,10 @@ class NodeConfig:
     # without --cluster: what the node proves itself with once DEFINE CHANNEL joins a cluster
     secret: NodeSecret | None = field(default=None, repr=False)
     insecure: bool = False
+    # --servicebus [NAME]: the Service Bus namespace the node hosts (None: only one the store
+    # already holds); --servicebus-config FILE: the emulator's Config.json applied at start
+    servicebus: str | None = None
+    servicebus_config: Path | None = None
 
     @property
     def address(self) -> str:
@@ -217,6 +221,8 @@ def make_config(
     auth_file: str | None = None,
     secret: NodeSecret | None = None,
     insecure: bool = False,
+    servicebus: str | None = None,
+    servicebus_config: str | None = None,
 ) -> NodeConfig:
     if not NAME_RE.match(name):
         raise ConfigError(
@@ -226,6 +232,7 @@ def make_config(
     path = Path(data_dir) if data_dir else None
     if path is not None and path.exists() and not path.is_dir():
         raise ConfigError(f"--data-dir {data_dir} is not a directory")
+    namespace, config_file = _servicebus(servicebus, servicebus_config)
     return NodeConfig(
         name=name,
         host=host,
@@ -236,4 +243,27 @@ def make_config(
         auth_file=Path(auth_file) if auth_file else None,
         secret=secret,
         insecure=insecure,
+        servicebus=namespace,
+        servicebus_config=config_file,
     )
+
+
+NAMESPACE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$")
+DEFAULT_NAMESPACE = "sbemulatorns"
+
+
+def _servicebus(name: str | None, config_file: str | None) -> tuple[str | None, Path | None]:
+    """``--servicebus [NAME]`` and ``--servicebus-config FILE`` (which implies the first; the
+    namespace is named by NAME, else the file's ``Namespaces[0].Name`` at start). An empty
+    NAME (the option without a value) hosts a namespace of the default name."""
+    if name == "":
+        name = None if config_file else DEFAULT_NAMESPACE
+    if name is not None and not NAMESPACE_RE.match(name):
+        raise ConfigError(
+            f"--servicebus namespace name '{name}' must be 6-50 characters of letters, digits "
+            "and hyphens, starting with a letter and ending with a letter or digit"
+        )
+    path = Path(config_file) if config_file else None
+    if path is not None and not path.is_file():
+        raise ConfigError(f"--servicebus-config {config_file} is not a file")
+    return name, path

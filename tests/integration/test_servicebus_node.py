@@ -1,0 +1,442 @@
+"""A node hosting a Service Bus namespace (`qmgr start --servicebus`), on real processes and real
+SQLite files: entities and messages survive `kill -9`, bad input is a typed error that changes
+nothing, and the node keeps serving."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qmgr.client import ServiceBusClientError
+from qmgr.client.servicebus import ServiceBusAdmin
+from qmgr.servicebus.errors import Code
+from qmgr.servicebus.message import MessageState, SbMessage, Stored
+from tests.integration.conftest import NodeProcess
+
+NodeFactory = Callable[..., NodeProcess]
+
+SQL_RULE = {"FilterType": "Sql", "SqlFilter": {"SqlExpression": "priority > 5"}}
+ACTION_RULE = {
+    "FilterType": "Sql",
+    "SqlFilter": {"SqlExpression": "sys.Label = 'x'"},
+    "Action": {"SqlExpression": "SET routed = 'yes'"},
+}
+CORRELATION_RULE = {
+    "FilterType": "Correlation",
+    "CorrelationFilter": {"CorrelationId": "c-1", "Properties": {"region": "eu"}},
+}
+
+
+@pytest.fixture
+def sb_node(node_factory: NodeFactory) -> NodeProcess:
+    return node_factory("QM1", args=("--servicebus",))
+
+
+def _sb(node: NodeProcess) -> ServiceBusAdmin:
+    return node.client().servicebus
+
+
+def _error(call: Callable[[], Any]) -> ServiceBusClientError:
+    with pytest.raises(ServiceBusClientError) as info:
+        call()
+    return info.value
+
+
+def _definitions(sb: ServiceBusAdmin) -> dict[str, Any]:
+    """Every entity and rule with its properties (what must survive a restart)."""
+    out: dict[str, Any] = {}
+    for q in sb.list_queues():
+        out[f"queue {q.name}"] = q.properties
+    for t in sb.list_topics():
+        out[f"topic {t.name}"] = t.properties
+        for s in sb.list_subscriptions(t.name):
+            out[f"subscription {t.name}/{s.name}"] = s.properties
+            for r in sb.list_rules(t.name, s.name):
+                out[f"rule {t.name}/{s.name}/{r.name}"] = r.properties
+    return out
+
+
+def test_entities_from_the_admin_api_survive_kill_9(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    orders = sb.create_queue("Orders", {"MaxDeliveryCount": 5, "LockDuration": "PT30S"})
+    assert orders.name == "Orders" and orders.kind == "queue"
+    assert orders.properties["MaxDeliveryCount"] == 5
+    assert orders.properties["LockDuration"] == "PT30S"
+    assert orders.counts.active == 0 and orders.created_at > 0
+    sb.create_queue("audit-log", {"RequiresSession": True})
+    sb.create_topic("events", {"DefaultMessageTimeToLive": "PT1H"})
+    sb.create_subscription("events", "all")
+    sb.create_subscription("events", "big", {"ForwardTo": "Orders"}, rule=("big", SQL_RULE))
+    sb.create_rule("events", "all", "labelled", ACTION_RULE)
+    sb.create_rule("events", "all", "eu", CORRELATION_RULE)
+    sb.update_queue("orders", {"MaxDeliveryCount": 7})  # names compare case-insensitively
+    sb.delete_rule("events", "all", "$Default")
+    assert sb.get_topic("events").counts.subscription_count == 2
+    assert sb.get_subscription("events", "all").counts.rule_count == 2
+    before = _definitions(sb)
+    assert before["queue Orders"]["MaxDeliveryCount"] == 7
+    assert before["queue Orders"]["LockDuration"] == "PT30S"  # an update keeps the rest
+    assert before["subscription events/big"]["ForwardTo"] == "Orders"
+    assert before["rule events/all/labelled"] == ACTION_RULE
+    assert "rule events/all/$Default" not in before
+
+    sb_node.restart()  # kill -9, then start on the same data directory
+    sb = _sb(sb_node)
+    assert _definitions(sb) == before
+    assert sb.get_queue("ORDERS").name == "Orders"
+
+
+def test_a_deleted_entity_stays_deleted_after_kill_9(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    sb.create_topic("t")
+    sb.create_subscription("t", "s")
+    sb.create_queue("q")
+    sb.delete_topic("t")
+    sb_node.restart()
+    sb = _sb(sb_node)
+    assert [q.name for q in sb.list_queues()] == ["q"]
+    assert sb.list_topics() == []
+    sb.create_topic("t")  # the name is free again, without the old subscription
+    assert sb.list_subscriptions("t") == []
+
+
+def test_bad_input_is_a_typed_error_and_changes_nothing(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    sb.create_queue("orders", {"MaxDeliveryCount": 5})
+    sb.create_topic("events")
+    sb.create_subscription("events", "all")
+    before = _definitions(sb)
+
+    err = _error(lambda: sb.create_queue("bad name!"))
+    assert err.code is Code.BAD_ARGUMENT and "invalid queue name" in err.text
+
+    err = _error(lambda: sb.get_queue("missing"))
+    assert err.code is Code.ENTITY_NOT_FOUND and err.reason_name == "MessagingEntityNotFound"
+
+    err = _error(lambda: sb.create_queue("ORDERS"))
+    assert err.code is Code.ENTITY_ALREADY_EXISTS
+
+    err = _error(lambda: sb.create_queue("q2", {"MaxDeliveryCount": 0}))
+    assert err.code is Code.BAD_ARGUMENT and err.where == "MaxDeliveryCount"
+
+    err = _error(lambda: sb.create_queue("q3", {"MaxDeliveryCont": 3}))
+    assert err.code is Code.BAD_ARGUMENT and "unknown property 'MaxDeliveryCont'" in err.text
+
+    err = _error(lambda: sb.update_queue("orders", {"LockDuration": "PT10M"}))
+    assert err.code is Code.BAD_ARGUMENT and err.where == "LockDuration"
+
+    err = _error(lambda: sb.update_queue("orders", {"RequiresSession": True}))
+    assert err.code is Code.BAD_ARGUMENT and "only be set when" in err.text
+
+    err = _error(lambda: sb.create_queue("fwd", {"ForwardTo": "nowhere"}))
+    assert err.code is Code.BAD_ARGUMENT and err.where == "ForwardTo"
+
+    bad_sql = {"FilterType": "Sql", "SqlFilter": {"SqlExpression": "a = = 1"}}
+    err = _error(lambda: sb.create_rule("events", "all", "broken", bad_sql))
+    assert err.code is Code.BAD_ARGUMENT and err.position is not None
+
+    misspelt = {"FilterType": "Sq1", "SqlFilter": {"SqlExpression": "1=1"}}
+    err = _error(lambda: sb.create_rule("events", "all", "typo", misspelt))
+    assert err.code is Code.BAD_ARGUMENT and "FilterType" in err.text
+
+    err = _error(lambda: sb.create_subscription("events", "other", rule=("r", bad_sql)))
+    assert err.code is Code.BAD_ARGUMENT
+
+    err = _error(lambda: sb.create_subscription("nosuch", "s"))
+    assert err.code is Code.ENTITY_NOT_FOUND
+
+    err = _error(lambda: sb.delete_rule("events", "all", "nosuch"))
+    assert err.code is Code.ENTITY_NOT_FOUND
+
+    assert _definitions(sb) == before  # nothing changed
+    sb_node.restart()
+    assert _definitions(_sb(sb_node)) == before  # nor on disk
+
+
+def test_a_node_without_a_namespace_says_so(node_factory: NodeFactory) -> None:
+    node = node_factory("QM1")
+    err = _error(lambda: node.client().servicebus.list_queues())
+    assert err.code is Code.INVALID_OPERATION and "--servicebus" in err.text
+    node.client().mqsc("DEFINE QLOCAL(STILL.SERVING)")  # the node keeps serving
+
+
+def test_a_node_whose_store_holds_a_namespace_hosts_it(node_factory: NodeFactory) -> None:
+    node = node_factory("QM1", args=("--servicebus", "orders-ns"))
+    _sb(node).create_queue("q")
+    node.kill()
+    node.extra_args = []  # restarted without --servicebus
+    node.start()
+    assert [q.name for q in _sb(node).list_queues()] == ["q"]
+
+
+def test_a_bad_namespace_name_fails_the_start(node_factory: NodeFactory) -> None:
+    with pytest.raises(RuntimeError, match="namespace name 'x!'"):
+        node_factory("QM1", args=("--servicebus", "x!"))
+
+
+# ---------------------------------------------------------------------- Config.json
+
+
+def _config(*, filter_type: str = "Sql", name: str = "sbemulatorns") -> dict[str, Any]:
+    return {
+        "UserConfig": {
+            "Namespaces": [
+                {
+                    "Name": name,
+                    "Queues": [
+                        {
+                            "Name": "queue.1",
+                            "Properties": {"MaxDeliveryCount": 3, "LockDuration": "PT1M"},
+                        },
+                        {"Name": "endpoint", "Properties": {}},
+                    ],
+                    "Topics": [
+                        {
+                            "Name": "bundle-1",
+                            "Properties": {"DefaultMessageTimeToLive": "PT1H"},
+                            "Subscriptions": [
+                                {
+                                    "Name": "endpoint",
+                                    "Properties": {"ForwardTo": "endpoint"},
+                                    "Rules": [
+                                        {
+                                            "Name": "$default",
+                                            "Properties": {
+                                                "FilterType": filter_type,
+                                                "SqlFilter": {"SqlExpression": "1=0"},
+                                            },
+                                        },
+                                        {
+                                            "Name": "Events.OrderPlaced",
+                                            "Properties": {
+                                                "FilterType": filter_type,
+                                                "SqlFilter": {
+                                                    "SqlExpression": "[NServiceBus.EnclosedMessageTypes]"
+                                                    " LIKE '%Events.OrderPlaced%'"
+                                                },
+                                            },
+                                        },
+                                    ],
+                                },
+                                {"Name": "all", "Properties": {}},
+                            ],
+                        }
+                    ],
+                }
+            ],
+            "Logging": {"Type": "File"},
+        }
+    }
+
+
+def test_config_json_entities_at_start_survive_kill_9_and_apply_again(
+    node_factory: NodeFactory, tmp_path: Path
+) -> None:
+    config = tmp_path / "Config.json"
+    config.write_text(json.dumps(_config()))
+    node = node_factory("QM1", args=("--servicebus-config", str(config)))
+    sb = _sb(node)
+    assert [q.name for q in sb.list_queues()] == ["queue.1", "endpoint"]
+    assert sb.get_queue("queue.1").properties["MaxDeliveryCount"] == 3
+    assert [s.name for s in sb.list_subscriptions("bundle-1")] == ["endpoint", "all"]
+    rules = {r.name: r.properties for r in sb.list_rules("bundle-1", "endpoint")}
+    assert set(rules) == {"$default", "Events.OrderPlaced"}
+    assert [r.name for r in sb.list_rules("bundle-1", "all")] == ["$Default"]
+    sb.create_rule("bundle-1", "endpoint", "Events.Added", SQL_RULE)  # added at run time
+    sb.create_queue("made-by-admin")
+    before = _definitions(sb)
+
+    node.restart()  # kill -9; the same file is applied again at start
+    sb = _sb(node)
+    assert _definitions(sb) == before  # nothing doubled, nothing lost
+    assert sb.import_config(config.read_text()) == []  # applying it again changes nothing
+
+
+def test_a_bad_config_json_fails_the_start_naming_the_json_path(
+    node_factory: NodeFactory, tmp_path: Path
+) -> None:
+    config = tmp_path / "Config.json"
+    config.write_text(json.dumps(_config(filter_type="SqlFilter")))
+    with pytest.raises(RuntimeError) as info:
+        node_factory("QM1", args=("--servicebus-config", str(config)))
+    text = str(info.value)
+    assert "UserConfig.Namespaces[0].Topics[0].Subscriptions[0].Rules[0].Properties.FilterType" in (
+        text
+    )
+    assert "'SqlFilter'" in text and str(config) in text
+    # nothing of it was kept: the node starts with a good file and holds only that
+    config.write_text(json.dumps(_config()))
+    node = node_factory("QM1", args=("--servicebus-config", str(config)))
+    assert len(_sb(node).list_queues()) == 2
+
+
+def test_a_config_json_for_another_namespace_fails_the_start(
+    node_factory: NodeFactory, tmp_path: Path
+) -> None:
+    config = tmp_path / "Config.json"
+    config.write_text(json.dumps(_config(name="otherns")))
+    with pytest.raises(RuntimeError, match="defines namespace 'otherns' but --servicebus names"):
+        node_factory(
+            "QM1", args=("--servicebus", "sbemulatorns", "--servicebus-config", str(config))
+        )
+
+
+def test_import_and_export_through_the_admin_api(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    changes = sb.import_config(_config())
+    assert changes and any("queue.1" in line for line in changes)
+    exported = sb.export_config()
+    assert sb.import_config(exported) == []  # the export round-trips
+    before = _definitions(sb)
+
+    bad = _config()
+    bad["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["LockDuration"] = "PT1H"
+    bad["UserConfig"]["Namespaces"][0]["Queues"].append({"Name": "new-queue"})
+    err = _error(lambda: sb.import_config(bad))
+    assert err.code is Code.BAD_ARGUMENT
+    assert err.where == "UserConfig.Namespaces[0].Queues[0].Properties.LockDuration"
+    err = _error(lambda: sb.import_config("{not json"))
+    assert err.code is Code.BAD_ARGUMENT and err.position is not None
+    assert _definitions(sb) == before  # nothing changed
+
+
+# ---------------------------------------------------------------------- messages
+
+
+def _peek(sb: ServiceBusAdmin, path: str) -> list[Stored]:
+    return sb.peek(path, 0, 1000)
+
+
+def _until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.1)
+
+
+def test_sent_messages_survive_kill_9(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    sb.create_queue("orders")
+    sb.create_topic("events")
+    sb.create_subscription("events", "all")
+    sb.create_subscription("events", "urgent", rule=("urgent", SQL_RULE))
+    typed = {"n": 7, "big": 2**40, "f": 0.5, "ok": True, "s": "text", "raw": b"\x00\x01"}
+    sent = [
+        SbMessage(body=b"one", message_id="m1", properties=typed),
+        SbMessage(body=b"two", message_id="m2", session_id=None, subject="label"),
+        SbMessage(body=b"\x00three", message_id="m3", correlation_id="c-3"),
+    ]
+    sb.send("orders", sent)
+    sb.send(
+        "events",
+        [
+            SbMessage(body=b"low", message_id="e1", properties={"priority": 1}),
+            SbMessage(body=b"high", message_id="e2", properties={"priority": 9}),
+        ],
+    )
+    before = {
+        path: [(m.sequence_number, m.message, m.state) for m in _peek(sb, path)]
+        for path in ("orders", "events/Subscriptions/all", "events/Subscriptions/urgent")
+    }
+    assert [m.body for _, m, _ in before["orders"]] == [b"one", b"two", b"\x00three"]
+    assert [m.body for _, m, _ in before["events/Subscriptions/urgent"]] == [b"high"]
+    assert before["orders"][0][1].properties == typed
+
+    sb_node.restart()  # kill -9: what the send acknowledged was committed
+    sb = _sb(sb_node)
+    after = {
+        path: [(m.sequence_number, m.message, m.state) for m in _peek(sb, path)] for path in before
+    }
+    assert after == before
+    assert sb.get_queue("orders").counts.active == 3
+    assert sb.get_subscription("events", "all").counts.active == 2
+    # sequence numbers go on from where they were
+    sb.send("orders", [SbMessage(body=b"four")])
+    assert [m.sequence_number for m in _peek(sb, "orders")][-1] == before["orders"][-1][0] + 1
+
+
+def test_a_restart_releases_locks_and_keeps_delivery_counts(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    sb.create_queue("work", {"LockDuration": "PT5M", "MaxDeliveryCount": 5})
+    sb.send("work", [SbMessage(body=b"a"), SbMessage(body=b"b")])
+    first = sb.receive("work", 2)
+    assert [m.delivery_count for m in first] == [1, 1]
+    assert all(m.lock_token is not None for m in first)
+    sb.abandon("work", first[0].lock_token)  # handed back: counted, available again
+    again = sb.receive("work", 1)
+    assert again[0].message.body == b"a" and again[0].delivery_count == 2
+
+    sb_node.restart()  # kill -9 with both messages locked for minutes
+    sb = _sb(sb_node)
+    peeked = _peek(sb, "work")
+    assert [(m.message.body, m.delivery_count, m.lock_token) for m in peeked] == [
+        (b"a", 2, None),
+        (b"b", 1, None),
+    ]
+    err = _error(lambda: sb.complete("work", first[1].lock_token))  # a lock from before
+    assert err.code is Code.MESSAGE_LOCK_LOST
+    redelivered = sb.receive("work", 2)  # available at once, not after the lock duration
+    assert [(m.message.body, m.delivery_count) for m in redelivered] == [(b"a", 3), (b"b", 2)]
+    for m in redelivered:
+        sb.complete("work", m.lock_token)
+    sb_node.restart()
+    assert _peek(_sb(sb_node), "work") == []
+
+
+def test_the_node_timer_expires_schedules_and_unlocks(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    sb.create_queue(
+        "short", {"DefaultMessageTimeToLive": "PT1S", "DeadLetteringOnMessageExpiration": True}
+    )
+    sb.create_queue("locks", {"LockDuration": "PT5S"})
+    sb.create_queue("later")
+    sb.send("short", [SbMessage(body=b"expires")])
+    sb.send("locks", [SbMessage(body=b"locked")])
+    assert sb.receive("locks", 1)[0].lock_token is not None
+    at = time.time() + 1.0
+    sb.send("later", [SbMessage(body=b"scheduled", scheduled_enqueue_time=at)])
+    assert [m.state for m in _peek(sb, "later")] == [MessageState.SCHEDULED]
+
+    # nobody receives: the node's timer does each of these
+    _until(lambda: len(_peek(sb, "short/$DeadLetterQueue")) == 1, "expired to the DLQ")
+    assert _peek(sb, "short") == []
+    _until(
+        lambda: [m.state for m in _peek(sb, "later")] == [MessageState.ACTIVE],
+        "the scheduled message activated",
+    )
+    _until(lambda: _peek(sb, "locks")[0].lock_token is None, "the lock expired")
+    assert sb.receive("locks", 1)[0].delivery_count == 2
+
+
+def test_bad_sends_are_typed_errors_and_store_nothing(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    sb.create_queue("small", {"MaxMessageSizeInKilobytes": 1})
+    sb.create_queue("sessions", {"RequiresSession": True})
+    sb.create_queue("q", {"Status": "SendDisabled"})
+
+    err = _error(lambda: sb.send("missing", [SbMessage(body=b"x")]))
+    assert err.code is Code.ENTITY_NOT_FOUND
+    batch = [SbMessage(body=b"fits"), SbMessage(body=b"x" * 4096)]
+    err = _error(lambda: sb.send("small", batch))
+    assert err.code is Code.MESSAGE_SIZE_EXCEEDED
+    assert _peek(sb, "small") == []  # the whole batch is refused, not its first half
+    err = _error(lambda: sb.send("sessions", [SbMessage(body=b"no session id")]))
+    assert err.code in (Code.INVALID_OPERATION, Code.BAD_ARGUMENT)
+    err = _error(lambda: sb.send("q", [SbMessage(body=b"x")]))
+    assert err.code is Code.ENTITY_DISABLED
+    err = _error(lambda: sb.complete("small", "not-a-uuid"))
+    assert err.code is Code.BAD_ARGUMENT and err.where == "lock_token"
+    err = _error(lambda: sb.peek("small", 0, 0))
+    assert err.code is Code.BAD_ARGUMENT
+
+    sb_node.restart()
+    sb = _sb(sb_node)
+    assert _peek(sb, "small") == [] and _peek(sb, "sessions") == []
+    sb.send("small", [SbMessage(body=b"fits")])  # the node keeps serving
+    assert [m.message.body for m in _peek(sb, "small")] == [b"fits"]
