@@ -1169,7 +1169,7 @@ class Namespace:
                             self._wake(store, until)
                 else:
                     self._remove(store, stored)
-                out.append(stored)
+                out.append(stored.snapshot())
         finally:
             self._flush()
         if len(store.lock_heap) > 4096:
@@ -1388,7 +1388,7 @@ class Namespace:
                 continue
             if session is not None and stored.message.session_id != session:
                 continue
-            out.append(stored)
+            out.append(stored.snapshot())
             if len(out) >= max_count:
                 break
         return out
@@ -1437,7 +1437,7 @@ class Namespace:
                     self._wake(store, stored.locked_until)
             else:
                 self._remove(store, stored)
-        return found
+        return [stored.snapshot() for stored in found]
 
     # ================================================================== bookkeeping
 
