@@ -1207,6 +1207,11 @@ class Namespace:
         entity, store = self._resolve(path)
         stored = store.locks.pop(lock_token, None) if isinstance(lock_token, uuid.UUID) else None
         if stored is None:
+            if store.sessions_enabled:  # its session lock ended (or it was settled already)
+                raise ServiceBusError(
+                    Code.SESSION_LOCK_LOST,
+                    f"the lock {lock_token} on '{path}' is not held by a session receiver",
+                )
             raise ServiceBusError(
                 Code.MESSAGE_LOCK_LOST,
                 f"the lock {lock_token} on '{path}' is unknown, expired or already settled",
