@@ -279,6 +279,7 @@ class Namespace:
         self._timers: list[tuple[float, int, MessageStore]] = []  # (deadline, n, store)
         self._timer_n = 0
         self._dirty: list[MessageStore] = []  # stores whose sequence counter must be journaled
+        self._idle: list[tuple[float, int, Any]] = []  # (auto-delete deadline, n, entity)
 
     def _changed(self) -> None:
         self._paths.clear()
@@ -293,6 +294,7 @@ class Namespace:
         self._queues[key(name)] = queue
         self._changed()
         self._save_queue(queue)
+        self._watch_idle(queue)
         return self._queue_info(queue)
 
     def update_queue(self, name: str, props: QueueProperties) -> QueueInfo:
@@ -306,6 +308,8 @@ class Namespace:
         queue.updated_at = self.clock.now()
         self._changed()
         self._save_queue(queue)
+        self._watch_idle(queue)
+        self._forward_held(queue)
         return self._queue_info(queue)
 
     def delete_queue(self, name: str) -> None:
@@ -382,6 +386,7 @@ class Namespace:
         self._topics[key(name)] = topic
         self._changed()
         self._save_topic(topic)
+        self._watch_idle(topic)
         return self._topic_info(topic)
 
     def update_topic(self, name: str, props: TopicProperties) -> TopicInfo:
@@ -395,6 +400,7 @@ class Namespace:
         topic.updated_at = self.clock.now()
         self._changed()
         self._save_topic(topic)
+        self._watch_idle(topic)
         return self._topic_info(topic)
 
     def delete_topic(self, name: str) -> None:
@@ -467,6 +473,7 @@ class Namespace:
         self._changed()
         self._save_sub(sub)
         self._save_rule(sub, compiled)
+        self._watch_idle(sub)
         return self._sub_info(sub)
 
     def update_subscription(
@@ -479,6 +486,8 @@ class Namespace:
         sub.updated_at = self.clock.now()
         self._changed()
         self._save_sub(sub)
+        self._watch_idle(sub)
+        self._forward_held(sub)
         return self._sub_info(sub)
 
     def delete_subscription(self, topic: str, name: str) -> None:
@@ -685,6 +694,33 @@ class Namespace:
             if getattr(old, attr) != getattr(new, attr):
                 name = "".join(part.capitalize() for part in attr.split("_"))
                 raise bad(f"{name} can only be set when the entity is created", where=name)
+
+    def _forward_held(self, entity: _Queue | _Subscription) -> None:
+        """Forwarding was just enabled: the active messages the entity holds move on too."""
+        if not entity.props.forward_to or not entity.store.active_count:
+            return
+        store = entity.store
+        now = self.clock.now()
+        waiting = [
+            s
+            for s in store.messages.values()
+            if s.state is MessageState.ACTIVE and s.lock_token is None
+        ]
+        try:
+            for stored in waiting:
+                self._remove(store, stored)
+                self._forward(
+                    entity,
+                    stored.message,
+                    stored.size,
+                    now,
+                    stored.hop_count,
+                    stored.enqueued_sequence_number,
+                    stored.dead_letter_source,
+                    stored.sequence_number,
+                )
+        finally:
+            self._flush()
 
     def _drop_store_locks(self, *stores: MessageStore) -> None:
         """Forget what a deleted entity held (its locks and timers die with it)."""
@@ -1633,8 +1669,43 @@ class Namespace:
             if store.dead or store.wake_at != when:
                 heapq.heappop(timers)
                 continue
-            return when
-        return None
+            break
+        best = timers[0][0] if timers else math.inf
+        if self._idle and self._idle[0][0] < best:
+            best = self._idle[0][0]
+        return None if best == math.inf else best
+
+    def _watch_idle(self, entity: Any) -> None:
+        """Remember when ``entity`` is deleted if nothing uses it (AutoDeleteOnIdle)."""
+        wait = entity.props.auto_delete_on_idle
+        if wait != math.inf:
+            self._timer_n += 1
+            heapq.heappush(self._idle, (entity.accessed_at + wait, self._timer_n, entity))
+
+    def _alive(self, entity: Any) -> bool:
+        if isinstance(entity, _Subscription):
+            topic = entity.topic
+            return self._topics.get(key(topic.name)) is topic and (
+                topic.subs.get(key(entity.name)) is entity
+            )
+        table: dict[str, Any] = self._queues if isinstance(entity, _Queue) else self._topics
+        return table.get(key(entity.name)) is entity
+
+    def _delete_idle(self, now: float) -> None:
+        idle = self._idle
+        while idle and idle[0][0] <= now:
+            _, _, entity = heapq.heappop(idle)
+            wait = entity.props.auto_delete_on_idle
+            if not self._alive(entity) or wait == math.inf:
+                continue
+            if entity.accessed_at + wait > now:
+                self._watch_idle(entity)  # used since: a later deadline
+            elif isinstance(entity, _Queue):
+                self.delete_queue(entity.name)
+            elif isinstance(entity, _Topic):
+                self.delete_topic(entity.name)
+            else:
+                self.delete_subscription(entity.topic.name, entity.name)
 
     def tick(self) -> None:
         """Expire locks and session locks, activate scheduled messages, expire messages past
@@ -1652,6 +1723,7 @@ class Namespace:
                 nxt = self._store_deadline(store)
                 if nxt != math.inf:
                     self._wake(store, nxt)
+            self._delete_idle(now)
         finally:
             self._flush()
 
@@ -1845,6 +1917,9 @@ class Namespace:
             when = self._store_deadline(store)
             if when != math.inf:
                 self._wake(store, when)
+        for entity in self._by_uid().values():
+            entity.accessed_at = self.clock.now()  # a restart counts as use
+            self._watch_idle(entity)
 
 
 _RESTORE_ORDER = {"queue": 0, "topic": 0, "subscription": 1, "rule": 2}

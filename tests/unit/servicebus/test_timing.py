@@ -254,3 +254,40 @@ def test_timers_idle_namespace(ns: Namespace) -> None:
     ns.send("q", [SbMessage()])
     assert ns.next_deadline() is None
     ns.tick()
+
+
+# ---------------------------------------------------------------------- auto-delete on idle
+
+
+def test_idle_queue_is_deleted(
+    ns: Namespace, clock: ManualClock, journal: RecordingJournal
+) -> None:
+    ns.create_queue("q", QueueProperties(auto_delete_on_idle=300))
+    ns.create_queue("keep")
+    assert ns.next_deadline() == clock.now() + 300
+    clock.advance(200)
+    ns.send("q", [SbMessage()])  # use postpones the deletion
+    clock.advance(200)
+    ns.tick()
+    assert ns.get_queue("q").active == 1
+    clock.advance(100)
+    ns.tick()
+    assert [q.name for q in ns.list_queues()] == ["keep"]
+    assert ("entity_deleted", "q") in journal.calls
+
+
+def test_idle_subscription_is_deleted_and_topic_kept(ns: Namespace, clock: ManualClock) -> None:
+    ns.create_topic("t")
+    ns.create_subscription("t", "s", SubscriptionProperties(auto_delete_on_idle=300))
+    clock.advance(300)
+    ns.tick()
+    assert ns.list_subscriptions("t") == []
+    assert ns.next_deadline() is None
+
+
+def test_forwarding_source_is_never_idle(ns: Namespace, clock: ManualClock) -> None:
+    ns.create_queue("dest")
+    ns.create_queue("src", QueueProperties(forward_to="dest", auto_delete_on_idle=300))
+    clock.advance(1000)
+    ns.tick()
+    assert ns.get_queue("src").name == "src"
