@@ -959,7 +959,7 @@ class Namespace:
         number for it."""
         seq = self._next_seq(topic.store)
         topic.accessed_at = now
-        for sub, copy in topic.router.route(msg):
+        for sub, copy in topic.router.route(msg, seq, now):
             if isinstance(copy, FilterEvaluationError):
                 if sub.props.dead_lettering_on_filter_exceptions:
                     self._dead_letter_new(

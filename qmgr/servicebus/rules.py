@@ -139,9 +139,20 @@ def _correlation_filter(rule: RuleProperties, where: str) -> CorrelationFilter:
 # ---------------------------------------------------------------------- fan-out
 
 
-def system_view(msg: SbMessage) -> dict[str, Any]:
+def _utc(seconds: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).replace(tzinfo=None)
+
+
+def system_view(
+    msg: SbMessage, sequence_number: int = 0, enqueued_time: float | None = None
+) -> dict[str, Any]:
     """The system properties a filter sees (absent ones are null)."""
     out: dict[str, Any] = {}
+    if sequence_number:
+        out["SequenceNumber"] = sequence_number
+        out["EnqueuedSequenceNumber"] = sequence_number
+    if enqueued_time is not None:
+        out["EnqueuedTimeUtc"] = _utc(enqueued_time)
     for name, (_, attr) in _CORRELATION_FIELDS.items():
         value = getattr(msg, attr)
         if value is not None:
@@ -151,9 +162,7 @@ def system_view(msg: SbMessage) -> dict[str, Any]:
     if msg.time_to_live is not None:
         out["TimeToLive"] = dt.timedelta(seconds=msg.time_to_live)
     if msg.scheduled_enqueue_time is not None:
-        out["ScheduledEnqueueTimeUtc"] = dt.datetime.fromtimestamp(
-            msg.scheduled_enqueue_time, dt.UTC
-        ).replace(tzinfo=None)
+        out["ScheduledEnqueueTimeUtc"] = _utc(msg.scheduled_enqueue_time)
     out["Size"] = msg.size
     return out
 
@@ -274,13 +283,17 @@ class Router:
     def subscriptions(self) -> list[Any]:
         return [sub for sub, _ in self._rules.values()]
 
-    def route(self, msg: SbMessage) -> list[tuple[Any, SbMessage | FilterEvaluationError]]:
+    def route(
+        self, msg: SbMessage, sequence_number: int = 0, enqueued_time: float | None = None
+    ) -> list[tuple[Any, SbMessage | FilterEvaluationError]]:
         """Where ``msg`` goes: (subscription, message) pairs in subscription order, the
         message being ``msg`` itself (an unchanged copy) or a new one made by an action, or
-        (subscription, error) when a filter or action failed on it."""
+        (subscription, error) when a filter or action failed on it. ``sequence_number`` and
+        ``enqueued_time`` are the topic's, for filters on ``sys.SequenceNumber`` and
+        ``sys.EnqueuedTimeUtc``."""
         if self._all_true:
             return [(sub, msg) for sub, _ in self._rules.values()]
-        system = system_view(msg)
+        system = system_view(msg, sequence_number, enqueued_time)
         user = msg.properties
         candidates: list[_Entry] = list(self._scan)
         if self._sys_index:

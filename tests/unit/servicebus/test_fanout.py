@@ -265,3 +265,12 @@ def test_forwarding_subscription_to_missing_queue_is_refused(ns: Namespace) -> N
     assert "does not exist" in str(info.value)
     assert ns.list_subscriptions("bundle-1") == []
     assert ns.create_queue("nope", QueueProperties()).name == "nope"
+
+
+def test_filters_see_the_topic_sequence_number_and_system_fields(ns: Namespace) -> None:
+    ns.create_topic("t")
+    ns.create_subscription("t", "later", rule=("r", sql("sys.SequenceNumber > 1")))
+    ns.create_subscription("t", "label", rule=("r", sql("sys.Label = 'x' AND sys.To IS NULL")))
+    ns.send("t", [SbMessage(b"1", subject="x"), SbMessage(b"2", subject="y")])
+    assert [m.body for m in drain(ns, "t/Subscriptions/later")] == [b"2"]
+    assert [m.body for m in drain(ns, "t/Subscriptions/label")] == [b"1"]
