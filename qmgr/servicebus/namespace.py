@@ -469,6 +469,7 @@ class Namespace:
         self._check_rule_quota(t, [compiled])
         sub = _Subscription(t, name, props, now)
         t.subs[key(name)] = sub
+        t.router.add_subscription(key(name), sub)
         self._add_rule(t, sub, compiled)
         self._changed()
         self._save_sub(sub)
@@ -497,7 +498,7 @@ class Namespace:
         for rule in sub.rules.values():
             self._count_rule(t, rule, -1)
         del t.subs[key(name)]
-        t.router.remove(key(name))
+        t.router.remove_subscription(key(name))
         t.size_bytes -= sub.size_bytes
         self._changed()
         self.journal.entity_deleted(sub.path)
@@ -587,7 +588,7 @@ class Namespace:
         self._count_rule(sub.topic, old, -1)
         sub.rules[key(name)] = compiled
         self._count_rule(sub.topic, compiled, +1)
-        sub.topic.router.set_rules(key(sub.name), sub, sub.rules.values())
+        sub.topic.router.add_rule(key(sub.name), key(name), compiled)
         self._save_rule(sub, compiled)
         return self._rule_info(sub, compiled)
 
@@ -596,7 +597,7 @@ class Namespace:
         rule = self._rule(sub, name)
         del sub.rules[key(name)]
         self._count_rule(sub.topic, rule, -1)
-        sub.topic.router.set_rules(key(sub.name), sub, sub.rules.values())
+        sub.topic.router.remove_rule(key(sub.name), key(name))
         self.journal.entity_deleted(_rule_path(sub.path, rule.name))
 
     def get_rule(self, topic: str, subscription: str, name: str) -> RuleInfo:
@@ -642,7 +643,7 @@ class Namespace:
     def _add_rule(self, t: _Topic, sub: _Subscription, rule: CompiledRule) -> None:
         sub.rules[key(rule.name)] = rule
         self._count_rule(t, rule, +1)
-        t.router.set_rules(key(sub.name), sub, sub.rules.values())
+        t.router.add_rule(key(sub.name), key(rule.name), rule)
 
     @staticmethod
     def _count_rule(t: _Topic, rule: CompiledRule, delta: int) -> None:
@@ -1898,7 +1899,7 @@ class Namespace:
                 sub = _Subscription(t, name, sprops, created, data.get("id"))
                 sub.updated_at = float(data.get("updated_at", created))
                 t.subs[key(name)] = sub
-                t.router.set_rules(key(name), sub, ())
+                t.router.add_subscription(key(name), sub)
             else:
                 sub = self._sub(data["topic"], data["subscription"])
                 compiled = compile_rule(name, rule_from_data(data["rule"]), created, where)
