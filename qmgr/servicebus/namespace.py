@@ -1,8 +1,35 @@
 """A Service Bus namespace: queues, topics, subscriptions and rules, and their messages.
 
-Pure: the clock is passed in, durable changes go to an ``SbJournal``. Every management
-operation validates everything first and then changes state, so a refused operation changes
-nothing. Names are compared case-insensitively and kept as given for display.
+Pure: the clock is passed in, durable changes go to an ``SbJournal``. Every operation
+validates everything first and then changes state, so a refused operation changes nothing.
+Names are compared case-insensitively and kept as given for display.
+
+How messages are numbered and kept:
+
+- Every queue, subscription and topic numbers what it accepts, gap-free from 1. ``send`` to a
+  topic returns the topic's numbers; each subscription numbers its own copies and keeps the
+  topic's number as ``enqueued_sequence_number`` (so does a forwarding destination: the
+  number at the first entity). A dead-lettered message keeps its number in the dead-letter
+  queue. A scheduled message gets a number when scheduled (to cancel it) and a new one when
+  it becomes active.
+- ``send`` returns 0 for a message that duplicate detection dropped (the send succeeds).
+- ``Stored.delivery_count`` counts failed deliveries (abandon, lock or session lock expiry),
+  as AMQP's ``delivery-count`` header does; a receiver sees 0 the first time. A message whose
+  count reaches MaxDeliveryCount is dead-lettered (``MaxDeliveryCountExceeded``).
+- ``receive``, ``peek`` and ``receive_deferred`` return snapshots: later changes to the
+  message do not show in them.
+- Dead-letter reasons are the application properties ``DeadLetterReason`` and
+  ``DeadLetterErrorDescription`` of the dead-lettered message: the system reasons are
+  ``MaxDeliveryCountExceeded``, ``TTLExpiredException``, ``MaxTransferHopCountExceeded``,
+  ``Session ID is null.``, ``FilterEvaluationException`` and, for a message that could not be
+  auto-forwarded, the code of the failure (``MessagingEntityNotFound``,
+  ``MessagingEntityDisabled``, ``QuotaExceeded``).
+- Locks are not durable: the journal is told of a message when it is added, removed, or its
+  state, properties or delivery count change; after a restart every message is unlocked.
+
+Timers: ``next_deadline`` says when ``tick`` has something to do (lock and session lock
+expiry, scheduled activation, TTL expiry, duplicate history, AutoDeleteOnIdle); each store
+keeps its deadlines in heaps, so a tick visits only what is due.
 """
 
 from __future__ import annotations
