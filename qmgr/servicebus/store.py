@@ -61,6 +61,10 @@ class MessageStore:
     scheduled_count: int = 0
     size_bytes: int = 0
     wake_at: float = math.inf  # the deadline this store is registered under in the namespace
+    dead: bool = False  # its entity was deleted
+    seq_dirty: bool = False  # next_sequence changed since it was last journaled
+    ordered: bool = True  # ``messages`` is in ascending sequence order (peek walks it as is)
+    max_sequence: int = 0
 
     # ------------------------------------------------------------------ counts
 
@@ -68,46 +72,38 @@ class MessageStore:
     def count(self) -> int:
         return len(self.messages)
 
+    def _count(self, state: MessageState, delta: int) -> None:
+        if state is MessageState.ACTIVE:
+            self.active_count += delta
+        elif state is MessageState.DEFERRED:
+            self.deferred_count += delta
+        else:
+            self.scheduled_count += delta
+
     def counted_add(self, stored: Stored, size: int) -> None:
         """Account for a message being added in its current state."""
-        self.messages[stored.sequence_number] = stored
-        self.size_bytes += size
-        state = stored.state
-        if state is MessageState.ACTIVE:
-            self.active_count += 1
-        elif state is MessageState.DEFERRED:
-            self.deferred_count += 1
+        seq = stored.sequence_number
+        self.messages[seq] = stored
+        if seq > self.max_sequence:
+            self.max_sequence = seq
         else:
-            self.scheduled_count += 1
+            self.ordered = False
+        self.size_bytes += size
+        self._count(stored.state, 1)
 
     def counted_remove(self, stored: Stored, size: int) -> None:
         del self.messages[stored.sequence_number]
+        if not self.messages:
+            self.ordered = True
+            self.max_sequence = 0
         self.size_bytes -= size
-        state = stored.state
-        if state is MessageState.ACTIVE:
-            self.active_count -= 1
-        elif state is MessageState.DEFERRED:
-            self.deferred_count -= 1
-        else:
-            self.scheduled_count -= 1
+        self._count(stored.state, -1)
 
     def set_state(self, stored: Stored, state: MessageState) -> None:
-        old = stored.state
-        if old is state:
-            return
-        if old is MessageState.ACTIVE:
-            self.active_count -= 1
-        elif old is MessageState.DEFERRED:
-            self.deferred_count -= 1
-        else:
-            self.scheduled_count -= 1
-        if state is MessageState.ACTIVE:
-            self.active_count += 1
-        elif state is MessageState.DEFERRED:
-            self.deferred_count += 1
-        else:
-            self.scheduled_count += 1
-        stored.state = state
+        if stored.state is not state:
+            self._count(stored.state, -1)
+            self._count(state, 1)
+            stored.state = state
 
     # ------------------------------------------------------------------ availability
 
@@ -132,8 +128,19 @@ class MessageStore:
             self.fresh.append(seq)
 
     def compact_heaps(self) -> None:
-        """Drop stale deadline entries once they outnumber the live ones."""
+        """Drop stale entries (of deadlines, of available messages) once they outnumber the
+        live ones."""
         live = len(self.messages)
+        if len(self.fresh) + len(self.returned) > 2 * self.active_count + 256:
+            msgs = self.messages
+
+            def waiting(seq: int) -> bool:
+                s = msgs.get(seq)
+                return s is not None and s.state is MessageState.ACTIVE and s.lock_token is None
+
+            self.fresh = deque(seq for seq in self.fresh if waiting(seq))
+            self.returned = [seq for seq in self.returned if waiting(seq)]
+            heapq.heapify(self.returned)
         if len(self.ttl_heap) > 2 * live + 256:
             msgs = self.messages
             self.ttl_heap = [

@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from qmgr.core.clock import ManualClock
+from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.message import Stored
 from qmgr.servicebus.namespace import Namespace
+
+
+def token(stored: Stored) -> uuid.UUID:
+    """The lock token of a message received in peek-lock mode."""
+    assert stored.lock_token is not None
+    return stored.lock_token
+
+
+def fails(code: Code, call: Callable[..., Any], *args: Any, **kw: Any) -> ServiceBusError:
+    """Call and expect a ServiceBusError with ``code``."""
+    with pytest.raises(ServiceBusError) as info:
+        call(*args, **kw)
+    assert info.value.code is code, info.value
+    return info.value
 
 
 class RecordingJournal:
@@ -35,11 +52,11 @@ class RecordingJournal:
 
     def message_added(self, entity: str, stored: Stored) -> None:
         self.calls.append(("message_added", entity, stored.sequence_number))
-        self.messages.setdefault(entity, {})[stored.sequence_number] = stored
+        self.messages.setdefault(entity, {})[stored.sequence_number] = stored.snapshot()
 
     def message_updated(self, entity: str, stored: Stored) -> None:
         self.calls.append(("message_updated", entity, stored.sequence_number))
-        self.messages.setdefault(entity, {})[stored.sequence_number] = stored
+        self.messages.setdefault(entity, {})[stored.sequence_number] = stored.snapshot()
 
     def message_removed(self, entity: str, sequence_number: int) -> None:
         self.calls.append(("message_removed", entity, sequence_number))
@@ -58,6 +75,21 @@ class RecordingJournal:
             self.values.pop(key, None)
         else:
             self.values[key] = value
+
+
+def replay(journal: RecordingJournal, ns: Namespace) -> Namespace:
+    """Feed ``ns`` what a store would load after a restart, then finish the restore."""
+    for path, data in journal.entities.values():  # type: ignore[misc]
+        ns.restore_entity(path, data)
+    for entity, messages in journal.messages.items():
+        for stored in messages.values():
+            ns.restore_message(entity, stored.snapshot())
+    for (entity, session_id), state in journal.session_states.items():
+        ns.restore_session_state(entity, session_id, state)
+    for key, value in journal.values.items():
+        ns.restore_value(key, value)
+    ns.finish_restore()
+    return ns
 
 
 @pytest.fixture
