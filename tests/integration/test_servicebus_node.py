@@ -440,3 +440,28 @@ def test_bad_sends_are_typed_errors_and_store_nothing(sb_node: NodeProcess) -> N
     assert _peek(sb, "small") == [] and _peek(sb, "sessions") == []
     sb.send("small", [SbMessage(body=b"fits")])  # the node keeps serving
     assert [m.message.body for m in _peek(sb, "small")] == [b"fits"]
+
+
+def test_entities_made_with_qmgr_sb_survive_kill_9(sb_node: NodeProcess) -> None:
+    def sb(*args: str) -> Any:
+        done = sb_node.cli("sb", *args)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    sb("queue", "create", "QM1", "orders", "--max-delivery-count", "4", "--lock-duration", "PT20S")
+    sb("topic", "create", "QM1", "events")
+    sb("subscription", "create", "QM1", "events", "audit", "--forward-to", "orders")
+    sb("rule", "create", "QM1", "events", "audit", "big", "--sql-filter", "size > 10")
+    refused = sb_node.cli(
+        "sb", "rule", "create", "QM1", "events", "audit", "bad", "--sql-filter", "size >"
+    )
+    assert refused.returncode != 0 and "BadArgument" in refused.stderr
+
+    sb_node.restart()
+    shown = json.loads(sb("queue", "show", "QM1", "orders", "-o", "json").stdout)
+    assert shown["properties"]["MaxDeliveryCount"] == 4
+    assert shown["properties"]["LockDuration"] == "PT20S"
+    sub = json.loads(sb("subscription", "show", "QM1", "events", "audit", "-o", "json").stdout)
+    assert sub["properties"]["ForwardTo"] == "orders"
+    rules = json.loads(sb("rule", "list", "QM1", "events", "audit", "-o", "json").stdout)
+    assert sorted(r["name"] for r in rules) == ["$Default", "big"]
