@@ -66,6 +66,8 @@ class Stored:
     hop_count: int = 0  # auto-forwarding hops so far
     dead_letter_source: str | None = None
     scheduled_enqueue_time: float | None = None
+    size: int = 0  # SbMessage.size when it was stored (counted against the entity's size)
+    session_lock: bool = False  # locked as part of its session (the session lock governs it)
 
 
 class SbJournal(Protocol):

@@ -7,13 +7,17 @@ nothing. Names are compared case-insensitively and kept as given for display.
 
 from __future__ import annotations
 
+import heapq
 import math
 import uuid
+from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
 from qmgr.core.clock import Clock
+from qmgr.filters import FilterEvaluationError
 from qmgr.servicebus.entities import (
     QueueProperties,
     RuleProperties,
@@ -21,18 +25,19 @@ from qmgr.servicebus.entities import (
     TopicProperties,
 )
 from qmgr.servicebus.errors import Code, ServiceBusError, bad, not_found
-from qmgr.servicebus.message import NullSbJournal, SbJournal
+from qmgr.servicebus.message import MessageState, NullSbJournal, SbJournal, SbMessage, Stored
 from qmgr.servicebus.names import (
     DEFAULT_RULE,
     DLQ_SUFFIX,
     SUBSCRIPTIONS,
+    EntityPath,
     check_entity_name,
     check_rule_name,
     check_subscription_name,
     key,
 )
 from qmgr.servicebus.rules import CompiledRule, Router, compile_rule
-from qmgr.servicebus.store import MessageStore
+from qmgr.servicebus.store import MessageStore, SessionQueue
 
 MAX_HOPS = 4  # auto-forwarding chain limit
 
@@ -40,6 +45,15 @@ MAX_HOPS = 4  # auto-forwarding chain limit
 class ReceiveMode(Enum):
     PEEK_LOCK = "PeekLock"
     RECEIVE_AND_DELETE = "ReceiveAndDelete"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLock:
+    """A session held by one receiver until ``locked_until`` (renewable)."""
+
+    session_id: str
+    lock_token: uuid.UUID
+    locked_until: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +217,14 @@ class _Subscription(_Entity):
         return f"{self.topic.name}/{SUBSCRIPTIONS}/{self.name}"
 
 
+def _with_properties(msg: SbMessage, changes: Mapping[str, Any]) -> SbMessage:
+    """A copy of ``msg`` with application properties changed (the original may be shared by
+    the copies of other subscriptions)."""
+    props = dict(msg.properties)
+    props.update(changes)
+    return replace(msg, properties=props)
+
+
 def _rule_path(sub_path: str, rule: str) -> str:
     return f"{sub_path}/Rules/{rule}"
 
@@ -254,6 +276,9 @@ class Namespace:
     def _init_data_plane(self) -> None:
         self._paths: dict[str, Any] = {}  # raw path -> resolved target (cleared on changes)
         self._restoring: list[tuple[str, dict[str, Any]]] = []
+        self._timers: list[tuple[float, int, MessageStore]] = []  # (deadline, n, store)
+        self._timer_n = 0
+        self._dirty: list[MessageStore] = []  # stores whose sequence counter must be journaled
 
     def _changed(self) -> None:
         self._paths.clear()
@@ -374,8 +399,7 @@ class Namespace:
 
     def delete_topic(self, name: str) -> None:
         topic = self._topic(name)
-        for sub in topic.subs.values():
-            self._drop_store_locks(sub.store, sub.dlq)
+        self._drop_store_locks(topic.store)
         del self._topics[key(name)]
         self._changed()
         self.journal.entity_deleted(topic.name)
@@ -663,9 +687,1097 @@ class Namespace:
                 raise bad(f"{name} can only be set when the entity is created", where=name)
 
     def _drop_store_locks(self, *stores: MessageStore) -> None:
-        """Forget what a deleted entity held (its locks die with it)."""
+        """Forget what a deleted entity held (its locks and timers die with it)."""
         for store in stores:
             store.locks.clear()
+            store.dead = True
+        for store in stores:
+            owner = store.owner
+            if isinstance(owner, _Topic):
+                for sub in owner.subs.values():
+                    sub.store.dead = sub.dlq.dead = True
+
+    # ================================================================== data plane: paths
+
+    def _resolve(self, path: str) -> tuple[Any, MessageStore]:
+        """(entity, store) for a queue, subscription or dead-letter path; for a topic, the
+        topic and its store of scheduled messages."""
+        hit = self._paths.get(path)
+        if hit is not None:
+            return hit
+        if not isinstance(path, str) or not path.strip("/"):
+            raise bad(f"invalid entity path {path!r}")
+        parsed = EntityPath.parse(path)
+        entity: Any
+        if parsed.subscription is not None:
+            topic = self._topics.get(key(parsed.entity))
+            entity = topic.subs.get(key(parsed.subscription)) if topic else None
+            if entity is None:
+                raise not_found("subscription", parsed.base)
+        else:
+            entity = self._queues.get(key(parsed.entity)) or self._topics.get(key(parsed.entity))
+            if entity is None:
+                raise not_found("queue or topic", parsed.entity)
+            if parsed.dlq and isinstance(entity, _Topic):
+                raise not_found("dead-letter queue", str(parsed))
+        store = entity.dlq if parsed.dlq else entity.store
+        hit = (entity, store)
+        self._paths[path] = hit
+        return hit
+
+    def _send_target(self, path: str) -> _Queue | _Topic:
+        entity, store = self._resolve(path)
+        if isinstance(entity, _Subscription) or store.dead_letter:
+            raise ServiceBusError(
+                Code.INVALID_OPERATION,
+                f"cannot send to '{path}': send to a queue or a topic",
+            )
+        if not entity.props.status.can_send:
+            raise ServiceBusError(
+                Code.ENTITY_DISABLED,
+                f"{entity.kind} '{entity.name}' is {entity.props.status.value}: sending is disabled",
+            )
+        return entity
+
+    def _receive_source(self, path: str) -> tuple[Any, MessageStore]:
+        entity, store = self._resolve(path)
+        if isinstance(entity, _Topic):
+            raise ServiceBusError(
+                Code.INVALID_OPERATION,
+                f"cannot receive from topic '{entity.name}': receive from a subscription",
+            )
+        if not entity.props.status.can_receive:
+            raise ServiceBusError(
+                Code.ENTITY_DISABLED,
+                f"{entity.kind} '{entity.path}' is {entity.props.status.value}: "
+                "receiving is disabled",
+            )
+        if not store.dead_letter and entity.props.forward_to:
+            raise ServiceBusError(
+                Code.INVALID_OPERATION,
+                f"cannot receive from or browse '{entity.path}': it auto-forwards to "
+                f"'{entity.props.forward_to}'",
+            )
+        return entity, store
+
+    # ================================================================== send
+
+    def send(self, path: str, messages: Sequence[SbMessage]) -> list[int]:
+        """Send a batch (validated whole first: nothing is stored if one message is refused).
+        Returns the sequence number each message got at ``path`` (0 for a duplicate that
+        duplicate detection dropped)."""
+        target = self._send_target(path)
+        now = self.clock.now()
+        sizes = self._check_batch(target, messages, now)
+        target.accessed_at = now
+        out: list[int] = []
+        try:
+            for msg, size in zip(messages, sizes, strict=True):
+                out.append(self._accept(target, msg, size, now))
+        finally:
+            self._flush()
+        return out
+
+    def schedule(self, path: str, messages: Sequence[SbMessage], at: float) -> list[int]:
+        """Schedule messages for ``at`` (epoch seconds); returns the sequence numbers to cancel
+        them with. A time not in the future sends them now."""
+        if isinstance(at, bool) or not isinstance(at, int | float) or math.isnan(at):
+            raise bad(f"a scheduled enqueue time must be a number of seconds, got {at!r}")
+        target = self._send_target(path)
+        now = self.clock.now()
+        sizes = self._check_batch(target, messages, now)
+        target.accessed_at = now
+        out: list[int] = []
+        try:
+            for msg, size in zip(messages, sizes, strict=True):
+                msg.scheduled_enqueue_time = float(at)
+                out.append(self._accept(target, msg, size, now))
+        finally:
+            self._flush()
+        return out
+
+    def cancel_scheduled(self, path: str, sequence_numbers: Sequence[int]) -> None:
+        target = self._send_target(path)
+        store = target.store
+        found: list[Stored] = []
+        for seq in sequence_numbers:
+            stored = store.messages.get(seq)
+            if stored is None or stored.state is not MessageState.SCHEDULED:
+                raise ServiceBusError(
+                    Code.MESSAGE_NOT_FOUND,
+                    f"no scheduled message with sequence number {seq} in '{target.name}'",
+                )
+            found.append(stored)
+        for stored in found:
+            self._remove(store, stored)
+
+    def _check_batch(self, target: Any, messages: Sequence[SbMessage], now: float) -> list[int]:
+        if isinstance(messages, SbMessage) or not isinstance(messages, Sequence):
+            raise bad("messages must be a sequence of SbMessage")
+        props = target.props
+        limit = props.max_message_size_kb * 1024
+        session_queue = isinstance(target, _Queue) and props.requires_session
+        sizes: list[int] = []
+        total = 0
+        for index, msg in enumerate(messages):
+            if not isinstance(msg, SbMessage):
+                raise bad(f"message {index} is not an SbMessage: {type(msg).__name__}")
+            size = msg.size
+            if size > limit:
+                raise ServiceBusError(
+                    Code.MESSAGE_SIZE_EXCEEDED,
+                    f"message {index} is {size} bytes; '{target.name}' accepts at most "
+                    f"{props.max_message_size_kb} KB",
+                )
+            for attr in ("message_id", "session_id", "partition_key", "reply_to_session_id"):
+                value = getattr(msg, attr)
+                if value is not None and (not isinstance(value, str) or len(value) > 128):
+                    raise bad(f"message {index}: {attr} must be a string of at most 128 characters")
+            if msg.time_to_live is not None and not msg.time_to_live > 0:
+                raise bad(f"message {index}: time_to_live must be positive")
+            if session_queue and msg.session_id is None:
+                raise ServiceBusError(
+                    Code.INVALID_OPERATION,
+                    f"message {index} has no SessionId; queue '{target.name}' requires sessions",
+                )
+            sizes.append(size)
+            total += size
+        if target.size_bytes + total > props.max_size_mb * 1048576:
+            raise ServiceBusError(
+                Code.QUOTA_EXCEEDED,
+                f"{target.kind} '{target.name}' is full (MaxSizeInMegabytes {props.max_size_mb})",
+            )
+        return sizes
+
+    def _accept(self, target: _Queue | _Topic, msg: SbMessage, size: int, now: float) -> int:
+        """One message of a checked batch: duplicate detection, scheduling, delivery."""
+        if msg.message_id is None:
+            msg.message_id = uuid.uuid4().hex
+        if target.props.requires_duplicate_detection and self._duplicate(target, msg, now):
+            return 0
+        when = msg.scheduled_enqueue_time
+        if when is not None and when > now:
+            store = target.store
+            seq = self._next_seq(store)
+            stored = Stored(
+                msg,
+                seq,
+                now,
+                state=MessageState.SCHEDULED,
+                enqueued_sequence_number=seq,
+                scheduled_enqueue_time=when,
+                size=size,
+            )
+            self._add(store, stored)
+            heapq.heappush(store.scheduled_heap, (when, seq))
+            self._wake(store, when)
+            return seq
+        if isinstance(target, _Queue):
+            return self._enqueue(target, msg, size, now, 0, 0, None)
+        return self._publish(target, msg, size, now, 0)
+
+    def _duplicate(self, target: _Queue | _Topic, msg: SbMessage, now: float) -> bool:
+        mid = msg.message_id
+        assert mid is not None
+        seen = target.dup_seen.get(mid)
+        window = target.props.duplicate_detection_window
+        if seen is not None and now - seen < window:
+            return True
+        target.dup_seen[mid] = now
+        if target.dup_order is None:
+            target.dup_order = deque()
+        target.dup_order.append((now, mid))
+        self.journal.value_saved(f"dup:{target.uid}:{mid}", repr(now))
+        self._wake(target.store, now + window)
+        return False
+
+    def _next_seq(self, store: MessageStore) -> int:
+        seq = store.next_sequence
+        store.next_sequence = seq + 1
+        if not store.seq_dirty:
+            store.seq_dirty = True
+            self._dirty.append(store)
+        return seq
+
+    def _flush(self) -> None:
+        """Journal the sequence counters that moved (once per operation, not per message)."""
+        dirty = self._dirty
+        if dirty:
+            save = self.journal.value_saved
+            for store in dirty:
+                store.seq_dirty = False
+                if not store.dead:
+                    save(f"seq:{store.owner.uid}", str(store.next_sequence))
+            dirty.clear()
+
+    def _publish(
+        self,
+        topic: _Topic,
+        msg: SbMessage,
+        size: int,
+        now: float,
+        hop: int,
+        dl_source: str | None = None,
+    ) -> int:
+        """Fan a message out to the subscriptions of ``topic``; returns the topic's sequence
+        number for it."""
+        seq = self._next_seq(topic.store)
+        topic.accessed_at = now
+        for sub, copy in topic.router.route(msg):
+            if isinstance(copy, FilterEvaluationError):
+                if sub.props.dead_lettering_on_filter_exceptions:
+                    self._dead_letter_new(
+                        sub, msg, size, now, hop, seq, "FilterEvaluationException", str(copy)
+                    )
+                continue
+            copy_size = size if copy is msg else copy.size
+            self._enqueue(sub, copy, copy_size, now, hop, seq, dl_source)
+        return seq
+
+    def _enqueue(
+        self,
+        entity: _Queue | _Subscription,
+        msg: SbMessage,
+        size: int,
+        now: float,
+        hop: int,
+        enq_seq: int,
+        dl_source: str | None,
+    ) -> int:
+        """Store a message in a queue or subscription (or forward it on); returns its
+        sequence number there (0 if it went elsewhere)."""
+        props = entity.props
+        if props.forward_to:
+            self._forward(entity, msg, size, now, hop, enq_seq, dl_source)
+            return 0
+        store = entity.store
+        if store.sessions_enabled and msg.session_id is None:
+            self._dead_letter_new(entity, msg, size, now, hop, enq_seq, "Session ID is null.", "")
+            return 0
+        ttl = props.default_message_ttl
+        if isinstance(entity, _Subscription):
+            ttl = min(ttl, entity.topic.props.default_message_ttl)
+        if msg.time_to_live is not None and msg.time_to_live < ttl:
+            ttl = msg.time_to_live
+        seq = self._next_seq(store)
+        stored = Stored(
+            msg,
+            seq,
+            now,
+            now + ttl,
+            enqueued_sequence_number=enq_seq or seq,
+            hop_count=hop,
+            dead_letter_source=dl_source,
+            size=size,
+        )
+        self._add(store, stored)
+        store.make_available(stored, returned=False)
+        if ttl != math.inf:
+            heapq.heappush(store.ttl_heap, (stored.expires_at, seq))
+            self._wake(store, stored.expires_at)
+        return seq
+
+    def _forward(
+        self,
+        source: _Queue | _Subscription,
+        msg: SbMessage,
+        size: int,
+        now: float,
+        hop: int,
+        enq_seq: int,
+        dl_source: str | None,
+    ) -> None:
+        dest_name = source.props.forward_to
+        assert dest_name is not None
+        if hop >= MAX_HOPS:
+            self._dead_letter_new(
+                source,
+                msg,
+                size,
+                now,
+                hop,
+                enq_seq,
+                "MaxTransferHopCountExceeded",
+                f"the maximum number of allowed hops when forwarding between entities has "
+                f"been exceeded; value is {MAX_HOPS}",
+            )
+            return
+        dest, failure = self._forward_destination(dest_name, size)
+        if failure is not None:
+            reason, text = failure
+            self._dead_letter_new(source, msg, size, now, hop, enq_seq, reason, text)
+            return
+        self._deliver(dest, msg, size, now, hop + 1, enq_seq, dl_source)
+
+    def _forward_destination(self, name: str, size: int) -> tuple[Any, tuple[str, str] | None]:
+        dest: Any = self._queues.get(key(name)) or self._topics.get(key(name))
+        if dest is None:
+            return None, (
+                Code.ENTITY_NOT_FOUND.reason,
+                f"the auto forwarding destination '{name}' does not exist",
+            )
+        if not dest.props.status.can_send:
+            return dest, (
+                Code.ENTITY_DISABLED.reason,
+                f"the auto forwarding destination '{dest.name}' is {dest.props.status.value}",
+            )
+        if dest.size_bytes + size > dest.props.max_size_mb * 1048576:
+            return dest, (
+                Code.QUOTA_EXCEEDED.reason,
+                f"the auto forwarding destination '{dest.name}' is full",
+            )
+        return dest, None
+
+    def _deliver(
+        self,
+        dest: _Queue | _Topic,
+        msg: SbMessage,
+        size: int,
+        now: float,
+        hop: int,
+        enq_seq: int,
+        dl_source: str | None,
+    ) -> None:
+        dest.accessed_at = now
+        if isinstance(dest, _Topic):
+            self._publish(dest, msg, size, now, hop, dl_source)
+        else:
+            self._enqueue(dest, msg, size, now, hop, enq_seq, dl_source)
+
+    # ================================================================== dead-lettering
+
+    def _dead_letter_new(
+        self,
+        entity: _Queue | _Subscription,
+        msg: SbMessage,
+        size: int,
+        now: float,
+        hop: int,
+        enq_seq: int,
+        reason: str,
+        description: str,
+    ) -> None:
+        """Dead-letter a message that never became part of ``entity`` (session id missing,
+        filter failure, forwarding failure): it gets a sequence number of the entity."""
+        seq = self._next_seq(entity.store)
+        stored = Stored(
+            msg, seq, now, enqueued_sequence_number=enq_seq or seq, hop_count=hop, size=size
+        )
+        self._place_dead_letter(entity, stored, reason, description, None, now)
+
+    def _place_dead_letter(
+        self,
+        entity: _Queue | _Subscription,
+        stored: Stored,
+        reason: str | None,
+        description: str | None,
+        properties: Mapping[str, Any] | None,
+        now: float,
+    ) -> None:
+        """Put ``stored`` (already out of its store) in the entity's dead-letter queue, or
+        auto-forward it to ForwardDeadLetteredMessagesTo."""
+        changes: dict[str, Any] = dict(properties or {})
+        if reason is not None:
+            changes["DeadLetterReason"] = reason
+        if description is not None:
+            changes["DeadLetterErrorDescription"] = description
+        if changes:
+            stored.message = _with_properties(stored.message, changes)
+            stored.size = stored.message.size
+        stored.lock_token = None
+        stored.locked_until = 0.0
+        stored.session_lock = False
+        stored.state = MessageState.ACTIVE
+        stored.expires_at = math.inf
+        stored.scheduled_enqueue_time = None
+        dest_name = entity.props.forward_dead_lettered_to
+        if dest_name and stored.hop_count < MAX_HOPS:
+            dest, failure = self._forward_destination(dest_name, stored.size)
+            if failure is None:
+                self._deliver(
+                    dest,
+                    stored.message,
+                    stored.size,
+                    now,
+                    stored.hop_count + 1,
+                    stored.enqueued_sequence_number,
+                    entity.path,
+                )
+                return
+        dlq = entity.dlq
+        if stored.sequence_number in dlq.messages:  # cannot happen: numbers are unique
+            stored.sequence_number = self._next_seq(entity.store)
+        self._add(dlq, stored)
+        dlq.make_available(stored, returned=True)
+
+    # ================================================================== receive
+
+    def receive(
+        self, path: str, max_count: int, mode: ReceiveMode, *, session: str | None = None
+    ) -> list[Stored]:
+        """Up to ``max_count`` messages in sequence order (fewer, or none, if fewer are
+        available). Peek-lock locks each under a new lock token for the entity's
+        LockDuration; receive-and-delete removes them."""
+        entity, store = self._receive_source(path)
+        if isinstance(max_count, bool) or not isinstance(max_count, int) or max_count < 1:
+            raise bad(f"max_count must be a positive integer, got {max_count!r}")
+        if not isinstance(mode, ReceiveMode):
+            raise bad(f"mode must be a ReceiveMode, got {mode!r}")
+        now = self.clock.now()
+        sq = self._session_for(store, session, now)
+        entity.accessed_at = now
+        src = sq if sq is not None else store
+        fresh = src.fresh
+        returned = src.returned
+        msgs = store.messages
+        out: list[Stored] = []
+        peek_lock = mode is ReceiveMode.PEEK_LOCK
+        if peek_lock:
+            until = sq.locked_until if sq is not None else now + entity.props.lock_duration
+        active = MessageState.ACTIVE
+        try:
+            while len(out) < max_count:
+                if returned and (not fresh or returned[0] < fresh[0]):
+                    seq = heapq.heappop(returned)
+                elif fresh:
+                    seq = fresh.popleft()
+                else:
+                    break
+                stored = msgs.get(seq)
+                if stored is None or stored.state is not active or stored.lock_token is not None:
+                    continue
+                if stored.expires_at <= now:
+                    self._expire(entity, store, stored, now)
+                    continue
+                if peek_lock:
+                    token = uuid.uuid4()
+                    stored.lock_token = token
+                    stored.locked_until = until
+                    store.locks[token] = stored
+                    if sq is not None:
+                        stored.session_lock = True
+                        sq.locked[token] = stored
+                    else:
+                        heapq.heappush(store.lock_heap, (until, seq, token))
+                        if until < store.wake_at:
+                            self._wake(store, until)
+                else:
+                    self._remove(store, stored)
+                out.append(stored)
+        finally:
+            self._flush()
+        if len(store.lock_heap) > 4096:
+            store.compact_heaps()
+        return out
+
+    def _session_for(
+        self, store: MessageStore, session: str | None, now: float
+    ) -> SessionQueue | None:
+        if not store.sessions_enabled:
+            if session is not None:
+                raise ServiceBusError(
+                    Code.INVALID_OPERATION,
+                    f"'{store.path}' is not session-enabled; receive without a session",
+                )
+            return None
+        if session is None:
+            raise ServiceBusError(
+                Code.INVALID_OPERATION,
+                f"'{store.path}' requires sessions: accept a session first",
+            )
+        sq = store.sessions.get(session)
+        if sq is None or sq.lock_token is None or sq.locked_until <= now:
+            if sq is not None and sq.lock_token is not None:
+                self._expire_session(store, sq, now)
+            raise ServiceBusError(
+                Code.SESSION_LOCK_LOST, f"the lock on session '{session}' is not held"
+            )
+        return sq
+
+    # ================================================================== settlement
+
+    def _locked(self, path: str, lock_token: uuid.UUID) -> tuple[Any, MessageStore, Stored]:
+        """The message ``lock_token`` locks, taken out of the lock table; or lock lost."""
+        entity, store = self._resolve(path)
+        stored = store.locks.pop(lock_token, None) if isinstance(lock_token, uuid.UUID) else None
+        if stored is None:
+            raise ServiceBusError(
+                Code.MESSAGE_LOCK_LOST,
+                f"the lock {lock_token} on '{path}' is unknown, expired or already settled",
+            )
+        now = self.clock.now()
+        if stored.session_lock:
+            sq = store.sessions.get(stored.message.session_id or "")
+            if sq is None or sq.lock_token is None or sq.locked_until <= now:
+                store.locks[lock_token] = stored
+                if sq is not None:
+                    self._expire_session(store, sq, now)
+                raise ServiceBusError(
+                    Code.SESSION_LOCK_LOST,
+                    f"the lock on session '{stored.message.session_id}' has expired",
+                )
+            sq.locked.pop(lock_token, None)
+        elif stored.locked_until <= now:
+            store.locks[lock_token] = stored
+            self._expire_lock(entity, store, stored, now)
+            raise ServiceBusError(
+                Code.MESSAGE_LOCK_LOST, f"the lock {lock_token} on '{path}' has expired"
+            )
+        stored.lock_token = None
+        stored.locked_until = 0.0
+        stored.session_lock = False
+        return entity, store, stored
+
+    def complete(self, path: str, lock_token: uuid.UUID) -> None:
+        _, store, stored = self._locked(path, lock_token)
+        self._remove(store, stored)
+
+    def abandon(
+        self, path: str, lock_token: uuid.UUID, properties: Mapping[str, Any] | None = None
+    ) -> None:
+        """Unlock now (delivery count + 1; dead-lettered past MaxDeliveryCount)."""
+        entity, store, stored = self._locked(path, lock_token)
+        if properties:
+            stored.message = _with_properties(stored.message, properties)
+        try:
+            self._failed_delivery(entity, store, stored, self.clock.now())
+        finally:
+            self._flush()
+
+    def release(self, path: str, lock_token: uuid.UUID) -> None:
+        """A message handed back unseen: available again, delivery count unchanged."""
+        entity, store, stored = self._locked(path, lock_token)
+        now = self.clock.now()
+        if stored.state is MessageState.ACTIVE:
+            if stored.expires_at <= now:
+                self._expire(entity, store, stored, now)
+                self._flush()
+            else:
+                store.make_available(stored, returned=True)
+
+    def defer(
+        self, path: str, lock_token: uuid.UUID, properties: Mapping[str, Any] | None = None
+    ) -> None:
+        """Set aside: only ``receive_deferred`` by sequence number gets it again."""
+        _, store, stored = self._locked(path, lock_token)
+        if properties:
+            stored.message = _with_properties(stored.message, properties)
+        store.set_state(stored, MessageState.DEFERRED)
+        self.journal.message_updated(store.path, stored)
+
+    def dead_letter(
+        self,
+        path: str,
+        lock_token: uuid.UUID,
+        reason: str | None = None,
+        description: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+    ) -> None:
+        entity, store = self._resolve(path)
+        if store.dead_letter:
+            raise ServiceBusError(
+                Code.INVALID_OPERATION,
+                f"cannot dead-letter a message of a dead-letter queue ('{path}')",
+            )
+        _, store, stored = self._locked(path, lock_token)
+        self._remove(store, stored)
+        try:
+            self._place_dead_letter(
+                entity, stored, reason, description, properties, self.clock.now()
+            )
+        finally:
+            self._flush()
+
+    def renew_lock(self, path: str, lock_token: uuid.UUID) -> float:
+        """Extend a message lock by the entity's LockDuration from now; returns the new
+        locked-until time (for a session's message, the session lock is renewed)."""
+        entity, store = self._resolve(path)
+        stored = store.locks.get(lock_token) if isinstance(lock_token, uuid.UUID) else None
+        now = self.clock.now()
+        if stored is not None and stored.session_lock:
+            return self.renew_session_lock(path, stored.message.session_id or "")
+        if stored is None or stored.locked_until <= now:
+            if stored is not None:
+                store.locks.pop(lock_token)
+                self._expire_lock(entity, store, stored, now)
+                self._flush()
+            raise ServiceBusError(
+                Code.MESSAGE_LOCK_LOST,
+                f"the lock {lock_token} on '{path}' is unknown, expired or already settled",
+            )
+        until = now + entity.props.lock_duration
+        stored.locked_until = until
+        heapq.heappush(store.lock_heap, (until, stored.sequence_number, lock_token))
+        return until
+
+    def _failed_delivery(
+        self, entity: Any, store: MessageStore, stored: Stored, now: float
+    ) -> None:
+        """An abandoned or expired lock: count the delivery, dead-letter past the limit."""
+        stored.delivery_count += 1
+        if stored.delivery_count >= entity.props.max_delivery_count and not store.dead_letter:
+            self._remove(store, stored)
+            self._place_dead_letter(
+                entity,
+                stored,
+                "MaxDeliveryCountExceeded",
+                f"Message could not be consumed after {entity.props.max_delivery_count} "
+                "delivery attempts.",
+                None,
+                now,
+            )
+            return
+        if stored.state is MessageState.ACTIVE and stored.expires_at <= now:
+            self._expire(entity, store, stored, now)
+            return
+        self.journal.message_updated(store.path, stored)
+        if stored.state is MessageState.ACTIVE:
+            store.make_available(stored, returned=True)
+
+    def _expire_lock(self, entity: Any, store: MessageStore, stored: Stored, now: float) -> None:
+        """``stored`` (out of the lock table) lost its lock by time."""
+        stored.lock_token = None
+        stored.locked_until = 0.0
+        stored.session_lock = False
+        self._failed_delivery(entity, store, stored, now)
+
+    def _expire(self, entity: Any, store: MessageStore, stored: Stored, now: float) -> None:
+        """``stored`` (active, unlocked) has outlived its time to live."""
+        self._remove(store, stored)
+        if entity.props.dead_lettering_on_expiration and not store.dead_letter:
+            self._place_dead_letter(
+                entity,
+                stored,
+                "TTLExpiredException",
+                "The message expired and was dead lettered.",
+                None,
+                now,
+            )
+
+    # ================================================================== browse, deferred
+
+    def peek(
+        self, path: str, from_sequence: int, max_count: int, session: str | None = None
+    ) -> list[Stored]:
+        """Messages from ``from_sequence`` on, in sequence order, whatever their state
+        (active, deferred, scheduled; ``Stored.state``); nothing is locked."""
+        entity, store = self._resolve(path)
+        if isinstance(entity, _Topic):
+            raise ServiceBusError(
+                Code.INVALID_OPERATION,
+                f"cannot browse topic '{entity.name}': browse a subscription",
+            )
+        if not store.dead_letter and entity.props.forward_to:
+            self._receive_source(path)  # raises: a forwarding source cannot be browsed
+        if isinstance(max_count, bool) or not isinstance(max_count, int) or max_count < 1:
+            raise bad(f"max_count must be a positive integer, got {max_count!r}")
+        now = self.clock.now()
+        out: list[Stored] = []
+        msgs = store.messages
+        values = msgs.values() if store.ordered else (msgs[s] for s in sorted(msgs))
+        for stored in values:
+            if stored.sequence_number < from_sequence:
+                continue
+            if stored.state is MessageState.ACTIVE and stored.expires_at <= now:
+                continue
+            if session is not None and stored.message.session_id != session:
+                continue
+            out.append(stored)
+            if len(out) >= max_count:
+                break
+        return out
+
+    def receive_deferred(
+        self,
+        path: str,
+        sequence_numbers: Sequence[int],
+        mode: ReceiveMode,
+        session: str | None = None,
+    ) -> list[Stored]:
+        """Deferred messages by sequence number (all must exist and be deferred)."""
+        entity, store = self._receive_source(path)
+        now = self.clock.now()
+        sq = self._session_for(store, session, now) if store.sessions_enabled else None
+        if session is not None and sq is None:
+            raise ServiceBusError(Code.INVALID_OPERATION, f"'{path}' is not session-enabled")
+        found: list[Stored] = []
+        for seq in sequence_numbers:
+            stored = store.messages.get(seq)
+            if (
+                stored is None
+                or stored.state is not MessageState.DEFERRED
+                or stored.lock_token is not None
+                or (sq is not None and stored.message.session_id != sq.session_id)
+            ):
+                raise ServiceBusError(
+                    Code.MESSAGE_NOT_FOUND,
+                    f"no deferred message with sequence number {seq} in '{path}'",
+                )
+            found.append(stored)
+        for stored in found:
+            if mode is ReceiveMode.PEEK_LOCK:
+                token = uuid.uuid4()
+                stored.lock_token = token
+                store.locks[token] = stored
+                if sq is not None:
+                    stored.locked_until = sq.locked_until
+                    stored.session_lock = True
+                    sq.locked[token] = stored
+                else:
+                    stored.locked_until = now + entity.props.lock_duration
+                    heapq.heappush(
+                        store.lock_heap, (stored.locked_until, stored.sequence_number, token)
+                    )
+                    self._wake(store, stored.locked_until)
+            else:
+                self._remove(store, stored)
+        return found
+
+    # ================================================================== bookkeeping
+
+    def _add(self, store: MessageStore, stored: Stored) -> None:
+        store.counted_add(stored, stored.size)
+        self._grow(store.owner, stored.size)
+        if store.sessions_enabled and stored.state is not MessageState.SCHEDULED:
+            store.session(stored.message.session_id or "").count += 1
+        self.journal.message_added(store.path, stored)
+
+    def _remove(self, store: MessageStore, stored: Stored) -> None:
+        store.counted_remove(stored, stored.size)
+        self._grow(store.owner, -stored.size)
+        if store.sessions_enabled and stored.state is not MessageState.SCHEDULED:
+            sid = stored.message.session_id or ""
+            sq = store.sessions.get(sid)
+            if sq is not None:
+                sq.count -= 1
+                if sq.count <= 0 and sq.lock_token is None and sq.state is None:
+                    del store.sessions[sid]
+        self.journal.message_removed(store.path, stored.sequence_number)
+
+    @staticmethod
+    def _grow(owner: Any, size: int) -> None:
+        owner.size_bytes += size
+        if isinstance(owner, _Subscription):
+            owner.topic.size_bytes += size
+
+    def _wake(self, store: MessageStore, when: float) -> None:
+        """Make sure ``tick`` runs for ``store`` by ``when``."""
+        if when < store.wake_at:
+            store.wake_at = when
+            self._timer_n += 1
+            heapq.heappush(self._timers, (when, self._timer_n, store))
+
+    # ================================================================== sessions
+
+    def accept_session(self, path: str, session_id: str | None) -> SessionLock | None:
+        """Lock a named session (it need not have messages yet), or the next session with
+        available messages (``None`` when there is none now)."""
+        entity, store = self._receive_source(path)
+        if not store.sessions_enabled:
+            raise ServiceBusError(
+                Code.INVALID_OPERATION, f"'{path}' is not session-enabled (RequiresSession)"
+            )
+        now = self.clock.now()
+        sq: SessionQueue | None = None
+        try:
+            if session_id is not None:
+                if not isinstance(session_id, str) or len(session_id) > 128:
+                    raise bad(
+                        f"invalid session id {session_id!r}: a string of at most 128 characters"
+                    )
+                sq = store.session(session_id)
+                if sq.lock_token is not None:
+                    if sq.locked_until > now:
+                        raise ServiceBusError(
+                            Code.SESSION_CANNOT_BE_LOCKED,
+                            f"session '{session_id}' of '{path}' is locked by another receiver",
+                        )
+                    self._expire_session(store, sq, now)
+                    sq = store.session(session_id)
+            else:
+                for candidate in list(store.sessions.values()):
+                    if candidate.lock_token is not None:
+                        if candidate.locked_until > now:
+                            continue
+                        self._expire_session(store, candidate, now)
+                    if self._has_available(store, candidate):
+                        sq = candidate
+                        break
+                if sq is None:
+                    return None
+        finally:
+            self._flush()
+        token = uuid.uuid4()
+        until = now + entity.props.lock_duration
+        sq.lock_token = token
+        sq.locked_until = until
+        store.sessions[sq.session_id] = sq
+        heapq.heappush(store.session_heap, (until, sq.session_id))
+        self._wake(store, until)
+        entity.accessed_at = now
+        return SessionLock(sq.session_id, token, until)
+
+    @staticmethod
+    def _has_available(store: MessageStore, sq: SessionQueue) -> bool:
+        msgs = store.messages
+        active = MessageState.ACTIVE
+
+        def live(seq: int) -> bool:
+            s = msgs.get(seq)
+            return s is not None and s.state is active and s.lock_token is None
+
+        while sq.fresh and not live(sq.fresh[0]):
+            sq.fresh.popleft()
+        while sq.returned and not live(sq.returned[0]):
+            heapq.heappop(sq.returned)
+        return bool(sq.fresh or sq.returned)
+
+    def renew_session_lock(self, path: str, session_id: str) -> float:
+        entity, store = self._receive_source(path)
+        now = self.clock.now()
+        sq = self._session_for(store, session_id, now)
+        assert sq is not None
+        until = now + entity.props.lock_duration
+        sq.locked_until = until
+        for stored in sq.locked.values():
+            stored.locked_until = until
+        heapq.heappush(store.session_heap, (until, sq.session_id))
+        return until
+
+    def release_session(self, path: str, session_id: str) -> None:
+        """Close a session: its unsettled messages are available again, their delivery count
+        unchanged. Releasing a session that is not locked does nothing."""
+        _, store = self._resolve(path)
+        sq = store.sessions.get(session_id) if store.sessions_enabled else None
+        if sq is None or sq.lock_token is None:
+            return
+        for token, stored in sq.locked.items():
+            store.locks.pop(token, None)
+            stored.lock_token = None
+            stored.locked_until = 0.0
+            stored.session_lock = False
+            if stored.state is MessageState.ACTIVE:
+                store.make_available(stored, returned=True)
+        sq.locked.clear()
+        sq.lock_token = None
+        sq.locked_until = 0.0
+        self._forget_session_if_empty(store, sq)
+
+    def _expire_session(self, store: MessageStore, sq: SessionQueue, now: float) -> None:
+        """A session lock ran out: its unsettled messages count a failed delivery."""
+        locked = list(sq.locked.items())
+        sq.locked.clear()
+        sq.lock_token = None
+        sq.locked_until = 0.0
+        for token, stored in locked:
+            store.locks.pop(token, None)
+            self._expire_lock(store.owner, store, stored, now)
+        self._forget_session_if_empty(store, sq)
+
+    @staticmethod
+    def _forget_session_if_empty(store: MessageStore, sq: SessionQueue) -> None:
+        if sq.count <= 0 and sq.lock_token is None and sq.state is None:
+            store.sessions.pop(sq.session_id, None)
+
+    def get_session_state(self, path: str, session_id: str) -> bytes | None:
+        _, store = self._receive_source(path)
+        sq = self._session_for(store, session_id, self.clock.now())
+        assert sq is not None
+        return sq.state
+
+    def set_session_state(self, path: str, session_id: str, state: bytes | None) -> None:
+        """Set (``None`` clears) the state of a session this receiver holds."""
+        entity, store = self._receive_source(path)
+        if state is not None and not isinstance(state, bytes | bytearray):
+            raise bad(f"session state must be bytes or None, got {type(state).__name__}")
+        limit = (
+            entity.topic.props.max_message_size_kb
+            if isinstance(entity, _Subscription)
+            else entity.props.max_message_size_kb
+        ) * 1024
+        if state is not None and len(state) > limit:
+            raise ServiceBusError(
+                Code.MESSAGE_SIZE_EXCEEDED,
+                f"session state is {len(state)} bytes; at most {limit // 1024} KB",
+            )
+        sq = self._session_for(store, session_id, self.clock.now())
+        assert sq is not None
+        sq.state = None if state is None else bytes(state)
+        self.journal.session_state_saved(store.path, session_id, sq.state)
+
+    def list_sessions(self, path: str) -> list[str]:
+        """The sessions that have messages or a state."""
+        _, store = self._receive_source(path)
+        if not store.sessions_enabled:
+            raise ServiceBusError(Code.INVALID_OPERATION, f"'{path}' is not session-enabled")
+        return [sid for sid, sq in store.sessions.items() if sq.count > 0 or sq.state is not None]
+
+    # ================================================================== timers
+
+    def next_deadline(self) -> float | None:
+        """When ``tick`` has something to do next (None: nothing pending)."""
+        timers = self._timers
+        while timers:
+            when, _, store = timers[0]
+            if store.dead or store.wake_at != when:
+                heapq.heappop(timers)
+                continue
+            return when
+        return None
+
+    def tick(self) -> None:
+        """Expire locks and session locks, activate scheduled messages, expire messages past
+        their time to live and forget old duplicate-detection history, as far as the clock
+        has come. Only the stores with something due are visited."""
+        now = self.clock.now()
+        timers = self._timers
+        try:
+            while timers and timers[0][0] <= now:
+                when, _, store = heapq.heappop(timers)
+                if store.dead or store.wake_at != when:
+                    continue
+                store.wake_at = math.inf
+                self._process(store, now)
+                nxt = self._store_deadline(store)
+                if nxt != math.inf:
+                    self._wake(store, nxt)
+        finally:
+            self._flush()
+
+    def _process(self, store: MessageStore, now: float) -> None:
+        entity = store.owner
+        msgs = store.messages
+        heap = store.lock_heap
+        while heap and heap[0][0] <= now:
+            until, _, token = heapq.heappop(heap)
+            stored = store.locks.get(token)
+            if stored is None or stored.locked_until != until or stored.session_lock:
+                continue
+            del store.locks[token]
+            self._expire_lock(entity, store, stored, now)
+        sheap = store.session_heap
+        while sheap and sheap[0][0] <= now:
+            until, sid = heapq.heappop(sheap)
+            sq = store.sessions.get(sid)
+            if sq is not None and sq.lock_token is not None and sq.locked_until == until:
+                self._expire_session(store, sq, now)
+        sched = store.scheduled_heap
+        while sched and sched[0][0] <= now:
+            _, seq = heapq.heappop(sched)
+            stored = msgs.get(seq)
+            if stored is None or stored.state is not MessageState.SCHEDULED:
+                continue
+            self._remove(store, stored)
+            if isinstance(entity, _Topic):
+                self._publish(entity, stored.message, stored.size, now, 0)
+            else:
+                self._enqueue(entity, stored.message, stored.size, now, 0, 0, None)
+        theap = store.ttl_heap
+        while theap and theap[0][0] <= now:
+            expires, seq = heapq.heappop(theap)
+            stored = msgs.get(seq)
+            if (
+                stored is None
+                or stored.expires_at != expires
+                or stored.state is not MessageState.ACTIVE
+                or stored.lock_token is not None
+            ):
+                continue
+            self._expire(entity, store, stored, now)
+        order = entity.dup_order
+        if order and store is entity.store:
+            window = entity.props.duplicate_detection_window
+            seen = entity.dup_seen
+            while order and order[0][0] + window <= now:
+                at, mid = order.popleft()
+                if seen.get(mid) == at:
+                    del seen[mid]
+                    self.journal.value_saved(f"dup:{entity.uid}:{mid}", "")
+        store.compact_heaps()
+
+    @staticmethod
+    def _store_deadline(store: MessageStore) -> float:
+        best = math.inf
+        for heap in (store.lock_heap, store.session_heap, store.scheduled_heap, store.ttl_heap):
+            if heap and heap[0][0] < best:
+                best = heap[0][0]
+        entity = store.owner
+        order = entity.dup_order
+        if order and store is entity.store:
+            best = min(best, order[0][0] + entity.props.duplicate_detection_window)
+        return best
+
+    # ================================================================== restore (data)
+
+    def restore_message(self, entity: str, stored: Stored) -> None:
+        """A message as the journal saved it under ``entity`` (its lock is not restored)."""
+        self._apply_restored_entities()
+        owner, store = self._resolve(entity)
+        stored.lock_token = None
+        stored.locked_until = 0.0
+        stored.session_lock = False
+        if not stored.size:
+            stored.size = stored.message.size
+        store.counted_add(stored, stored.size)
+        self._grow(owner, stored.size)
+        seq = stored.sequence_number
+        main = owner.store
+        if seq >= main.next_sequence:
+            main.next_sequence = seq + 1
+        if stored.state is MessageState.SCHEDULED:
+            when = stored.scheduled_enqueue_time or 0.0
+            heapq.heappush(store.scheduled_heap, (when, seq))
+            return
+        if store.sessions_enabled:
+            store.session(stored.message.session_id or "").count += 1
+        if stored.state is MessageState.ACTIVE:
+            store.make_available(stored, returned=True)
+            if stored.expires_at != math.inf:
+                heapq.heappush(store.ttl_heap, (stored.expires_at, seq))
+
+    def restore_session_state(self, entity: str, session_id: str, state: bytes | None) -> None:
+        self._apply_restored_entities()
+        _, store = self._resolve(entity)
+        if state is not None:
+            store.session(session_id).state = bytes(state)
+
+    def restore_value(self, key_: str, value: str) -> None:
+        """A value saved with ``value_saved`` (sequence counters, duplicate history)."""
+        self._apply_restored_entities()
+        kind, _, rest = key_.partition(":")
+        if kind == "seq":
+            owner = self._by_uid().get(rest)
+            if owner is not None and value:
+                owner.store.next_sequence = max(owner.store.next_sequence, int(value))
+        elif kind == "dup":
+            uid, _, mid = rest.partition(":")
+            owner = self._by_uid().get(uid)
+            if owner is not None and value:
+                seen = float(value)
+                owner.dup_seen[mid] = seen
+                if owner.dup_order is None:
+                    owner.dup_order = deque()
+                owner.dup_order.append((seen, mid))
+
+    def _by_uid(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for q in self._queues.values():
+            out[q.uid] = q
+        for t in self._topics.values():
+            out[t.uid] = t
+            for s in t.subs.values():
+                out[s.uid] = s
+        return out
+
+    def _all_stores(self) -> list[MessageStore]:
+        stores: list[MessageStore] = []
+        for q in self._queues.values():
+            stores += (q.store, q.dlq)
+        for t in self._topics.values():
+            stores.append(t.store)
+            for s in t.subs.values():
+                stores += (s.store, s.dlq)
+        return stores
 
     # ================================================================== restore
 
@@ -712,8 +1824,16 @@ class Namespace:
         self._changed()
 
     def finish_restore(self) -> None:
-        """Everything saved has been restored: build what the journal does not keep."""
+        """Everything saved has been restored: set the timers (locks are all released;
+        delivery counts are as saved)."""
         self._apply_restored_entities()
+        for entity in self._by_uid().values():
+            if entity.dup_order:
+                entity.dup_order = deque(sorted(entity.dup_order))
+        for store in self._all_stores():
+            when = self._store_deadline(store)
+            if when != math.inf:
+                self._wake(store, when)
 
 
 _RESTORE_ORDER = {"queue": 0, "topic": 0, "subscription": 1, "rule": 2}

@@ -61,6 +61,10 @@ class MessageStore:
     scheduled_count: int = 0
     size_bytes: int = 0
     wake_at: float = math.inf  # the deadline this store is registered under in the namespace
+    dead: bool = False  # its entity was deleted
+    seq_dirty: bool = False  # next_sequence changed since it was last journaled
+    ordered: bool = True  # ``messages`` is in ascending sequence order (peek walks it as is)
+    max_sequence: int = 0
 
     # ------------------------------------------------------------------ counts
 
@@ -70,7 +74,12 @@ class MessageStore:
 
     def counted_add(self, stored: Stored, size: int) -> None:
         """Account for a message being added in its current state."""
-        self.messages[stored.sequence_number] = stored
+        seq = stored.sequence_number
+        self.messages[seq] = stored
+        if seq > self.max_sequence:
+            self.max_sequence = seq
+        else:
+            self.ordered = False
         self.size_bytes += size
         state = stored.state
         if state is MessageState.ACTIVE:
@@ -82,6 +91,9 @@ class MessageStore:
 
     def counted_remove(self, stored: Stored, size: int) -> None:
         del self.messages[stored.sequence_number]
+        if not self.messages:
+            self.ordered = True
+            self.max_sequence = 0
         self.size_bytes -= size
         state = stored.state
         if state is MessageState.ACTIVE:
