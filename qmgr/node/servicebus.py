@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from qmgr.core.clock import Clock
 from qmgr.node.config import DEFAULT_NAMESPACE
@@ -88,7 +88,7 @@ class ServiceBusHost:
             journal.value_saved(NAMESPACE_KEY, name)
 
     def _restore(self, loaded: SbLoaded) -> None:
-        ns: Any = self.namespace
+        ns = self.namespace
         previous = loaded.values.get(NAMESPACE_KEY)
         if previous and previous != ns.name:
             log.warning("the store holds namespace %s; it is hosted as %s now", previous, ns.name)
@@ -138,7 +138,7 @@ class ServiceBusHost:
         self._wake.set()
 
     async def _timer(self) -> None:
-        ns: Any = self.namespace
+        ns = self.namespace
         while True:
             deadline = ns.next_deadline()
             wait = None if deadline is None else max(0.0, deadline - self.clock.now())

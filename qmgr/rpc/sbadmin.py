@@ -163,10 +163,6 @@ class ServiceBusAdminCalls:
     def _ns(self) -> Namespace:
         return self._host().namespace
 
-    @property
-    def _data(self) -> Any:
-        return self._host().namespace
-
     async def _done(self) -> None:
         """After a change: the timer looks again, and the change is committed."""
         self._host().changed()
@@ -276,7 +272,7 @@ class ServiceBusAdminCalls:
     # -- messages ---------------------------------------------------------------------------
 
     async def SbSend(self, request: pb.SbSendRequest, context: Context) -> pb.SbSendResponse:
-        ns = self._data
+        ns = self._ns
         _count(len(request.messages), "messages")
         messages = [message_from_wire(m) for m in request.messages]
         numbers = ns.send(request.path, messages)
@@ -284,7 +280,7 @@ class ServiceBusAdminCalls:
         return pb.SbSendResponse(sequence_numbers=numbers)
 
     async def SbPeek(self, request: pb.SbPeekRequest, context: Context) -> pb.SbMessages:
-        found = self._data.peek(
+        found = self._ns.peek(
             request.path,
             request.from_sequence,
             _count(request.max_count, "max_count"),
@@ -301,7 +297,7 @@ class ServiceBusAdminCalls:
             if request.mode == pb.SB_RECEIVE_AND_DELETE
             else ReceiveMode.PEEK_LOCK
         )
-        got = self._data.receive(request.path, _count(request.max_count, "max_count"), mode)
+        got = self._ns.receive(request.path, _count(request.max_count, "max_count"), mode)
         await self._done()
         out = pb.SbMessages()
         for stored in got:
@@ -309,7 +305,7 @@ class ServiceBusAdminCalls:
         return out
 
     async def SbSettle(self, request: pb.SbSettleRequest, context: Context) -> pb.SbSettleResponse:
-        ns, path, token = self._data, request.path, _token(request.lock_token)
+        ns, path, token = self._ns, request.path, _token(request.lock_token)
         how = request.settlement
         locked_until = 0.0
         if how == pb.SB_COMPLETE:

@@ -111,6 +111,8 @@ def encode_stored(s: Stored) -> str:
         header["dl"] = s.dead_letter_source
     if s.scheduled_enqueue_time is not None:
         header["sc"] = s.scheduled_enqueue_time
+    if s.size:
+        header["sz"] = s.size
     return json.dumps(header, separators=(",", ":"))
 
 
@@ -136,4 +138,5 @@ def decode_stored(seq: int, body: bytes, header: str) -> Stored:
         hop_count=h.get("hc", 0),
         dead_letter_source=h.get("dl"),
         scheduled_enqueue_time=h.get("sc"),
+        size=h.get("sz", 0),
     )
