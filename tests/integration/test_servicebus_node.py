@@ -5,6 +5,7 @@ nothing, and the node keeps serving."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from qmgr.client import ServiceBusClientError
+from qmgr.client import MQClientError, ServiceBusClientError
 from qmgr.client.servicebus import ServiceBusAdmin
 from qmgr.servicebus.errors import Code
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
@@ -467,3 +468,73 @@ def test_entities_made_with_qmgr_sb_survive_kill_9(sb_node: NodeProcess) -> None
     assert sub["properties"]["ForwardTo"] == "orders"
     rules = json.loads(sb("rule", "list", "QM1", "events", "audit", "-o", "json").stdout)
     assert sorted(r["name"] for r in rules) == ["$Default", "big"]
+
+
+def test_what_the_namespace_remembers_survives_kill_9(sb_node: NodeProcess) -> None:
+    """Duplicate-detection history, sequence numbers of emptied entities, dead-lettered
+    messages with their reason, and a topic's scheduled messages."""
+    sb = _sb(sb_node)
+    sb.create_queue("dedup", {"RequiresDuplicateDetection": True})
+    sb.create_queue("drained")
+    sb.create_queue("failing")
+    sb.create_topic("news")
+    sb.create_subscription("news", "all")
+    sb.send("dedup", [SbMessage(body=b"first", message_id="once")])
+    sb.send("drained", [SbMessage(body=b"x") for _ in range(3)])
+    assert len(sb.receive("drained", 3, mode="receive_and_delete")) == 3
+    sb.send("failing", [SbMessage(body=b"poison")])
+    (locked,) = sb.receive("failing", 1)
+    sb.dead_letter("failing", locked.lock_token, reason="Poison", description="cannot parse")
+    later = time.time() + 3600
+    sb.send("news", [SbMessage(body=b"tomorrow", scheduled_enqueue_time=later)])
+    sb.send("news", [SbMessage(body=b"soon", scheduled_enqueue_time=time.time() + 2)])
+
+    sb_node.restart()
+    sb = _sb(sb_node)
+    sb.send("dedup", [SbMessage(body=b"again", message_id="once")])  # accepted, dropped
+    assert [m.message.body for m in _peek(sb, "dedup")] == [b"first"]
+    sb.send("drained", [SbMessage(body=b"next")])
+    assert [m.sequence_number for m in _peek(sb, "drained")] == [4]  # gap-free, not reused
+    (dead,) = _peek(sb, "failing/$DeadLetterQueue")
+    assert dead.message.body == b"poison"
+    assert dead.message.properties.get("DeadLetterReason") == "Poison"
+    assert dead.message.properties.get("DeadLetterErrorDescription") == "cannot parse"
+    _until(
+        lambda: [m.message.body for m in _peek(sb, "news/Subscriptions/all")] == [b"soon"],
+        "the scheduled message delivered after the restart",
+    )
+    assert sb.get_topic("news").counts.scheduled == 1  # "tomorrow" still waits
+
+
+def test_every_acknowledged_send_survives_kill_9_under_load(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    sb.create_queue("load")
+    acknowledged: list[str] = []
+    stop = threading.Event()
+
+    def sender() -> None:
+        client = sb_node.client().servicebus
+        n = 0
+        while not stop.is_set():
+            batch = [SbMessage(body=b"m", message_id=f"{n}-{i}") for i in range(5)]
+            try:
+                client.send("load", batch)
+            except MQClientError:
+                return  # the node is gone
+            acknowledged.extend(m.message_id or "" for m in batch)
+            n += 1
+
+    threads = [threading.Thread(target=sender) for _ in range(3)]
+    for t in threads:
+        t.start()
+    _until(lambda: len(acknowledged) >= 300, "300 acknowledged sends")
+    sb_node.kill()
+    stop.set()
+    for t in threads:
+        t.join(30)
+    sb_node.start()
+    stored = _sb(sb_node).peek("load", 0, 5000)
+    ids = {m.message.message_id for m in stored}
+    assert set(acknowledged) <= ids
+    numbers = [m.sequence_number for m in stored]
+    assert numbers == list(range(1, len(numbers) + 1))  # gap-free
