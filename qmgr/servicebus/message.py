@@ -69,6 +69,26 @@ class Stored:
     size: int = 0  # SbMessage.size when it was stored (counted against the entity's size)
     session_lock: bool = False  # locked as part of its session (the session lock governs it)
 
+    def snapshot(self) -> Stored:
+        """A copy of the broker state as it is now (the message itself is shared: the
+        namespace never changes a message in place)."""
+        return Stored(
+            self.message,
+            self.sequence_number,
+            self.enqueued_time,
+            self.expires_at,
+            self.state,
+            self.delivery_count,
+            self.lock_token,
+            self.locked_until,
+            self.enqueued_sequence_number,
+            self.hop_count,
+            self.dead_letter_source,
+            self.scheduled_enqueue_time,
+            self.size,
+            self.session_lock,
+        )
+
 
 class SbJournal(Protocol):
     """The durable changes the namespace makes, in order; the node's store collects them and

@@ -948,8 +948,9 @@ class Namespace:
         sequence number there (0 if it went elsewhere)."""
         props = entity.props
         if props.forward_to:
-            self._forward(entity, msg, size, now, hop, enq_seq, dl_source)
-            return 0
+            seq = self._next_seq(entity.store)
+            self._forward(entity, msg, size, now, hop, enq_seq or seq, dl_source, seq)
+            return seq
         store = entity.store
         if store.sessions_enabled and msg.session_id is None:
             self._dead_letter_new(entity, msg, size, now, hop, enq_seq, "Session ID is null.", "")
@@ -986,7 +987,9 @@ class Namespace:
         hop: int,
         enq_seq: int,
         dl_source: str | None,
+        seq: int,
     ) -> None:
+        """Move a message accepted by ``source`` as ``seq`` on to its ForwardTo."""
         dest_name = source.props.forward_to
         assert dest_name is not None
         if hop >= MAX_HOPS:
@@ -1000,12 +1003,13 @@ class Namespace:
                 "MaxTransferHopCountExceeded",
                 f"the maximum number of allowed hops when forwarding between entities has "
                 f"been exceeded; value is {MAX_HOPS}",
+                seq,
             )
             return
         dest, failure = self._forward_destination(dest_name, size)
         if failure is not None:
             reason, text = failure
-            self._dead_letter_new(source, msg, size, now, hop, enq_seq, reason, text)
+            self._dead_letter_new(source, msg, size, now, hop, enq_seq, reason, text, seq)
             return
         self._deliver(dest, msg, size, now, hop + 1, enq_seq, dl_source)
 
@@ -1056,10 +1060,12 @@ class Namespace:
         enq_seq: int,
         reason: str,
         description: str,
+        seq: int = 0,
     ) -> None:
         """Dead-letter a message that never became part of ``entity`` (session id missing,
-        filter failure, forwarding failure): it gets a sequence number of the entity."""
-        seq = self._next_seq(entity.store)
+        filter failure, forwarding failure): it keeps the sequence number ``seq`` it was
+        accepted under, or gets one of the entity."""
+        seq = seq or self._next_seq(entity.store)
         stored = Stored(
             msg, seq, now, enqueued_sequence_number=enq_seq or seq, hop_count=hop, size=size
         )
@@ -1163,7 +1169,7 @@ class Namespace:
                             self._wake(store, until)
                 else:
                     self._remove(store, stored)
-                out.append(stored)
+                out.append(stored.snapshot())
         finally:
             self._flush()
         if len(store.lock_heap) > 4096:
@@ -1382,7 +1388,7 @@ class Namespace:
                 continue
             if session is not None and stored.message.session_id != session:
                 continue
-            out.append(stored)
+            out.append(stored.snapshot())
             if len(out) >= max_count:
                 break
         return out
@@ -1431,7 +1437,7 @@ class Namespace:
                     self._wake(store, stored.locked_until)
             else:
                 self._remove(store, stored)
-        return found
+        return [stored.snapshot() for stored in found]
 
     # ================================================================== bookkeeping
 
