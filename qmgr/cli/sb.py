@@ -324,10 +324,13 @@ def print_entity(info: Any, output: str) -> None:
         table.add_row(name, _show(value))
     if info.kind != "rule":
         counts = vars(info.counts)
-        for name in ("active", "dead_lettered", "scheduled", "transfer", "transfer_dead_letter"):
+        names = ("active", "deferred", "dead_lettered", "scheduled", "transfer")
+        for name in (*names, "transfer_dead_letter"):
             table.add_row(f"count: {name.replace('_', ' ')}", str(counts.get(name, 0)))
         if info.kind == "topic":
-            table.add_row("subscriptions", str(info.counts.subscription_count))
+            table.add_row("subscriptions", str(counts.get("subscription_count", 0)))
+        if info.kind == "subscription":
+            table.add_row("rules", str(counts.get("rule_count", 0)))
         table.add_row("size (bytes)", str(info.counts.size_bytes))
         table.add_row("created", _time(info.created_at))
         table.add_row("updated", _time(info.updated_at))
@@ -372,7 +375,7 @@ def print_list(kind: str, infos: list[Any], output: str) -> None:
             table.add_row(info.name, *_rule_text(info.properties))
     else:
         columns = ["name", "status"]
-        columns += ["subscriptions"] if kind == "topic" else ["active", "dead-lettered"]
+        columns += ["subscriptions"] if kind == "topic" else ["active", "deferred", "dead-lettered"]
         columns += ["scheduled", "transfer", "size (bytes)"]
         if kind != "topic":
             columns += ["forward to"]
@@ -385,7 +388,7 @@ def print_list(kind: str, infos: list[Any], output: str) -> None:
             row += (
                 [str(c.subscription_count)]
                 if kind == "topic"
-                else [str(c.active), str(c.dead_lettered)]
+                else [str(c.active), str(getattr(c, "deferred", 0)), str(c.dead_lettered)]
             )
             row += [str(c.scheduled), str(c.transfer), str(c.size_bytes)]
             if kind != "topic":
@@ -457,35 +460,25 @@ def _entity_group(kind: str, cls: Props, parents: tuple[str, ...]) -> click.Grou
     def call(admin: Any, verb: str, *args: Any) -> Any:
         return getattr(admin, f"{verb}_{kind}")(*args)
 
-    @group.command(help=f"Create a {kind}.")
-    @click.argument("node")
-    @parent_args
-    @click.argument("name")
-    @property_options(cls)
-    @output_option
-    @client_options
-    def create(node: str, name: str, output: str, access: Access, **options: Any) -> None:
-        parents_ = [options.pop(p) for p in parents]
-        props = properties_from(options, cls)
-        with _admin(node, access) as admin:
-            info = call(admin, "create", *parents_, name, props)
-        print_entity(info, output)
+    def writer(verb: str, help_: str) -> None:
+        @group.command(name=verb, help=help_)
+        @click.argument("node")
+        @parent_args
+        @click.argument("name")
+        @property_options(cls)
+        @output_option
+        @client_options
+        def command(node: str, name: str, output: str, access: Access, **options: Any) -> None:
+            parents_ = [options.pop(p) for p in parents]
+            props = properties_from(options, cls)
+            if verb == "update" and not props:
+                raise click.UsageError("nothing to update: give at least one property option")
+            with _admin(node, access) as admin:
+                info = call(admin, verb, *parents_, name, props)
+            print_entity(info, output)
 
-    @group.command(help=f"Change the given properties of a {kind}.")
-    @click.argument("node")
-    @parent_args
-    @click.argument("name")
-    @property_options(cls)
-    @output_option
-    @client_options
-    def update(node: str, name: str, output: str, access: Access, **options: Any) -> None:
-        parents_ = [options.pop(p) for p in parents]
-        props = properties_from(options, cls)
-        if not props:
-            raise click.UsageError("nothing to update: give at least one property option")
-        with _admin(node, access) as admin:
-            info = call(admin, "update", *parents_, name, props)
-        print_entity(info, output)
+    writer("create", f"Create a {kind}.")
+    writer("update", f"Change the given properties of a {kind}.")
 
     @group.command(help=f"Show a {kind}: properties and message counts.")
     @click.argument("node")
@@ -534,40 +527,32 @@ def rule() -> None:
     """Rules of a subscription: a SQL or correlation filter and an optional SQL action."""
 
 
-@rule.command(name="create")
-@click.argument("node")
-@click.argument("topic")
-@click.argument("subscription")
-@click.argument("name")
-@rule_options
-@output_option
-@client_options
-def rule_create(
-    node: str, topic: str, subscription: str, name: str, output: str, access: Access, **options: Any
-) -> None:
-    """Add a rule to a subscription."""
-    body = _rule_of(options)
-    with _admin(node, access) as admin:
-        info = admin.create_rule(topic, subscription, name, body)
-    print_entity(info, output)
+def _rule_writer(verb: str, help_: str) -> None:
+    @rule.command(name=verb, help=help_)
+    @click.argument("node")
+    @click.argument("topic")
+    @click.argument("subscription")
+    @click.argument("name")
+    @rule_options
+    @output_option
+    @client_options
+    def command(
+        node: str,
+        topic: str,
+        subscription: str,
+        name: str,
+        output: str,
+        access: Access,
+        **options: Any,
+    ) -> None:
+        body = _rule_of(options)
+        with _admin(node, access) as admin:
+            info = getattr(admin, f"{verb}_rule")(topic, subscription, name, body)
+        print_entity(info, output)
 
 
-@rule.command(name="update")
-@click.argument("node")
-@click.argument("topic")
-@click.argument("subscription")
-@click.argument("name")
-@rule_options
-@output_option
-@client_options
-def rule_update(
-    node: str, topic: str, subscription: str, name: str, output: str, access: Access, **options: Any
-) -> None:
-    """Replace a rule's filter and action."""
-    body = _rule_of(options)
-    with _admin(node, access) as admin:
-        info = admin.update_rule(topic, subscription, name, body)
-    print_entity(info, output)
+_rule_writer("create", "Add a rule to a subscription.")
+_rule_writer("update", "Replace a rule's filter and action.")
 
 
 @rule.command(name="show")

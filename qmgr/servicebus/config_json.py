@@ -316,10 +316,30 @@ def apply(namespace: Namespace, config: Config) -> list[str]:
 
     The file is first applied to a copy of the namespace's definitions: if the namespace
     refuses any of it, the error (with the JSON path) is raised and nothing is changed."""
-    scratch = Namespace(namespace.name, clock=ManualClock(), limits=namespace.limits)
-    _Applier(scratch, _definitions(namespace)).run()
-    _Applier(scratch, config.namespace).run()
+    _Applier(_copy(namespace), config.namespace).run()
     return _Applier(namespace, config.namespace).run()
+
+
+def _copy(namespace: Namespace) -> Namespace:
+    """A namespace with the same definitions (no messages, no journal). A forwarding
+    destination that was deleted after the forwarding was set is re-created for the copy and
+    deleted again, so the copy refuses what the original would."""
+    scratch = Namespace(namespace.name, clock=ManualClock(), limits=namespace.limits)
+    spec = _definitions(namespace)
+    names = {key(q.name) for q in spec.queues} | {key(t.name) for t in spec.topics}
+    sources: list[Any] = [*spec.queues, *(s for t in spec.topics for s in t.subscriptions)]
+    gone = {
+        key(target): target
+        for source in sources
+        for target in (source.properties.forward_to, source.properties.forward_dead_lettered_to)
+        if target and key(target) not in names
+    }
+    for name in gone.values():
+        scratch.create_queue(name)
+    _Applier(scratch, spec).run()
+    for name in gone.values():
+        scratch.delete_queue(name)
+    return scratch
 
 
 class _Applier:

@@ -794,3 +794,24 @@ def test_export_writes_the_emulator_shape() -> None:
             "Properties": {"FilterType": "Sql", "SqlFilter": {"SqlExpression": "1=0"}},
         }
     ]
+
+
+def test_a_deleted_forwarding_destination_fails_in_the_dry_run_too() -> None:
+    """An entity whose forwarding destination was deleted cannot be updated (the destination
+    does not exist); the file fails as a whole, before anything is created."""
+    ns = namespace()
+    ns.create_queue("gone")
+    ns.create_queue("queue.1", QueueProperties(forward_to="gone"))
+    ns.delete_queue("gone")
+    data = sample()
+    del data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["ForwardTo"]
+    exc = apply_failure(ns, data)  # changes MaxDeliveryCount of queue.1, adds topic.1
+    assert exc.where == f"{NS}.Queues[0].Properties.ForwardTo"
+    assert "gone" in exc.text
+    assert ns.list_topics() == []
+    # The same file without queue.1 applies: the dangling forwarding is left as it is.
+    data = sample()
+    data["UserConfig"]["Namespaces"][0]["Queues"] = []
+    config_json.apply(ns, config_json.parse(data))
+    assert ns.get_queue("queue.1").properties.forward_to == "gone"
+    assert [t.name for t in ns.list_topics()] == ["topic.1"]
