@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from qmgr.client import MQClientError, ServiceBusClientError
+from qmgr.client.errors import ConnectionFailed
 from qmgr.client.servicebus import ServiceBusAdmin
+from qmgr.node.server import STORE_FAULT_ENV
 from qmgr.servicebus.errors import Code
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
 from tests.integration.conftest import NodeProcess
@@ -538,3 +540,40 @@ def test_every_acknowledged_send_survives_kill_9_under_load(sb_node: NodeProcess
     assert set(acknowledged) <= ids
     numbers = [m.sequence_number for m in stored]
     assert numbers == list(range(1, len(numbers) + 1))  # gap-free
+
+
+def test_a_failed_commit_acknowledges_no_send(tmp_path: Path) -> None:
+    """Fail-stop on the Service Bus side too: a send answered with an error is not stored, one
+    acknowledged is, and the node stops instead of serving what it could not commit."""
+    node = NodeProcess("QM1", tmp_path)
+    node.extra_args = ["--servicebus"]
+    node.start()
+    try:
+        _sb(node).create_queue("fs")
+        node.stop()
+        node.env = {**node.env, STORE_FAULT_ENV: "15"}
+        node.start()
+        acked: list[str] = []
+        failed: list[str] = []
+        sb = _sb(node)
+        for i in range(1000):
+            try:
+                sb.send("fs", [SbMessage(body=b"x", message_id=str(i))])
+            except ConnectionFailed:
+                break
+            except MQClientError as exc:
+                assert exc.reason_name == "MQRC_RESOURCE_PROBLEM", exc
+                failed.append(str(i))
+                if len(failed) >= 3:
+                    break
+                continue
+            acked.append(str(i))
+        assert acked and failed
+        assert node.proc is not None and node.proc.wait(60) != 0
+        node.env = {k: v for k, v in node.env.items() if k != STORE_FAULT_ENV}
+        node.start()
+        ids = {m.message.message_id for m in _peek(_sb(node), "fs")}
+        assert set(acked) <= ids
+        assert not set(failed) & ids
+    finally:
+        node.kill()
