@@ -297,7 +297,10 @@ class ServiceBusAdminCalls:
             if request.mode == pb.SB_RECEIVE_AND_DELETE
             else ReceiveMode.PEEK_LOCK
         )
-        got = self._ns.receive(request.path, _count(request.max_count, "max_count"), mode)
+        session = request.session if request.HasField("session") else None
+        got = self._ns.receive(
+            request.path, _count(request.max_count, "max_count"), mode, session=session
+        )
         await self._done()
         out = pb.SbMessages()
         for stored in got:
@@ -327,3 +330,40 @@ class ServiceBusAdminCalls:
             raise bad(f"unknown settlement {how}", where="settlement")
         await self._done()
         return pb.SbSettleResponse(locked_until=locked_until)
+
+    async def SbSession(
+        self, request: pb.SbSessionRequest, context: Context
+    ) -> pb.SbSessionResponse:
+        ns, path, op = self._ns, request.path, request.op
+        session = request.session_id if request.HasField("session_id") else None
+        out = pb.SbSessionResponse()
+        if op == pb.SB_SESSION_LIST:
+            out.session_ids.extend(ns.list_sessions(path))
+            return out
+        if op == pb.SB_SESSION_ACCEPT:
+            lock = ns.accept_session(path, session)
+            if lock is not None:
+                out.session_id = lock.session_id
+                out.lock_token = str(lock.lock_token)
+                out.locked_until = lock.locked_until
+            await self._done()
+            return out
+        if session is None:
+            raise bad("the session id is missing", where="session_id")
+        if op == pb.SB_SESSION_RELEASE:
+            ns.release_session(path, session)
+        elif op == pb.SB_SESSION_RENEW:
+            out.locked_until = ns.renew_session_lock(path, session)
+        elif op == pb.SB_SESSION_GET_STATE:
+            state = ns.get_session_state(path, session)
+            if state is not None:
+                out.state = state
+            return out
+        elif op == pb.SB_SESSION_SET_STATE:
+            ns.set_session_state(
+                path, session, request.state if request.HasField("state") else None
+            )
+        else:
+            raise bad(f"unknown session operation {op}", where="op")
+        await self._done()
+        return out

@@ -577,3 +577,45 @@ def test_a_failed_commit_acknowledges_no_send(tmp_path: Path) -> None:
         assert not set(failed) & ids
     finally:
         node.kill()
+
+
+def test_sessions_and_their_state_survive_kill_9(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    sb.create_queue("orders", {"RequiresSession": True, "LockDuration": "PT5M"})
+    sb.create_queue("plain")
+    sb.send("orders", [SbMessage(body=f"a{i}".encode(), session_id="a") for i in range(3)])
+    sb.send("orders", [SbMessage(body=b"b0", session_id="b")])
+    assert sorted(sb.list_sessions("orders")) == ["a", "b"]
+
+    lock = sb.accept_session("orders", "a")
+    assert lock is not None and lock.session_id == "a"
+    got = sb.receive("orders", 10, session="a")
+    assert [m.message.body for m in got] == [b"a0", b"a1", b"a2"]  # in order
+    sb.complete("orders", got[0].lock_token)
+    sb.set_session_state("orders", "a", b"step-1")
+    assert sb.get_session_state("orders", "a") == b"step-1"
+    err = _error(lambda: sb.accept_session("orders", "a"))
+    assert err.code is Code.SESSION_CANNOT_BE_LOCKED
+    nxt = sb.accept_session("orders")  # the next session with messages: b
+    assert nxt is not None and nxt.session_id == "b"
+    assert sb.accept_session("orders") is None  # none left free
+    err = _error(lambda: sb.accept_session("plain", "a"))
+    assert err.code is Code.INVALID_OPERATION
+
+    sb_node.restart()  # kill -9 while both sessions are locked for minutes
+    sb = _sb(sb_node)
+    lock = sb.accept_session("orders", "a")  # the restart released the session lock
+    assert lock is not None
+    assert sb.get_session_state("orders", "a") == b"step-1"
+    rest = sb.receive("orders", 10, session="a")
+    assert [(m.message.body, m.delivery_count) for m in rest] == [(b"a1", 0), (b"a2", 0)]
+    for m in rest:
+        sb.complete("orders", m.lock_token)
+    sb.set_session_state("orders", "a", None)  # null clears
+    sb.release_session("orders", "a")
+
+    sb_node.restart()
+    sb = _sb(sb_node)
+    assert sb.list_sessions("orders") == ["b"]
+    assert sb.accept_session("orders", "a") is not None
+    assert sb.get_session_state("orders", "a") is None
