@@ -45,59 +45,37 @@ MAX_BATCH = 5000  # messages one send, peek or receive may carry
 
 
 def entity_to_wire(info: Info) -> pb.SbEntity:
-    if isinstance(info, QueueInfo):
-        counts = SbCounts(
-            active=info.active,
-            dead_lettered=info.dead_lettered,
-            scheduled=info.scheduled,
-            transfer=info.transfer,
-            size_bytes=info.size_bytes,
-            deferred=info.deferred,
-            message_count=info.total,
-        )
-        times = (info.created_at, info.updated_at, info.accessed_at)
+    if isinstance(info, RuleInfo):
         return info_to_wire(
-            "queue", info.name, info.properties.to_dict(), counts=counts, times=times
-        )
-    if isinstance(info, TopicInfo):
-        counts = SbCounts(
-            scheduled=info.scheduled,
-            transfer=info.transfer,
-            size_bytes=info.size_bytes,
-            subscription_count=info.subscription_count,
-            message_count=info.scheduled,
-        )
-        times = (info.created_at, info.updated_at, info.accessed_at)
-        return info_to_wire(
-            "topic", info.name, info.properties.to_dict(), counts=counts, times=times
-        )
-    if isinstance(info, SubscriptionInfo):
-        counts = SbCounts(
-            active=info.active,
-            dead_lettered=info.dead_lettered,
-            scheduled=info.scheduled,
-            transfer=info.transfer,
-            size_bytes=info.size_bytes,
-            deferred=info.deferred,
-            message_count=info.total,
-            rule_count=info.rule_count,
-        )
-        times = (info.created_at, info.updated_at, info.accessed_at)
-        return info_to_wire(
-            "subscription",
+            "rule",
             info.name,
             info.properties.to_dict(),
             topic=info.topic,
-            counts=counts,
-            times=times,
+            subscription=info.subscription,
+            times=(info.created_at, info.updated_at, 0.0),
         )
+    counts = SbCounts(
+        scheduled=info.scheduled,
+        transfer=info.transfer,
+        size_bytes=info.size_bytes,
+        message_count=info.scheduled,
+    )
+    topic = None
+    if isinstance(info, TopicInfo):
+        kind = "topic"
+        counts.subscription_count = info.subscription_count
+    else:  # a queue or subscription holds messages
+        kind = "queue" if isinstance(info, QueueInfo) else "subscription"
+        counts.active = info.active
+        counts.dead_lettered = info.dead_lettered
+        counts.deferred = info.deferred
+        counts.message_count = info.total
+        if isinstance(info, SubscriptionInfo):
+            topic = info.topic
+            counts.rule_count = info.rule_count
+    times = (info.created_at, info.updated_at, info.accessed_at)
     return info_to_wire(
-        "rule",
-        info.name,
-        info.properties.to_dict(),
-        topic=info.topic,
-        subscription=info.subscription,
-        times=(info.created_at, info.updated_at, 0.0),
+        kind, info.name, info.properties.to_dict(), topic=topic, counts=counts, times=times
     )
 
 

@@ -8,23 +8,14 @@ import datetime as dt
 import json
 import math
 import uuid
+from dataclasses import fields
 from typing import Any
 
 from qmgr.core.values import Int32
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
 
-_FIELDS = (
-    "message_id",
-    "correlation_id",
-    "session_id",
-    "reply_to",
-    "reply_to_session_id",
-    "to",
-    "subject",
-    "content_type",
-    "partition_key",
-    "time_to_live",
-    "scheduled_enqueue_time",
+_FIELDS = tuple(  # the optional system properties, kept under their own names
+    f.name for f in fields(SbMessage) if f.name not in ("body", "body_type", "properties", "extra")
 )
 
 
