@@ -279,6 +279,7 @@ class Namespace:
         self._timers: list[tuple[float, int, MessageStore]] = []  # (deadline, n, store)
         self._timer_n = 0
         self._dirty: list[MessageStore] = []  # stores whose sequence counter must be journaled
+        self._idle: list[tuple[float, int, Any]] = []  # (auto-delete deadline, n, entity)
 
     def _changed(self) -> None:
         self._paths.clear()
@@ -293,6 +294,7 @@ class Namespace:
         self._queues[key(name)] = queue
         self._changed()
         self._save_queue(queue)
+        self._watch_idle(queue)
         return self._queue_info(queue)
 
     def update_queue(self, name: str, props: QueueProperties) -> QueueInfo:
@@ -306,6 +308,8 @@ class Namespace:
         queue.updated_at = self.clock.now()
         self._changed()
         self._save_queue(queue)
+        self._watch_idle(queue)
+        self._forward_held(queue)
         return self._queue_info(queue)
 
     def delete_queue(self, name: str) -> None:
@@ -382,6 +386,7 @@ class Namespace:
         self._topics[key(name)] = topic
         self._changed()
         self._save_topic(topic)
+        self._watch_idle(topic)
         return self._topic_info(topic)
 
     def update_topic(self, name: str, props: TopicProperties) -> TopicInfo:
@@ -395,6 +400,7 @@ class Namespace:
         topic.updated_at = self.clock.now()
         self._changed()
         self._save_topic(topic)
+        self._watch_idle(topic)
         return self._topic_info(topic)
 
     def delete_topic(self, name: str) -> None:
@@ -463,10 +469,12 @@ class Namespace:
         self._check_rule_quota(t, [compiled])
         sub = _Subscription(t, name, props, now)
         t.subs[key(name)] = sub
+        t.router.add_subscription(key(name), sub)
         self._add_rule(t, sub, compiled)
         self._changed()
         self._save_sub(sub)
         self._save_rule(sub, compiled)
+        self._watch_idle(sub)
         return self._sub_info(sub)
 
     def update_subscription(
@@ -479,6 +487,8 @@ class Namespace:
         sub.updated_at = self.clock.now()
         self._changed()
         self._save_sub(sub)
+        self._watch_idle(sub)
+        self._forward_held(sub)
         return self._sub_info(sub)
 
     def delete_subscription(self, topic: str, name: str) -> None:
@@ -488,7 +498,7 @@ class Namespace:
         for rule in sub.rules.values():
             self._count_rule(t, rule, -1)
         del t.subs[key(name)]
-        t.router.remove(key(name))
+        t.router.remove_subscription(key(name))
         t.size_bytes -= sub.size_bytes
         self._changed()
         self.journal.entity_deleted(sub.path)
@@ -578,7 +588,7 @@ class Namespace:
         self._count_rule(sub.topic, old, -1)
         sub.rules[key(name)] = compiled
         self._count_rule(sub.topic, compiled, +1)
-        sub.topic.router.set_rules(key(sub.name), sub, sub.rules.values())
+        sub.topic.router.add_rule(key(sub.name), key(name), compiled)
         self._save_rule(sub, compiled)
         return self._rule_info(sub, compiled)
 
@@ -587,7 +597,7 @@ class Namespace:
         rule = self._rule(sub, name)
         del sub.rules[key(name)]
         self._count_rule(sub.topic, rule, -1)
-        sub.topic.router.set_rules(key(sub.name), sub, sub.rules.values())
+        sub.topic.router.remove_rule(key(sub.name), key(name))
         self.journal.entity_deleted(_rule_path(sub.path, rule.name))
 
     def get_rule(self, topic: str, subscription: str, name: str) -> RuleInfo:
@@ -633,7 +643,7 @@ class Namespace:
     def _add_rule(self, t: _Topic, sub: _Subscription, rule: CompiledRule) -> None:
         sub.rules[key(rule.name)] = rule
         self._count_rule(t, rule, +1)
-        t.router.set_rules(key(sub.name), sub, sub.rules.values())
+        t.router.add_rule(key(sub.name), key(rule.name), rule)
 
     @staticmethod
     def _count_rule(t: _Topic, rule: CompiledRule, delta: int) -> None:
@@ -685,6 +695,33 @@ class Namespace:
             if getattr(old, attr) != getattr(new, attr):
                 name = "".join(part.capitalize() for part in attr.split("_"))
                 raise bad(f"{name} can only be set when the entity is created", where=name)
+
+    def _forward_held(self, entity: _Queue | _Subscription) -> None:
+        """Forwarding was just enabled: the active messages the entity holds move on too."""
+        if not entity.props.forward_to or not entity.store.active_count:
+            return
+        store = entity.store
+        now = self.clock.now()
+        waiting = [
+            s
+            for s in store.messages.values()
+            if s.state is MessageState.ACTIVE and s.lock_token is None
+        ]
+        try:
+            for stored in waiting:
+                self._remove(store, stored)
+                self._forward(
+                    entity,
+                    stored.message,
+                    stored.size,
+                    now,
+                    stored.hop_count,
+                    stored.enqueued_sequence_number,
+                    stored.dead_letter_source,
+                    stored.sequence_number,
+                )
+        finally:
+            self._flush()
 
     def _drop_store_locks(self, *stores: MessageStore) -> None:
         """Forget what a deleted entity held (its locks and timers die with it)."""
@@ -923,7 +960,7 @@ class Namespace:
         number for it."""
         seq = self._next_seq(topic.store)
         topic.accessed_at = now
-        for sub, copy in topic.router.route(msg):
+        for sub, copy in topic.router.route(msg, seq, now):
             if isinstance(copy, FilterEvaluationError):
                 if sub.props.dead_lettering_on_filter_exceptions:
                     self._dead_letter_new(
@@ -1207,6 +1244,11 @@ class Namespace:
         entity, store = self._resolve(path)
         stored = store.locks.pop(lock_token, None) if isinstance(lock_token, uuid.UUID) else None
         if stored is None:
+            if store.sessions_enabled:  # its session lock ended (or it was settled already)
+                raise ServiceBusError(
+                    Code.SESSION_LOCK_LOST,
+                    f"the lock {lock_token} on '{path}' is not held by a session receiver",
+                )
             raise ServiceBusError(
                 Code.MESSAGE_LOCK_LOST,
                 f"the lock {lock_token} on '{path}' is unknown, expired or already settled",
@@ -1628,8 +1670,43 @@ class Namespace:
             if store.dead or store.wake_at != when:
                 heapq.heappop(timers)
                 continue
-            return when
-        return None
+            break
+        best = timers[0][0] if timers else math.inf
+        if self._idle and self._idle[0][0] < best:
+            best = self._idle[0][0]
+        return None if best == math.inf else best
+
+    def _watch_idle(self, entity: Any) -> None:
+        """Remember when ``entity`` is deleted if nothing uses it (AutoDeleteOnIdle)."""
+        wait = entity.props.auto_delete_on_idle
+        if wait != math.inf:
+            self._timer_n += 1
+            heapq.heappush(self._idle, (entity.accessed_at + wait, self._timer_n, entity))
+
+    def _alive(self, entity: Any) -> bool:
+        if isinstance(entity, _Subscription):
+            topic = entity.topic
+            return self._topics.get(key(topic.name)) is topic and (
+                topic.subs.get(key(entity.name)) is entity
+            )
+        table: dict[str, Any] = self._queues if isinstance(entity, _Queue) else self._topics
+        return table.get(key(entity.name)) is entity
+
+    def _delete_idle(self, now: float) -> None:
+        idle = self._idle
+        while idle and idle[0][0] <= now:
+            _, _, entity = heapq.heappop(idle)
+            wait = entity.props.auto_delete_on_idle
+            if not self._alive(entity) or wait == math.inf:
+                continue
+            if entity.accessed_at + wait > now:
+                self._watch_idle(entity)  # used since: a later deadline
+            elif isinstance(entity, _Queue):
+                self.delete_queue(entity.name)
+            elif isinstance(entity, _Topic):
+                self.delete_topic(entity.name)
+            else:
+                self.delete_subscription(entity.topic.name, entity.name)
 
     def tick(self) -> None:
         """Expire locks and session locks, activate scheduled messages, expire messages past
@@ -1647,6 +1724,7 @@ class Namespace:
                 nxt = self._store_deadline(store)
                 if nxt != math.inf:
                     self._wake(store, nxt)
+            self._delete_idle(now)
         finally:
             self._flush()
 
@@ -1821,7 +1899,7 @@ class Namespace:
                 sub = _Subscription(t, name, sprops, created, data.get("id"))
                 sub.updated_at = float(data.get("updated_at", created))
                 t.subs[key(name)] = sub
-                t.router.set_rules(key(name), sub, ())
+                t.router.add_subscription(key(name), sub)
             else:
                 sub = self._sub(data["topic"], data["subscription"])
                 compiled = compile_rule(name, rule_from_data(data["rule"]), created, where)
@@ -1840,6 +1918,9 @@ class Namespace:
             when = self._store_deadline(store)
             if when != math.inf:
                 self._wake(store, when)
+        for entity in self._by_uid().values():
+            entity.accessed_at = self.clock.now()  # a restart counts as use
+            self._watch_idle(entity)
 
 
 _RESTORE_ORDER = {"queue": 0, "topic": 0, "subscription": 1, "rule": 2}

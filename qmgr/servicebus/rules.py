@@ -19,7 +19,7 @@ by one; true filters cost nothing.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,9 +139,20 @@ def _correlation_filter(rule: RuleProperties, where: str) -> CorrelationFilter:
 # ---------------------------------------------------------------------- fan-out
 
 
-def system_view(msg: SbMessage) -> dict[str, Any]:
+def _utc(seconds: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).replace(tzinfo=None)
+
+
+def system_view(
+    msg: SbMessage, sequence_number: int = 0, enqueued_time: float | None = None
+) -> dict[str, Any]:
     """The system properties a filter sees (absent ones are null)."""
     out: dict[str, Any] = {}
+    if sequence_number:
+        out["SequenceNumber"] = sequence_number
+        out["EnqueuedSequenceNumber"] = sequence_number
+    if enqueued_time is not None:
+        out["EnqueuedTimeUtc"] = _utc(enqueued_time)
     for name, (_, attr) in _CORRELATION_FIELDS.items():
         value = getattr(msg, attr)
         if value is not None:
@@ -151,9 +162,7 @@ def system_view(msg: SbMessage) -> dict[str, Any]:
     if msg.time_to_live is not None:
         out["TimeToLive"] = dt.timedelta(seconds=msg.time_to_live)
     if msg.scheduled_enqueue_time is not None:
-        out["ScheduledEnqueueTimeUtc"] = dt.datetime.fromtimestamp(
-            msg.scheduled_enqueue_time, dt.UTC
-        ).replace(tzinfo=None)
+        out["ScheduledEnqueueTimeUtc"] = _utc(msg.scheduled_enqueue_time)
     out["Size"] = msg.size
     return out
 
@@ -203,84 +212,115 @@ def _index_key(value: Any) -> Any:
     return None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Entry:
     sub: Any  # the subscription (opaque to the router)
     rule: CompiledRule
+    slot: list[_Entry] | None = None  # the list it is filed in
 
 
 class Router:
-    """The rules of all the subscriptions of one topic, arranged for fan-out.
-
-    ``subscriptions`` maps a subscription key to (subscription object, rules); the router is
-    rebuilt incrementally by ``set_rules`` / ``remove``.
-    """
+    """The rules of all the subscriptions of one topic, arranged for fan-out. Adding or
+    removing a rule costs about the number of rules filed with it, not all of them."""
 
     def __init__(self) -> None:
-        self._rules: dict[str, tuple[Any, list[CompiledRule]]] = {}
-        # subscriptions whose rules need no evaluation of an index: true/sql/unindexable ones
-        self._scan: list[_Entry] = []
+        self._subs: dict[str, Any] = {}  # subscription key -> subscription, in creation order
+        self._entries: dict[str, dict[str, _Entry]] = {}  # sub key -> rule key -> entry
+        self._position: dict[int, int] = {}  # id(sub) -> creation position (delivery order)
+        self._next_position = 0
+        self._scan: list[_Entry] = []  # rules evaluated for every message (SQL, true, ...)
         # system field -> value key -> entries
         self._sys_index: dict[str, dict[Any, list[_Entry]]] = {}
         # folded user property name -> value key -> entries
         self._user_index: dict[str, dict[Any, list[_Entry]]] = {}
-        self._all_true = True  # every subscription has one action-less true rule: no evaluation
-        self._order: dict[int, int] = {}  # id(sub) -> position, for a stable delivery order
+        self._not_plain: set[str] = set()  # subs that are not one action-less true rule
 
-    def set_rules(self, key: str, sub: Any, rules: Iterable[CompiledRule]) -> None:
-        self._rules[key] = (sub, list(rules))
-        self._rebuild()
+    # ------------------------------------------------------------------ changes
 
-    def remove(self, key: str) -> None:
-        self._rules.pop(key, None)
-        self._rebuild()
+    def add_subscription(self, key: str, sub: Any) -> None:
+        self._subs[key] = sub
+        self._entries[key] = {}
+        self._position[id(sub)] = self._next_position
+        self._next_position += 1
+        self._not_plain.add(key)
 
-    def _rebuild(self) -> None:
-        self._scan = []
-        self._sys_index = {}
-        self._user_index = {}
-        self._order = {}
-        all_true = True
-        for position, (sub, rules) in enumerate(self._rules.values()):
-            self._order[id(sub)] = position
-            if not (len(rules) == 1 and rules[0].kind == "true" and rules[0].action is None):
-                all_true = False
-            for rule in rules:
-                if rule.kind == "false":
-                    continue
-                entry = _Entry(sub, rule)
-                if rule.kind == "correlation" and self._file(entry):
-                    continue
-                self._scan.append(entry)
-        self._all_true = all_true
+    def remove_subscription(self, key: str) -> None:
+        sub = self._subs.pop(key, None)
+        for entry in self._entries.pop(key, {}).values():
+            self._unfile(entry)
+        if sub is not None:
+            self._position.pop(id(sub), None)
+        self._not_plain.discard(key)
+
+    def add_rule(self, key: str, rule_key: str, rule: CompiledRule) -> None:
+        """Add (or replace) one rule of subscription ``key``."""
+        entries = self._entries[key]
+        old = entries.pop(rule_key, None)
+        if old is not None:
+            self._unfile(old)
+        entry = _Entry(self._subs[key], rule)
+        entries[rule_key] = entry
+        if rule.kind != "false" and not (rule.kind == "correlation" and self._file(entry)):
+            entry.slot = self._scan
+            self._scan.append(entry)
+        self._check_plain(key)
+
+    def remove_rule(self, key: str, rule_key: str) -> None:
+        entry = self._entries[key].pop(rule_key, None)
+        if entry is not None:
+            self._unfile(entry)
+        self._check_plain(key)
+
+    def _check_plain(self, key: str) -> None:
+        entries = self._entries[key]
+        if len(entries) == 1:
+            (entry,) = entries.values()
+            if entry.rule.kind == "true" and entry.rule.action is None:
+                self._not_plain.discard(key)
+                return
+        self._not_plain.add(key)
+
+    @staticmethod
+    def _unfile(entry: _Entry) -> None:
+        if entry.slot is not None:
+            entry.slot.remove(entry)
+            entry.slot = None
 
     def _file(self, entry: _Entry) -> bool:
         filt = entry.rule.filter
         assert isinstance(filt, CorrelationFilter)
+        slot: list[_Entry] | None = None
         for name in _INDEX_ORDER:
             if name in filt.fields:
-                value = filt.fields[name]
-                self._sys_index.setdefault(name, {}).setdefault(("s", value), []).append(entry)
-                return True
-        for name, value in filt.properties.items():
-            vkey = _index_key(value)
-            if vkey is not None:
-                slot = self._user_index.setdefault(fold(name), {})
-                slot.setdefault(vkey, []).append(entry)
-                return True
-        return False
+                slot = self._sys_index.setdefault(name, {}).setdefault(("s", filt.fields[name]), [])
+                break
+        else:
+            for name, value in filt.properties.items():
+                vkey = _index_key(value)
+                if vkey is not None:
+                    slot = self._user_index.setdefault(fold(name), {}).setdefault(vkey, [])
+                    break
+        if slot is None:
+            return False
+        slot.append(entry)
+        entry.slot = slot
+        return True
 
     @property
     def subscriptions(self) -> list[Any]:
-        return [sub for sub, _ in self._rules.values()]
+        return list(self._subs.values())
 
-    def route(self, msg: SbMessage) -> list[tuple[Any, SbMessage | FilterEvaluationError]]:
+    def route(
+        self, msg: SbMessage, sequence_number: int = 0, enqueued_time: float | None = None
+    ) -> list[tuple[Any, SbMessage | FilterEvaluationError]]:
         """Where ``msg`` goes: (subscription, message) pairs in subscription order, the
         message being ``msg`` itself (an unchanged copy) or a new one made by an action, or
-        (subscription, error) when a filter or action failed on it."""
-        if self._all_true:
-            return [(sub, msg) for sub, _ in self._rules.values()]
-        system = system_view(msg)
+        (subscription, error) when a filter or action failed on it. ``sequence_number`` and
+        ``enqueued_time`` are the topic's, for filters on ``sys.SequenceNumber`` and
+        ``sys.EnqueuedTimeUtc``."""
+        if not self._not_plain:
+            return [(sub, msg) for sub in self._subs.values()]
+        system = system_view(msg, sequence_number, enqueued_time)
         user = msg.properties
         candidates: list[_Entry] = list(self._scan)
         if self._sys_index:
@@ -299,7 +339,7 @@ class Router:
                     if found:
                         candidates.extend(found)
         if len(candidates) > 1 and (self._sys_index or self._user_index):
-            order = self._order
+            order = self._position
             candidates.sort(key=lambda e: order[id(e.sub)])
         out: list[tuple[Any, SbMessage | FilterEvaluationError]] = []
         plain: set[int] = set()  # subscriptions that already have their unchanged copy

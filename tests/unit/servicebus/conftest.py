@@ -35,11 +35,11 @@ class RecordingJournal:
 
     def message_added(self, entity: str, stored: Stored) -> None:
         self.calls.append(("message_added", entity, stored.sequence_number))
-        self.messages.setdefault(entity, {})[stored.sequence_number] = stored
+        self.messages.setdefault(entity, {})[stored.sequence_number] = stored.snapshot()
 
     def message_updated(self, entity: str, stored: Stored) -> None:
         self.calls.append(("message_updated", entity, stored.sequence_number))
-        self.messages.setdefault(entity, {})[stored.sequence_number] = stored
+        self.messages.setdefault(entity, {})[stored.sequence_number] = stored.snapshot()
 
     def message_removed(self, entity: str, sequence_number: int) -> None:
         self.calls.append(("message_removed", entity, sequence_number))
@@ -58,6 +58,21 @@ class RecordingJournal:
             self.values.pop(key, None)
         else:
             self.values[key] = value
+
+
+def replay(journal: RecordingJournal, ns: Namespace) -> Namespace:
+    """Feed ``ns`` what a store would load after a restart, then finish the restore."""
+    for path, data in journal.entities.values():  # type: ignore[misc]
+        ns.restore_entity(path, data)
+    for entity, messages in journal.messages.items():
+        for stored in messages.values():
+            ns.restore_message(entity, stored.snapshot())
+    for (entity, session_id), state in journal.session_states.items():
+        ns.restore_session_state(entity, session_id, state)
+    for key, value in journal.values.items():
+        ns.restore_value(key, value)
+    ns.finish_restore()
+    return ns
 
 
 @pytest.fixture

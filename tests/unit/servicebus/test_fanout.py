@@ -265,3 +265,37 @@ def test_forwarding_subscription_to_missing_queue_is_refused(ns: Namespace) -> N
     assert "does not exist" in str(info.value)
     assert ns.list_subscriptions("bundle-1") == []
     assert ns.create_queue("nope", QueueProperties()).name == "nope"
+
+
+def test_filters_see_the_topic_sequence_number_and_system_fields(ns: Namespace) -> None:
+    ns.create_topic("t")
+    ns.create_subscription("t", "later", rule=("r", sql("sys.SequenceNumber > 1")))
+    ns.create_subscription("t", "label", rule=("r", sql("sys.Label = 'x' AND sys.To IS NULL")))
+    ns.send("t", [SbMessage(b"1", subject="x"), SbMessage(b"2", subject="y")])
+    assert [m.body for m in drain(ns, "t/Subscriptions/later")] == [b"2"]
+    assert [m.body for m in drain(ns, "t/Subscriptions/label")] == [b"1"]
+
+
+def test_correlation_values_outside_the_index_still_match(ns: Namespace) -> None:
+    import datetime as dt
+
+    when = dt.datetime(2026, 1, 2, 3, 4, 5)
+    ns.create_topic("t")
+    ns.create_subscription("t", "s", rule=("d", corr({"when": when})))
+    ns.send("t", [SbMessage(properties={"when": when}), SbMessage(properties={"when": "x"})])
+    assert ns.get_subscription("t", "s").active == 1
+
+
+def test_updated_and_deleted_correlation_rules_leave_the_index(ns: Namespace) -> None:
+    ns.create_topic("t")
+    ns.create_subscription("t", "s", rule=("c", corr(CorrelationId="old")))
+    ns.update_rule("t", "s", "c", corr(CorrelationId="new"))
+    ns.send("t", [SbMessage(correlation_id="old"), SbMessage(correlation_id="new")])
+    assert [m.correlation_id for m in drain(ns, "t/Subscriptions/s")] == ["new"]
+    ns.delete_rule("t", "s", "c")
+    ns.send("t", [SbMessage(correlation_id="new")])
+    assert ns.get_subscription("t", "s").active == 0
+    ns.create_subscription("t", "other", rule=("c", corr(CorrelationId="new")))
+    ns.delete_subscription("t", "s")
+    ns.send("t", [SbMessage(correlation_id="new")])
+    assert ns.get_subscription("t", "other").active == 1

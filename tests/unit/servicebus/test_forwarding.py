@@ -169,3 +169,12 @@ def test_scheduled_message_on_a_forwarding_queue_forwards_when_due(ns: Namespace
     clock.advance(30)
     ns.tick()
     assert one(ns, "dest").message.body == b"x"
+
+
+def test_enabling_forwarding_moves_the_messages_held(ns: Namespace) -> None:
+    ns.create_queue("dest")
+    ns.create_queue("src")
+    ns.send("src", [SbMessage(b"1"), SbMessage(b"2")])
+    ns.update_queue("src", QueueProperties(forward_to="dest"))
+    assert ns.get_queue("src").total == 0
+    assert [m.message.body for m in ns.receive("dest", 10, RD)] == [b"1", b"2"]
