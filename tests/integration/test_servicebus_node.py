@@ -619,3 +619,15 @@ def test_sessions_and_their_state_survive_kill_9(sb_node: NodeProcess) -> None:
     assert sb.list_sessions("orders") == ["b"]
     assert sb.accept_session("orders", "a") is not None
     assert sb.get_session_state("orders", "a") is None
+
+
+def test_a_node_without_a_data_directory_keeps_its_namespace_in_memory(
+    node_factory: NodeFactory,
+) -> None:
+    node = node_factory("QM1", persistent=False, args=("--servicebus",))
+    sb = _sb(node)
+    sb.create_queue("q")
+    sb.send("q", [SbMessage(body=b"x")])
+    assert [m.message.body for m in _peek(sb, "q")] == [b"x"]
+    node.restart()
+    assert _sb(node).list_queues() == []  # nothing survives without --data-dir
