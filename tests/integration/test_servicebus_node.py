@@ -5,6 +5,7 @@ nothing, and the node keeps serving."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -631,3 +632,15 @@ def test_a_node_without_a_data_directory_keeps_its_namespace_in_memory(
     assert [m.message.body for m in _peek(sb, "q")] == [b"x"]
     node.restart()
     assert _sb(node).list_queues() == []  # nothing survives without --data-dir
+
+
+def test_a_store_whose_namespace_cannot_be_restored_fails_the_start(sb_node: NodeProcess) -> None:
+    _sb(sb_node).create_queue("q", {"MaxDeliveryCount": 3})
+    assert sb_node.stop() == 0
+    assert sb_node.data_dir is not None
+    with sqlite3.connect(sb_node.data_dir / "qmgr.sqlite") as db:
+        data = json.loads(db.execute("SELECT data FROM sb_entities WHERE path = 'q'").fetchone()[0])
+        data["properties"]["MaxDeliveryCount"] = 0  # out of range: not what the node wrote
+        db.execute("UPDATE sb_entities SET data = ? WHERE path = 'q'", (json.dumps(data),))
+    with pytest.raises(RuntimeError, match="cannot restore the Service Bus namespace"):
+        sb_node.start()
