@@ -138,6 +138,8 @@ class ServiceBusHost:
             if wait is None or wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
+            else:
+                await asyncio.sleep(0)  # due at once: let the calls waiting go first
             self._wake.clear()
             deadline = ns.next_deadline()
             if deadline is None or deadline > self.clock.now():
