@@ -256,6 +256,29 @@ class ServiceBusAdmin:
             request.session = session
         return [stored_from_wire(m) for m in self._call(self._admin.SbReceive, request).messages]
 
+    def receive_deferred(
+        self,
+        path: str,
+        sequence_numbers: Sequence[int],
+        mode: str = "peek_lock",
+        *,
+        session: str | None = None,
+    ) -> list[Stored]:
+        """Receive deferred messages by their sequence numbers (each must be deferred)."""
+        if mode not in RECEIVE_MODES:
+            raise ValueError(f"mode must be one of {', '.join(RECEIVE_MODES)}, got {mode!r}")
+        request = pb.SbReceiveRequest(
+            path=path, mode=RECEIVE_MODES[mode], deferred=list(sequence_numbers)
+        )
+        if session is not None:
+            request.session = session
+        return [stored_from_wire(m) for m in self._call(self._admin.SbReceive, request).messages]
+
+    def cancel_scheduled(self, path: str, sequence_numbers: Sequence[int]) -> None:
+        """Cancel scheduled messages of a queue or topic (each must still be scheduled)."""
+        request = pb.SbCancelRequest(path=path, sequence_numbers=list(sequence_numbers))
+        self._call(self._admin.SbCancelScheduled, request)
+
     def _settle(self, path: str, token: uuid.UUID | str, how: Any, **extra: str) -> float:
         request = pb.SbSettleRequest(path=path, lock_token=str(token), settlement=how, **extra)
         return float(self._call(self._admin.SbSettle, request).locked_until)

@@ -276,9 +276,12 @@ class ServiceBusAdminCalls:
             else ReceiveMode.PEEK_LOCK
         )
         session = request.session if request.HasField("session") else None
-        got = self._ns.receive(
-            request.path, _count(request.max_count, "max_count"), mode, session=session
-        )
+        if request.deferred:
+            _count(len(request.deferred), "deferred")
+            got = self._ns.receive_deferred(request.path, list(request.deferred), mode, session)
+        else:
+            count = _count(request.max_count, "max_count")
+            got = self._ns.receive(request.path, count, mode, session=session)
         await self._done()
         out = pb.SbMessages()
         for stored in got:
@@ -345,3 +348,11 @@ class ServiceBusAdminCalls:
             raise bad(f"unknown session operation {op}", where="op")
         await self._done()
         return out
+
+    async def SbCancelScheduled(
+        self, request: pb.SbCancelRequest, context: Context
+    ) -> pb.SbDeleted:
+        _count(len(request.sequence_numbers), "sequence_numbers")
+        self._ns.cancel_scheduled(request.path, list(request.sequence_numbers))
+        await self._done()
+        return pb.SbDeleted()

@@ -636,11 +636,16 @@ class SbReceiveRequest(_message.Message):
     MAX_COUNT_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
     SESSION_FIELD_NUMBER: _builtins.int
+    DEFERRED_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     max_count: _builtins.int
     mode: Global___SbReceiveMode.ValueType
     session: _builtins.str
     """a session accepted with SB_SESSION_ACCEPT"""
+    @_builtins.property
+    def deferred(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """receive these deferred messages (by sequence number)"""
+
     def __init__(
         self,
         *,
@@ -648,16 +653,42 @@ class SbReceiveRequest(_message.Message):
         max_count: _builtins.int = ...,
         mode: Global___SbReceiveMode.ValueType = ...,
         session: _builtins.str | None = ...,
+        deferred: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_session", b"_session", "session", b"session"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_session", b"_session", "max_count", b"max_count", "mode", b"mode", "path", b"path", "session", b"session"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_session", b"_session", "deferred", b"deferred", "max_count", b"max_count", "mode", b"mode", "path", b"path", "session", b"session"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__session: _TypeAlias = _typing.Literal["session"]  # noqa: Y015
     _WhichOneofArgType__session: _TypeAlias = _typing.Literal["_session", b"_session"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__session) -> _WhichOneofReturnType__session | None: ...
 
 Global___SbReceiveRequest: _TypeAlias = SbReceiveRequest  # noqa: Y015
+
+@_typing.final
+class SbCancelRequest(_message.Message):
+    """Cancel scheduled messages of a queue or topic by their sequence numbers."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    SEQUENCE_NUMBERS_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    @_builtins.property
+    def sequence_numbers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        sequence_numbers: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["path", b"path", "sequence_numbers", b"sequence_numbers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SbCancelRequest: _TypeAlias = SbCancelRequest  # noqa: Y015
 
 @_typing.final
 class SbSettleRequest(_message.Message):

@@ -644,3 +644,34 @@ def test_a_store_whose_namespace_cannot_be_restored_fails_the_start(sb_node: Nod
         db.execute("UPDATE sb_entities SET data = ? WHERE path = 'q'", (json.dumps(data),))
     with pytest.raises(RuntimeError, match="cannot restore the Service Bus namespace"):
         sb_node.start()
+
+
+def test_deferred_and_scheduled_messages_survive_kill_9_and_can_be_fetched(
+    sb_node: NodeProcess,
+) -> None:
+    sb = _sb(sb_node)
+    sb.create_queue("q")
+    sb.send("q", [SbMessage(body=b"later"), SbMessage(body=b"now")])
+    first, second = sb.receive("q", 2)
+    sb.defer("q", first.lock_token)
+    (scheduled,) = sb.send(
+        "q", [SbMessage(body=b"tomorrow", scheduled_enqueue_time=time.time() + 86400)]
+    )
+
+    sb_node.restart()
+    sb = _sb(sb_node)
+    states = [(m.message.body, m.state) for m in _peek(sb, "q")]
+    assert states == [
+        (b"later", MessageState.DEFERRED),
+        (b"now", MessageState.ACTIVE),
+        (b"tomorrow", MessageState.SCHEDULED),
+    ]
+    assert [m.message.body for m in sb.receive("q", 10)] == [b"now"]  # deferred ones wait
+    (fetched,) = sb.receive_deferred("q", [first.sequence_number])
+    assert fetched.message.body == b"later" and fetched.lock_token is not None
+    sb.complete("q", fetched.lock_token)
+    err = _error(lambda: sb.cancel_scheduled("q", [first.sequence_number]))
+    assert err.code is Code.MESSAGE_NOT_FOUND
+    sb.cancel_scheduled("q", [scheduled])
+    sb_node.restart()
+    assert [m.message.body for m in _peek(_sb(sb_node), "q")] == [b"now"]
