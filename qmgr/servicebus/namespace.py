@@ -1,8 +1,35 @@
 """A Service Bus namespace: queues, topics, subscriptions and rules, and their messages.
 
-Pure: the clock is passed in, durable changes go to an ``SbJournal``. Every management
-operation validates everything first and then changes state, so a refused operation changes
-nothing. Names are compared case-insensitively and kept as given for display.
+Pure: the clock is passed in, durable changes go to an ``SbJournal``. Every operation
+validates everything first and then changes state, so a refused operation changes nothing.
+Names are compared case-insensitively and kept as given for display.
+
+How messages are numbered and kept:
+
+- Every queue, subscription and topic numbers what it accepts, gap-free from 1. ``send`` to a
+  topic returns the topic's numbers; each subscription numbers its own copies and keeps the
+  topic's number as ``enqueued_sequence_number`` (so does a forwarding destination: the
+  number at the first entity). A dead-lettered message keeps its number in the dead-letter
+  queue. A scheduled message gets a number when scheduled (to cancel it) and a new one when
+  it becomes active.
+- ``send`` returns 0 for a message that duplicate detection dropped (the send succeeds).
+- ``Stored.delivery_count`` counts failed deliveries (abandon, lock or session lock expiry),
+  as AMQP's ``delivery-count`` header does; a receiver sees 0 the first time. A message whose
+  count reaches MaxDeliveryCount is dead-lettered (``MaxDeliveryCountExceeded``).
+- ``receive``, ``peek`` and ``receive_deferred`` return snapshots: later changes to the
+  message do not show in them.
+- Dead-letter reasons are the application properties ``DeadLetterReason`` and
+  ``DeadLetterErrorDescription`` of the dead-lettered message: the system reasons are
+  ``MaxDeliveryCountExceeded``, ``TTLExpiredException``, ``MaxTransferHopCountExceeded``,
+  ``Session ID is null.``, ``FilterEvaluationException`` and, for a message that could not be
+  auto-forwarded, the code of the failure (``MessagingEntityNotFound``,
+  ``MessagingEntityDisabled``, ``QuotaExceeded``).
+- Locks are not durable: the journal is told of a message when it is added, removed, or its
+  state, properties or delivery count change; after a restart every message is unlocked.
+
+Timers: ``next_deadline`` says when ``tick`` has something to do (lock and session lock
+expiry, scheduled activation, TTL expiry, duplicate history, AutoDeleteOnIdle); each store
+keeps its deadlines in heaps, so a tick visits only what is due.
 """
 
 from __future__ import annotations
@@ -14,7 +41,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from qmgr.core.clock import Clock
 from qmgr.filters import FilterEvaluationError
@@ -40,6 +67,8 @@ from qmgr.servicebus.rules import CompiledRule, Router, compile_rule
 from qmgr.servicebus.store import MessageStore, SessionQueue
 
 MAX_HOPS = 4  # auto-forwarding chain limit
+
+_P = TypeVar("_P", QueueProperties, SubscriptionProperties)
 
 
 class ReceiveMode(Enum):
@@ -68,57 +97,51 @@ class NamespaceLimits:
 # ---------------------------------------------------------------------- what callers see
 
 
-@dataclass(frozen=True, slots=True)
-class QueueInfo:
-    name: str
-    properties: QueueProperties
-    active: int
-    deferred: int
-    dead_lettered: int
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _EntityInfo:
+    """What every entity reports: size, scheduled and transfer counts, times of creation,
+    last update and last use."""
+
     scheduled: int
     transfer: int
     size_bytes: int
     created_at: float
     updated_at: float
     accessed_at: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ReceiverInfo(_EntityInfo):
+    """A queue's or subscription's message counts by state (dead-lettered: in its DLQ)."""
+
+    active: int
+    deferred: int
+    dead_lettered: int
 
     @property
     def total(self) -> int:
         return self.active + self.deferred + self.dead_lettered + self.scheduled
 
 
-@dataclass(frozen=True, slots=True)
-class TopicInfo:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueInfo(_ReceiverInfo):
+    name: str
+    properties: QueueProperties
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicInfo(_EntityInfo):
     name: str
     properties: TopicProperties
     subscription_count: int
-    scheduled: int
-    transfer: int
-    size_bytes: int
-    created_at: float
-    updated_at: float
-    accessed_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class SubscriptionInfo:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubscriptionInfo(_ReceiverInfo):
     topic: str
     name: str
     properties: SubscriptionProperties
     rule_count: int
-    active: int
-    deferred: int
-    dead_lettered: int
-    scheduled: int
-    transfer: int
-    size_bytes: int
-    created_at: float
-    updated_at: float
-    accessed_at: float
-
-    @property
-    def total(self) -> int:
-        return self.active + self.deferred + self.dead_lettered + self.scheduled
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +238,33 @@ class _Subscription(_Entity):
     @property
     def path(self) -> str:
         return f"{self.topic.name}/{SUBSCRIPTIONS}/{self.name}"
+
+
+_E = TypeVar("_E")
+
+
+def _find(table: dict[str, _E], kind: str, name: str) -> _E:
+    found = table.get(key(name)) if isinstance(name, str) else None
+    if found is None:
+        raise not_found(kind, str(name))
+    return found
+
+
+def _counts(e: _Entity, store: MessageStore, dlq: MessageStore | None = None) -> dict[str, Any]:
+    """The runtime figures of an entity, for its Info."""
+    out: dict[str, Any] = {
+        "scheduled": store.scheduled_count,
+        "transfer": 0,
+        "size_bytes": e.size_bytes,
+        "created_at": e.created_at,
+        "updated_at": e.updated_at,
+        "accessed_at": e.accessed_at,
+    }
+    if dlq is not None:
+        out.update(
+            active=store.active_count, deferred=store.deferred_count, dead_lettered=dlq.count
+        )
+    return out
 
 
 def _with_properties(msg: SbMessage, changes: Mapping[str, Any]) -> SbMessage:
@@ -314,10 +364,7 @@ class Namespace:
 
     def delete_queue(self, name: str) -> None:
         queue = self._queue(name)
-        self._drop_store_locks(queue.store, queue.dlq)
-        del self._queues[key(name)]
-        self._changed()
-        self.journal.entity_deleted(queue.name)
+        self._delete(self._queues, queue, queue.store, queue.dlq)
 
     def get_queue(self, name: str) -> QueueInfo:
         return self._queue_info(self._queue(name))
@@ -326,39 +373,13 @@ class Namespace:
         return [self._queue_info(q) for q in self._queues.values()]
 
     def _queue(self, name: str) -> _Queue:
-        queue = self._queues.get(key(name)) if isinstance(name, str) else None
-        if queue is None:
-            raise not_found("queue", str(name))
-        return queue
+        return _find(self._queues, "queue", name)
 
     def _check_queue_props(self, name: str, props: QueueProperties) -> QueueProperties:
-        if not isinstance(props, QueueProperties):
-            raise bad(f"queue properties must be QueueProperties, got {type(props).__name__}")
-        self._check_forwarding(name, props.forward_to, props.forward_dead_lettered_to)
-        if props.forward_to and props.requires_session:
-            raise bad(
-                "ForwardTo is not supported on a session-enabled entity (RequiresSession)",
-                where="ForwardTo",
-            )
-        if props.forward_to and not math.isinf(props.auto_delete_on_idle):
-            props = replace(props, auto_delete_on_idle=math.inf)
-        return props
+        return self._check_receiver(name, props, QueueProperties)
 
     def _queue_info(self, q: _Queue) -> QueueInfo:
-        s = q.store
-        return QueueInfo(
-            q.name,
-            q.props,
-            s.active_count,
-            s.deferred_count,
-            q.dlq.count,
-            s.scheduled_count,
-            0,
-            q.size_bytes,
-            q.created_at,
-            q.updated_at,
-            q.accessed_at,
-        )
+        return QueueInfo(name=q.name, properties=q.props, **_counts(q, q.store, q.dlq))
 
     def _save_queue(self, q: _Queue) -> None:
         self.journal.entity_saved(q.name, self._entity_data(q, "queue", q.props.to_dict()))
@@ -405,10 +426,15 @@ class Namespace:
 
     def delete_topic(self, name: str) -> None:
         topic = self._topic(name)
-        self._drop_store_locks(topic.store)
-        del self._topics[key(name)]
+        self._delete(self._topics, topic, topic.store)
+
+    def _delete(
+        self, table: dict[str, Any], entity: _Queue | _Topic, *stores: MessageStore
+    ) -> None:
+        self._drop_store_locks(*stores)
+        del table[key(entity.name)]
         self._changed()
-        self.journal.entity_deleted(topic.name)
+        self.journal.entity_deleted(entity.name)
 
     def get_topic(self, name: str) -> TopicInfo:
         return self._topic_info(self._topic(name))
@@ -417,22 +443,11 @@ class Namespace:
         return [self._topic_info(t) for t in self._topics.values()]
 
     def _topic(self, name: str) -> _Topic:
-        topic = self._topics.get(key(name)) if isinstance(name, str) else None
-        if topic is None:
-            raise not_found("topic", str(name))
-        return topic
+        return _find(self._topics, "topic", name)
 
     def _topic_info(self, t: _Topic) -> TopicInfo:
         return TopicInfo(
-            t.name,
-            t.props,
-            len(t.subs),
-            t.store.scheduled_count,
-            0,
-            t.size_bytes,
-            t.created_at,
-            t.updated_at,
-            t.accessed_at,
+            name=t.name, properties=t.props, subscription_count=len(t.subs), **_counts(t, t.store)
         )
 
     def _save_topic(self, t: _Topic) -> None:
@@ -519,39 +534,33 @@ class Namespace:
     def _check_sub_props(
         self, t: _Topic, name: str, props: SubscriptionProperties
     ) -> SubscriptionProperties:
-        if not isinstance(props, SubscriptionProperties):
-            raise bad(
-                f"subscription properties must be SubscriptionProperties, "
-                f"got {type(props).__name__}"
-            )
-        self._check_forwarding(
-            f"{t.name}/{SUBSCRIPTIONS}/{name}", props.forward_to, props.forward_dead_lettered_to
+        return self._check_receiver(
+            f"{t.name}/{SUBSCRIPTIONS}/{name}", props, SubscriptionProperties
         )
-        if props.forward_to and props.requires_session:
+
+    def _check_receiver(self, path: str, props: _P, kind: type[_P]) -> _P:
+        """Properties of a queue or subscription: forwarding rules (the destination exists,
+        is not the entity itself, not from a session entity; a source never auto-deletes)."""
+        if not isinstance(props, kind):
+            raise bad(f"properties must be {kind.__name__}, got {type(props).__name__}")
+        forward_to = props.forward_to
+        self._check_forwarding(path, forward_to, props.forward_dead_lettered_to)
+        if forward_to and props.requires_session:
             raise bad(
                 "ForwardTo is not supported on a session-enabled entity (RequiresSession)",
                 where="ForwardTo",
             )
-        if props.forward_to and not math.isinf(props.auto_delete_on_idle):
+        if forward_to and not math.isinf(props.auto_delete_on_idle):
             props = replace(props, auto_delete_on_idle=math.inf)
         return props
 
     def _sub_info(self, s: _Subscription) -> SubscriptionInfo:
-        st = s.store
         return SubscriptionInfo(
-            s.topic.name,
-            s.name,
-            s.props,
-            len(s.rules),
-            st.active_count,
-            st.deferred_count,
-            s.dlq.count,
-            st.scheduled_count,
-            0,
-            s.size_bytes,
-            s.created_at,
-            s.updated_at,
-            s.accessed_at,
+            topic=s.topic.name,
+            name=s.name,
+            properties=s.props,
+            rule_count=len(s.rules),
+            **_counts(s, s.store, s.dlq),
         )
 
     def _save_sub(self, s: _Subscription) -> None:

@@ -72,6 +72,14 @@ class MessageStore:
     def count(self) -> int:
         return len(self.messages)
 
+    def _count(self, state: MessageState, delta: int) -> None:
+        if state is MessageState.ACTIVE:
+            self.active_count += delta
+        elif state is MessageState.DEFERRED:
+            self.deferred_count += delta
+        else:
+            self.scheduled_count += delta
+
     def counted_add(self, stored: Stored, size: int) -> None:
         """Account for a message being added in its current state."""
         seq = stored.sequence_number
@@ -81,13 +89,7 @@ class MessageStore:
         else:
             self.ordered = False
         self.size_bytes += size
-        state = stored.state
-        if state is MessageState.ACTIVE:
-            self.active_count += 1
-        elif state is MessageState.DEFERRED:
-            self.deferred_count += 1
-        else:
-            self.scheduled_count += 1
+        self._count(stored.state, 1)
 
     def counted_remove(self, stored: Stored, size: int) -> None:
         del self.messages[stored.sequence_number]
@@ -95,31 +97,13 @@ class MessageStore:
             self.ordered = True
             self.max_sequence = 0
         self.size_bytes -= size
-        state = stored.state
-        if state is MessageState.ACTIVE:
-            self.active_count -= 1
-        elif state is MessageState.DEFERRED:
-            self.deferred_count -= 1
-        else:
-            self.scheduled_count -= 1
+        self._count(stored.state, -1)
 
     def set_state(self, stored: Stored, state: MessageState) -> None:
-        old = stored.state
-        if old is state:
-            return
-        if old is MessageState.ACTIVE:
-            self.active_count -= 1
-        elif old is MessageState.DEFERRED:
-            self.deferred_count -= 1
-        else:
-            self.scheduled_count -= 1
-        if state is MessageState.ACTIVE:
-            self.active_count += 1
-        elif state is MessageState.DEFERRED:
-            self.deferred_count += 1
-        else:
-            self.scheduled_count += 1
-        stored.state = state
+        if stored.state is not state:
+            self._count(stored.state, -1)
+            self._count(state, 1)
+            stored.state = state
 
     # ------------------------------------------------------------------ availability
 

@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from qmgr.core.clock import ManualClock
+from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.message import Stored
 from qmgr.servicebus.namespace import Namespace
+
+
+def token(stored: Stored) -> uuid.UUID:
+    """The lock token of a message received in peek-lock mode."""
+    assert stored.lock_token is not None
+    return stored.lock_token
+
+
+def fails(code: Code, call: Callable[..., Any], *args: Any, **kw: Any) -> ServiceBusError:
+    """Call and expect a ServiceBusError with ``code``."""
+    with pytest.raises(ServiceBusError) as info:
+        call(*args, **kw)
+    assert info.value.code is code, info.value
+    return info.value
 
 
 class RecordingJournal:

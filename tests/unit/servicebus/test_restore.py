@@ -3,21 +3,14 @@ sequence numbers continue, duplicate history, scheduled messages and session sta
 
 from __future__ import annotations
 
-import uuid
-
 from qmgr.core.clock import ManualClock
 from qmgr.servicebus.entities import QueueProperties, SubscriptionProperties, TopicProperties
-from qmgr.servicebus.message import MessageState, SbMessage, Stored
+from qmgr.servicebus.message import MessageState, SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import RecordingJournal, replay
+from tests.unit.servicebus.conftest import RecordingJournal, replay, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
-
-
-def token(stored: Stored) -> uuid.UUID:
-    assert stored.lock_token is not None
-    return stored.lock_token
 
 
 def restarted(journal: RecordingJournal, clock: ManualClock) -> tuple[Namespace, RecordingJournal]:

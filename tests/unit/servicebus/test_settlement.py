@@ -10,25 +10,13 @@ import pytest
 
 from qmgr.core.clock import ManualClock
 from qmgr.servicebus.entities import QueueProperties, Status, SubscriptionProperties
-from qmgr.servicebus.errors import Code, ServiceBusError
+from qmgr.servicebus.errors import Code
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import RecordingJournal
+from tests.unit.servicebus.conftest import RecordingJournal, fails, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
-
-
-def token(stored: Stored) -> uuid.UUID:
-    assert stored.lock_token is not None
-    return stored.lock_token
-
-
-def fails(code: Code, call, *args, **kw) -> ServiceBusError:  # type: ignore[no-untyped-def]
-    with pytest.raises(ServiceBusError) as info:
-        call(*args, **kw)
-    assert info.value.code is code, info.value
-    return info.value
 
 
 def bodies(items: list[Stored]) -> list[bytes]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from qmgr.core.clock import ManualClock
@@ -15,17 +13,12 @@ from qmgr.servicebus.entities import (
     TopicProperties,
 )
 from qmgr.servicebus.errors import Code, ServiceBusError
-from qmgr.servicebus.message import MessageState, SbMessage, Stored
+from qmgr.servicebus.message import MessageState, SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import RecordingJournal
+from tests.unit.servicebus.conftest import RecordingJournal, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
-
-
-def token(stored: Stored) -> uuid.UUID:
-    assert stored.lock_token is not None
-    return stored.lock_token
 
 
 # ---------------------------------------------------------------------- TTL
