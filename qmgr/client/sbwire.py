@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from qmgr.client.convert import value_from_wire, value_to_wire
@@ -21,16 +21,12 @@ KINDS = {
 }
 KIND_NAMES = {v: k for k, v in KINDS.items()}
 
-_OPTIONAL = (
-    "message_id",
-    "correlation_id",
-    "session_id",
-    "reply_to",
-    "reply_to_session_id",
-    "to",
-    "subject",
-    "content_type",
-    "partition_key",
+# the optional system properties (strings, and the TTL and scheduled time as numbers)
+_OPTIONAL = tuple(
+    f.name
+    for f in fields(SbMessage)
+    if f.name not in ("body", "body_type", "properties")
+    and f.name in pb.SbMessage.DESCRIPTOR.fields_by_name
 )
 _STATES = {
     MessageState.ACTIVE: pb.SB_ACTIVE,
@@ -48,10 +44,6 @@ def message_to_wire(m: SbMessage, out: pb.SbMessage) -> pb.SbMessage:
         value = getattr(m, name)
         if value is not None:
             setattr(out, name, value)
-    if m.time_to_live is not None:
-        out.time_to_live = m.time_to_live
-    if m.scheduled_enqueue_time is not None:
-        out.scheduled_enqueue_time = m.scheduled_enqueue_time
     for key, value in m.properties.items():
         if value is not None and not isinstance(value, bool | int | float | str | bytes):
             raise bad(
@@ -67,10 +59,6 @@ def message_from_wire(m: pb.SbMessage) -> SbMessage:
     for name in _OPTIONAL:
         if m.HasField(name):  # type: ignore[arg-type]
             setattr(out, name, getattr(m, name))
-    if m.HasField("time_to_live"):
-        out.time_to_live = m.time_to_live
-    if m.HasField("scheduled_enqueue_time"):
-        out.scheduled_enqueue_time = m.scheduled_enqueue_time
     out.properties = {k: value_from_wire(v) for k, v in m.properties.items()}
     return out
 

@@ -36,9 +36,10 @@ from qmgr.client.sbwire import (
     stored_from_wire,
 )
 from qmgr.servicebus.message import SbMessage, Stored
+from qmgr.servicebus.namespace import SessionLock
 from qmgr.wire import servicebus_pb2 as pb
 
-__all__ = ["SbCounts", "SbEntityInfo", "SbMessage", "ServiceBusAdmin", "Stored"]
+__all__ = ["SbCounts", "SbEntityInfo", "SbMessage", "ServiceBusAdmin", "SessionLock", "Stored"]
 
 Call = Callable[[Any, Any], Any]
 Properties = Mapping[str, Any]
@@ -237,13 +238,46 @@ class ServiceBusAdmin:
         )
         return [stored_from_wire(m) for m in self._call(self._admin.SbPeek, request).messages]
 
-    def receive(self, path: str, max_count: int = 1, mode: str = "peek_lock") -> list[Stored]:
+    def receive(
+        self,
+        path: str,
+        max_count: int = 1,
+        mode: str = "peek_lock",
+        *,
+        session: str | None = None,
+    ) -> list[Stored]:
         """Receive (``peek_lock`` or ``receive_and_delete``); locked messages carry their
-        ``lock_token`` for :meth:`complete` and the other settlements."""
+        ``lock_token`` for :meth:`complete` and the other settlements. A session-enabled
+        entity needs ``session``, accepted first with :meth:`accept_session`."""
         if mode not in RECEIVE_MODES:
             raise ValueError(f"mode must be one of {', '.join(RECEIVE_MODES)}, got {mode!r}")
         request = pb.SbReceiveRequest(path=path, max_count=max_count, mode=RECEIVE_MODES[mode])
+        if session is not None:
+            request.session = session
         return [stored_from_wire(m) for m in self._call(self._admin.SbReceive, request).messages]
+
+    def receive_deferred(
+        self,
+        path: str,
+        sequence_numbers: Sequence[int],
+        mode: str = "peek_lock",
+        *,
+        session: str | None = None,
+    ) -> list[Stored]:
+        """Receive deferred messages by their sequence numbers (each must be deferred)."""
+        if mode not in RECEIVE_MODES:
+            raise ValueError(f"mode must be one of {', '.join(RECEIVE_MODES)}, got {mode!r}")
+        request = pb.SbReceiveRequest(
+            path=path, mode=RECEIVE_MODES[mode], deferred=list(sequence_numbers)
+        )
+        if session is not None:
+            request.session = session
+        return [stored_from_wire(m) for m in self._call(self._admin.SbReceive, request).messages]
+
+    def cancel_scheduled(self, path: str, sequence_numbers: Sequence[int]) -> None:
+        """Cancel scheduled messages of a queue or topic (each must still be scheduled)."""
+        request = pb.SbCancelRequest(path=path, sequence_numbers=list(sequence_numbers))
+        self._call(self._admin.SbCancelScheduled, request)
 
     def _settle(self, path: str, token: uuid.UUID | str, how: Any, **extra: str) -> float:
         request = pb.SbSettleRequest(path=path, lock_token=str(token), settlement=how, **extra)
@@ -276,3 +310,38 @@ class ServiceBusAdmin:
     def renew_lock(self, path: str, lock_token: uuid.UUID | str) -> float:
         """Returns the new locked-until time (seconds since the epoch)."""
         return self._settle(path, lock_token, pb.SB_RENEW_LOCK)
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def _session(self, path: str, op: Any, session_id: str | None = None, **extra: Any) -> Any:
+        request = pb.SbSessionRequest(path=path, op=op, **extra)
+        if session_id is not None:
+            request.session_id = session_id
+        return self._call(self._admin.SbSession, request)
+
+    def list_sessions(self, path: str) -> list[str]:
+        """The sessions of a session-enabled queue or subscription with messages or a state."""
+        return list(self._session(path, pb.SB_SESSION_LIST).session_ids)
+
+    def accept_session(self, path: str, session_id: str | None = None) -> SessionLock | None:
+        """Lock ``session_id``, or the next session with available messages (None when there
+        is none now)."""
+        resp = self._session(path, pb.SB_SESSION_ACCEPT, session_id)
+        if not resp.HasField("session_id"):
+            return None
+        return SessionLock(resp.session_id, uuid.UUID(resp.lock_token), resp.locked_until)
+
+    def release_session(self, path: str, session_id: str) -> None:
+        self._session(path, pb.SB_SESSION_RELEASE, session_id)
+
+    def renew_session_lock(self, path: str, session_id: str) -> float:
+        return float(self._session(path, pb.SB_SESSION_RENEW, session_id).locked_until)
+
+    def get_session_state(self, path: str, session_id: str) -> bytes | None:
+        resp = self._session(path, pb.SB_SESSION_GET_STATE, session_id)
+        return bytes(resp.state) if resp.HasField("state") else None
+
+    def set_session_state(self, path: str, session_id: str, state: bytes | None) -> None:
+        """Set (None clears) the state of a session held with :meth:`accept_session`."""
+        extra = {"state": state} if state is not None else {}
+        self._session(path, pb.SB_SESSION_SET_STATE, session_id, **extra)

@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from qmgr.core.clock import Clock
 from qmgr.node.config import DEFAULT_NAMESPACE
+from qmgr.servicebus import config_json
+from qmgr.servicebus.config_json import Config
 from qmgr.servicebus.errors import ServiceBusError
 from qmgr.servicebus.message import NullSbJournal, SbJournal
 from qmgr.servicebus.namespace import Namespace
 from qmgr.store.servicebus import SbLoaded, SbStoreJournal
 
 if TYPE_CHECKING:
-    from qmgr.servicebus.config_json import Config
     from qmgr.store.sqlite import SqliteStore
 
 log = logging.getLogger("qmgr.servicebus")
@@ -40,8 +42,6 @@ class ServiceBusStartError(Exception):
 def read_config_file(path: Path) -> Config:
     """Read and check the emulator's Config.json at ``path``; ServiceBusStartError names the
     file, the JSON path and the problem."""
-    from qmgr.servicebus import config_json
-
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -88,7 +88,7 @@ class ServiceBusHost:
             journal.value_saved(NAMESPACE_KEY, name)
 
     def _restore(self, loaded: SbLoaded) -> None:
-        ns: Any = self.namespace
+        ns = self.namespace
         previous = loaded.values.get(NAMESPACE_KEY)
         if previous and previous != ns.name:
             log.warning("the store holds namespace %s; it is hosted as %s now", previous, ns.name)
@@ -109,23 +109,16 @@ class ServiceBusHost:
     def apply(self, config: Config) -> list[str]:
         """Make the namespace hold what a checked Config.json defines (create or update to
         match; nothing changed if the namespace refuses any of it). Returns what changed."""
-        from qmgr.servicebus import config_json
-
         changes = config_json.apply(self.namespace, config)
         self.changed()
         return changes
 
     def apply_text(self, text: str) -> list[str]:
         """Check and apply a Config.json text (ServiceBusError naming the JSON path if bad)."""
-        from qmgr.servicebus import config_json
-
         return self.apply(config_json.loads(text))
 
     def export_config(self) -> str:
-        import json
-
-        from qmgr.servicebus import config_json
-
+        """The namespace as a Config.json text."""
         return json.dumps(config_json.export(self.namespace), indent=2)
 
     # -- the timer --------------------------------------------------------------------------
@@ -138,13 +131,15 @@ class ServiceBusHost:
         self._wake.set()
 
     async def _timer(self) -> None:
-        ns: Any = self.namespace
+        ns = self.namespace
         while True:
             deadline = ns.next_deadline()
             wait = None if deadline is None else max(0.0, deadline - self.clock.now())
             if wait is None or wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
+            else:
+                await asyncio.sleep(0)  # due at once: let the calls waiting go first
             self._wake.clear()
             deadline = ns.next_deadline()
             if deadline is None or deadline > self.clock.now():

@@ -45,59 +45,37 @@ MAX_BATCH = 5000  # messages one send, peek or receive may carry
 
 
 def entity_to_wire(info: Info) -> pb.SbEntity:
-    if isinstance(info, QueueInfo):
-        counts = SbCounts(
-            active=info.active,
-            dead_lettered=info.dead_lettered,
-            scheduled=info.scheduled,
-            transfer=info.transfer,
-            size_bytes=info.size_bytes,
-            deferred=info.deferred,
-            message_count=info.total,
-        )
-        times = (info.created_at, info.updated_at, info.accessed_at)
+    if isinstance(info, RuleInfo):
         return info_to_wire(
-            "queue", info.name, info.properties.to_dict(), counts=counts, times=times
-        )
-    if isinstance(info, TopicInfo):
-        counts = SbCounts(
-            scheduled=info.scheduled,
-            transfer=info.transfer,
-            size_bytes=info.size_bytes,
-            subscription_count=info.subscription_count,
-            message_count=info.scheduled,
-        )
-        times = (info.created_at, info.updated_at, info.accessed_at)
-        return info_to_wire(
-            "topic", info.name, info.properties.to_dict(), counts=counts, times=times
-        )
-    if isinstance(info, SubscriptionInfo):
-        counts = SbCounts(
-            active=info.active,
-            dead_lettered=info.dead_lettered,
-            scheduled=info.scheduled,
-            transfer=info.transfer,
-            size_bytes=info.size_bytes,
-            deferred=info.deferred,
-            message_count=info.total,
-            rule_count=info.rule_count,
-        )
-        times = (info.created_at, info.updated_at, info.accessed_at)
-        return info_to_wire(
-            "subscription",
+            "rule",
             info.name,
             info.properties.to_dict(),
             topic=info.topic,
-            counts=counts,
-            times=times,
+            subscription=info.subscription,
+            times=(info.created_at, info.updated_at, 0.0),
         )
+    counts = SbCounts(
+        scheduled=info.scheduled,
+        transfer=info.transfer,
+        size_bytes=info.size_bytes,
+        message_count=info.scheduled,
+    )
+    topic = None
+    if isinstance(info, TopicInfo):
+        kind = "topic"
+        counts.subscription_count = info.subscription_count
+    else:  # a queue or subscription holds messages
+        kind = "queue" if isinstance(info, QueueInfo) else "subscription"
+        counts.active = info.active
+        counts.dead_lettered = info.dead_lettered
+        counts.deferred = info.deferred
+        counts.message_count = info.total
+        if isinstance(info, SubscriptionInfo):
+            topic = info.topic
+            counts.rule_count = info.rule_count
+    times = (info.created_at, info.updated_at, info.accessed_at)
     return info_to_wire(
-        "rule",
-        info.name,
-        info.properties.to_dict(),
-        topic=info.topic,
-        subscription=info.subscription,
-        times=(info.created_at, info.updated_at, 0.0),
+        kind, info.name, info.properties.to_dict(), topic=topic, counts=counts, times=times
     )
 
 
@@ -161,10 +139,6 @@ class ServiceBusAdminCalls:
 
     @property
     def _ns(self) -> Namespace:
-        return self._host().namespace
-
-    @property
-    def _data(self) -> Any:
         return self._host().namespace
 
     async def _done(self) -> None:
@@ -276,7 +250,7 @@ class ServiceBusAdminCalls:
     # -- messages ---------------------------------------------------------------------------
 
     async def SbSend(self, request: pb.SbSendRequest, context: Context) -> pb.SbSendResponse:
-        ns = self._data
+        ns = self._ns
         _count(len(request.messages), "messages")
         messages = [message_from_wire(m) for m in request.messages]
         numbers = ns.send(request.path, messages)
@@ -284,7 +258,7 @@ class ServiceBusAdminCalls:
         return pb.SbSendResponse(sequence_numbers=numbers)
 
     async def SbPeek(self, request: pb.SbPeekRequest, context: Context) -> pb.SbMessages:
-        found = self._data.peek(
+        found = self._ns.peek(
             request.path,
             request.from_sequence,
             _count(request.max_count, "max_count"),
@@ -301,7 +275,13 @@ class ServiceBusAdminCalls:
             if request.mode == pb.SB_RECEIVE_AND_DELETE
             else ReceiveMode.PEEK_LOCK
         )
-        got = self._data.receive(request.path, _count(request.max_count, "max_count"), mode)
+        session = request.session if request.HasField("session") else None
+        if request.deferred:
+            _count(len(request.deferred), "deferred")
+            got = self._ns.receive_deferred(request.path, list(request.deferred), mode, session)
+        else:
+            count = _count(request.max_count, "max_count")
+            got = self._ns.receive(request.path, count, mode, session=session)
         await self._done()
         out = pb.SbMessages()
         for stored in got:
@@ -309,7 +289,7 @@ class ServiceBusAdminCalls:
         return out
 
     async def SbSettle(self, request: pb.SbSettleRequest, context: Context) -> pb.SbSettleResponse:
-        ns, path, token = self._data, request.path, _token(request.lock_token)
+        ns, path, token = self._ns, request.path, _token(request.lock_token)
         how = request.settlement
         locked_until = 0.0
         if how == pb.SB_COMPLETE:
@@ -331,3 +311,48 @@ class ServiceBusAdminCalls:
             raise bad(f"unknown settlement {how}", where="settlement")
         await self._done()
         return pb.SbSettleResponse(locked_until=locked_until)
+
+    async def SbSession(
+        self, request: pb.SbSessionRequest, context: Context
+    ) -> pb.SbSessionResponse:
+        ns, path, op = self._ns, request.path, request.op
+        session = request.session_id if request.HasField("session_id") else None
+        out = pb.SbSessionResponse()
+        if op == pb.SB_SESSION_LIST:
+            out.session_ids.extend(ns.list_sessions(path))
+            return out
+        if op == pb.SB_SESSION_ACCEPT:
+            lock = ns.accept_session(path, session)
+            if lock is not None:
+                out.session_id = lock.session_id
+                out.lock_token = str(lock.lock_token)
+                out.locked_until = lock.locked_until
+            await self._done()
+            return out
+        if session is None:
+            raise bad("the session id is missing", where="session_id")
+        if op == pb.SB_SESSION_RELEASE:
+            ns.release_session(path, session)
+        elif op == pb.SB_SESSION_RENEW:
+            out.locked_until = ns.renew_session_lock(path, session)
+        elif op == pb.SB_SESSION_GET_STATE:
+            state = ns.get_session_state(path, session)
+            if state is not None:
+                out.state = state
+            return out
+        elif op == pb.SB_SESSION_SET_STATE:
+            ns.set_session_state(
+                path, session, request.state if request.HasField("state") else None
+            )
+        else:
+            raise bad(f"unknown session operation {op}", where="op")
+        await self._done()
+        return out
+
+    async def SbCancelScheduled(
+        self, request: pb.SbCancelRequest, context: Context
+    ) -> pb.SbDeleted:
+        _count(len(request.sequence_numbers), "sequence_numbers")
+        self._ns.cancel_scheduled(request.path, list(request.sequence_numbers))
+        await self._done()
+        return pb.SbDeleted()

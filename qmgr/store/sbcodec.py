@@ -8,23 +8,14 @@ import datetime as dt
 import json
 import math
 import uuid
+from dataclasses import fields
 from typing import Any
 
 from qmgr.core.values import Int32
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
 
-_FIELDS = (
-    "message_id",
-    "correlation_id",
-    "session_id",
-    "reply_to",
-    "reply_to_session_id",
-    "to",
-    "subject",
-    "content_type",
-    "partition_key",
-    "time_to_live",
-    "scheduled_enqueue_time",
+_FIELDS = tuple(  # the optional system properties, kept under their own names
+    f.name for f in fields(SbMessage) if f.name not in ("body", "body_type", "properties", "extra")
 )
 
 
@@ -111,6 +102,8 @@ def encode_stored(s: Stored) -> str:
         header["dl"] = s.dead_letter_source
     if s.scheduled_enqueue_time is not None:
         header["sc"] = s.scheduled_enqueue_time
+    if s.size:
+        header["sz"] = s.size
     return json.dumps(header, separators=(",", ":"))
 
 
@@ -136,4 +129,5 @@ def decode_stored(seq: int, body: bytes, header: str) -> Stored:
         hop_count=h.get("hc", 0),
         dead_letter_source=h.get("dl"),
         scheduled_enqueue_time=h.get("sc"),
+        size=h.get("sz", 0),
     )

@@ -95,6 +95,16 @@ class AdminStub:
                 request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbSettleRequest.SerializeToString,
                 response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbSettleResponse.FromString,
                 _registered_method=True)
+        self.SbSession = channel.unary_unary(
+                '/qmgr.wire.Admin/SbSession',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbSessionRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbSessionResponse.FromString,
+                _registered_method=True)
+        self.SbCancelScheduled = channel.unary_unary(
+                '/qmgr.wire.Admin/SbCancelScheduled',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbCancelRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbDeleted.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -172,6 +182,18 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SbSession(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbCancelScheduled(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -234,6 +256,16 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.SbSettle,
                     request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbSettleRequest.FromString,
                     response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbSettleResponse.SerializeToString,
+            ),
+            'SbSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbSession,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbSessionRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbSessionResponse.SerializeToString,
+            ),
+            'SbCancelScheduled': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbCancelScheduled,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbCancelRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbDeleted.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -560,6 +592,60 @@ class Admin:
             '/qmgr.wire.Admin/SbSettle',
             qmgr_dot_wire_dot_servicebus__pb2.SbSettleRequest.SerializeToString,
             qmgr_dot_wire_dot_servicebus__pb2.SbSettleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbSession',
+            qmgr_dot_wire_dot_servicebus__pb2.SbSessionRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbCancelScheduled(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbCancelScheduled',
+            qmgr_dot_wire_dot_servicebus__pb2.SbCancelRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbDeleted.FromString,
             options,
             channel_credentials,
             insecure,

@@ -97,6 +97,35 @@ SB_DEAD_LETTER: SbSettlement.ValueType  # 3
 SB_RENEW_LOCK: SbSettlement.ValueType  # 4
 Global___SbSettlement: _TypeAlias = SbSettlement  # noqa: Y015
 
+class _SbSessionOp:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SbSessionOpEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SbSessionOp.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SB_SESSION_LIST: _SbSessionOp.ValueType  # 0
+    """the sessions with messages or a state"""
+    SB_SESSION_ACCEPT: _SbSessionOp.ValueType  # 1
+    """lock session_id, or (unset) the next available one"""
+    SB_SESSION_RELEASE: _SbSessionOp.ValueType  # 2
+    SB_SESSION_RENEW: _SbSessionOp.ValueType  # 3
+    SB_SESSION_GET_STATE: _SbSessionOp.ValueType  # 4
+    SB_SESSION_SET_STATE: _SbSessionOp.ValueType  # 5
+    """state unset: clear it"""
+
+class SbSessionOp(_SbSessionOp, metaclass=_SbSessionOpEnumTypeWrapper): ...
+
+SB_SESSION_LIST: SbSessionOp.ValueType  # 0
+"""the sessions with messages or a state"""
+SB_SESSION_ACCEPT: SbSessionOp.ValueType  # 1
+"""lock session_id, or (unset) the next available one"""
+SB_SESSION_RELEASE: SbSessionOp.ValueType  # 2
+SB_SESSION_RENEW: SbSessionOp.ValueType  # 3
+SB_SESSION_GET_STATE: SbSessionOp.ValueType  # 4
+SB_SESSION_SET_STATE: SbSessionOp.ValueType  # 5
+"""state unset: clear it"""
+Global___SbSessionOp: _TypeAlias = SbSessionOp  # noqa: Y015
+
 @_typing.final
 class SbEntityRef(_message.Message):
     """Which entity: a queue or topic by name; a subscription by topic and name; a rule by topic,
@@ -606,23 +635,60 @@ class SbReceiveRequest(_message.Message):
     PATH_FIELD_NUMBER: _builtins.int
     MAX_COUNT_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
+    SESSION_FIELD_NUMBER: _builtins.int
+    DEFERRED_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     max_count: _builtins.int
     mode: Global___SbReceiveMode.ValueType
+    session: _builtins.str
+    """a session accepted with SB_SESSION_ACCEPT"""
+    @_builtins.property
+    def deferred(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """receive these deferred messages (by sequence number)"""
+
     def __init__(
         self,
         *,
         path: _builtins.str = ...,
         max_count: _builtins.int = ...,
         mode: Global___SbReceiveMode.ValueType = ...,
+        session: _builtins.str | None = ...,
+        deferred: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_session", b"_session", "session", b"session"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_session", b"_session", "deferred", b"deferred", "max_count", b"max_count", "mode", b"mode", "path", b"path", "session", b"session"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__session: _TypeAlias = _typing.Literal["session"]  # noqa: Y015
+    _WhichOneofArgType__session: _TypeAlias = _typing.Literal["_session", b"_session"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__session) -> _WhichOneofReturnType__session | None: ...
+
+Global___SbReceiveRequest: _TypeAlias = SbReceiveRequest  # noqa: Y015
+
+@_typing.final
+class SbCancelRequest(_message.Message):
+    """Cancel scheduled messages of a queue or topic by their sequence numbers."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    SEQUENCE_NUMBERS_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    @_builtins.property
+    def sequence_numbers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        sequence_numbers: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_count", b"max_count", "mode", b"mode", "path", b"path"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["path", b"path", "sequence_numbers", b"sequence_numbers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___SbReceiveRequest: _TypeAlias = SbReceiveRequest  # noqa: Y015
+Global___SbCancelRequest: _TypeAlias = SbCancelRequest  # noqa: Y015
 
 @_typing.final
 class SbSettleRequest(_message.Message):
@@ -674,6 +740,85 @@ class SbSettleResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SbSettleResponse: _TypeAlias = SbSettleResponse  # noqa: Y015
+
+@_typing.final
+class SbSessionRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    OP_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    op: Global___SbSessionOp.ValueType
+    session_id: _builtins.str
+    state: _builtins.bytes
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        op: Global___SbSessionOp.ValueType = ...,
+        session_id: _builtins.str | None = ...,
+        state: _builtins.bytes | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_session_id", b"_session_id", "_state", b"_state", "session_id", b"session_id", "state", b"state"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_session_id", b"_session_id", "_state", b"_state", "op", b"op", "path", b"path", "session_id", b"session_id", "state", b"state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__session_id: _TypeAlias = _typing.Literal["session_id"]  # noqa: Y015
+    _WhichOneofArgType__session_id: _TypeAlias = _typing.Literal["_session_id", b"_session_id"]  # noqa: Y015
+    _WhichOneofReturnType__state: _TypeAlias = _typing.Literal["state"]  # noqa: Y015
+    _WhichOneofArgType__state: _TypeAlias = _typing.Literal["_state", b"_state"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__session_id) -> _WhichOneofReturnType__session_id | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__state) -> _WhichOneofReturnType__state | None: ...
+
+Global___SbSessionRequest: _TypeAlias = SbSessionRequest  # noqa: Y015
+
+@_typing.final
+class SbSessionResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SESSION_IDS_FIELD_NUMBER: _builtins.int
+    SESSION_ID_FIELD_NUMBER: _builtins.int
+    LOCK_TOKEN_FIELD_NUMBER: _builtins.int
+    LOCKED_UNTIL_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    session_id: _builtins.str
+    """SB_SESSION_ACCEPT: unset when none is available"""
+    lock_token: _builtins.str
+    locked_until: _builtins.float
+    """SB_SESSION_ACCEPT and SB_SESSION_RENEW"""
+    state: _builtins.bytes
+    """SB_SESSION_GET_STATE: unset when there is none"""
+    @_builtins.property
+    def session_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """SB_SESSION_LIST"""
+
+    def __init__(
+        self,
+        *,
+        session_ids: _abc.Iterable[_builtins.str] | None = ...,
+        session_id: _builtins.str | None = ...,
+        lock_token: _builtins.str = ...,
+        locked_until: _builtins.float = ...,
+        state: _builtins.bytes | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_session_id", b"_session_id", "_state", b"_state", "session_id", b"session_id", "state", b"state"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_session_id", b"_session_id", "_state", b"_state", "lock_token", b"lock_token", "locked_until", b"locked_until", "session_id", b"session_id", "session_ids", b"session_ids", "state", b"state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__session_id: _TypeAlias = _typing.Literal["session_id"]  # noqa: Y015
+    _WhichOneofArgType__session_id: _TypeAlias = _typing.Literal["_session_id", b"_session_id"]  # noqa: Y015
+    _WhichOneofReturnType__state: _TypeAlias = _typing.Literal["state"]  # noqa: Y015
+    _WhichOneofArgType__state: _TypeAlias = _typing.Literal["_state", b"_state"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__session_id) -> _WhichOneofReturnType__session_id | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__state) -> _WhichOneofReturnType__state | None: ...
+
+Global___SbSessionResponse: _TypeAlias = SbSessionResponse  # noqa: Y015
 
 @_typing.final
 class SbImportRequest(_message.Message):

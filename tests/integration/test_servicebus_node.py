@@ -5,6 +5,8 @@ nothing, and the node keeps serving."""
 from __future__ import annotations
 
 import json
+import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from qmgr.client import ServiceBusClientError
+from qmgr.client import MQClientError, ServiceBusClientError
+from qmgr.client.errors import ConnectionFailed
 from qmgr.client.servicebus import ServiceBusAdmin
+from qmgr.node.server import STORE_FAULT_ENV
 from qmgr.servicebus.errors import Code
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
 from tests.integration.conftest import NodeProcess
@@ -362,27 +366,29 @@ def test_sent_messages_survive_kill_9(sb_node: NodeProcess) -> None:
 
 
 def test_a_restart_releases_locks_and_keeps_delivery_counts(sb_node: NodeProcess) -> None:
+    """The delivery count counts failed deliveries (abandoned, lock expired), as the AMQP
+    header does; a restart hands locked messages back without counting one."""
     sb = _sb(sb_node)
     sb.create_queue("work", {"LockDuration": "PT5M", "MaxDeliveryCount": 5})
     sb.send("work", [SbMessage(body=b"a"), SbMessage(body=b"b")])
     first = sb.receive("work", 2)
-    assert [m.delivery_count for m in first] == [1, 1]
+    assert [m.delivery_count for m in first] == [0, 0]
     assert all(m.lock_token is not None for m in first)
     sb.abandon("work", first[0].lock_token)  # handed back: counted, available again
     again = sb.receive("work", 1)
-    assert again[0].message.body == b"a" and again[0].delivery_count == 2
+    assert again[0].message.body == b"a" and again[0].delivery_count == 1
 
     sb_node.restart()  # kill -9 with both messages locked for minutes
     sb = _sb(sb_node)
     peeked = _peek(sb, "work")
     assert [(m.message.body, m.delivery_count, m.lock_token) for m in peeked] == [
-        (b"a", 2, None),
-        (b"b", 1, None),
+        (b"a", 1, None),
+        (b"b", 0, None),
     ]
     err = _error(lambda: sb.complete("work", first[1].lock_token))  # a lock from before
     assert err.code is Code.MESSAGE_LOCK_LOST
     redelivered = sb.receive("work", 2)  # available at once, not after the lock duration
-    assert [(m.message.body, m.delivery_count) for m in redelivered] == [(b"a", 3), (b"b", 2)]
+    assert [(m.message.body, m.delivery_count) for m in redelivered] == [(b"a", 1), (b"b", 0)]
     for m in redelivered:
         sb.complete("work", m.lock_token)
     sb_node.restart()
@@ -411,7 +417,7 @@ def test_the_node_timer_expires_schedules_and_unlocks(sb_node: NodeProcess) -> N
         "the scheduled message activated",
     )
     _until(lambda: _peek(sb, "locks")[0].lock_token is None, "the lock expired")
-    assert sb.receive("locks", 1)[0].delivery_count == 2
+    assert sb.receive("locks", 1)[0].delivery_count == 1  # the expired lock counted
 
 
 def test_bad_sends_are_typed_errors_and_store_nothing(sb_node: NodeProcess) -> None:
@@ -440,3 +446,232 @@ def test_bad_sends_are_typed_errors_and_store_nothing(sb_node: NodeProcess) -> N
     assert _peek(sb, "small") == [] and _peek(sb, "sessions") == []
     sb.send("small", [SbMessage(body=b"fits")])  # the node keeps serving
     assert [m.message.body for m in _peek(sb, "small")] == [b"fits"]
+
+
+def test_entities_made_with_qmgr_sb_survive_kill_9(sb_node: NodeProcess) -> None:
+    def sb(*args: str) -> Any:
+        done = sb_node.cli("sb", *args)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    sb("queue", "create", "QM1", "orders", "--max-delivery-count", "4", "--lock-duration", "PT20S")
+    sb("topic", "create", "QM1", "events")
+    sb("subscription", "create", "QM1", "events", "audit", "--forward-to", "orders")
+    sb("rule", "create", "QM1", "events", "audit", "big", "--sql-filter", "size > 10")
+    refused = sb_node.cli(
+        "sb", "rule", "create", "QM1", "events", "audit", "bad", "--sql-filter", "size >"
+    )
+    assert refused.returncode != 0 and "BadArgument" in refused.stderr
+
+    sb_node.restart()
+    shown = json.loads(sb("queue", "show", "QM1", "orders", "-o", "json").stdout)
+    assert shown["properties"]["MaxDeliveryCount"] == 4
+    assert shown["properties"]["LockDuration"] == "PT20S"
+    sub = json.loads(sb("subscription", "show", "QM1", "events", "audit", "-o", "json").stdout)
+    assert sub["properties"]["ForwardTo"] == "orders"
+    rules = json.loads(sb("rule", "list", "QM1", "events", "audit", "-o", "json").stdout)
+    assert sorted(r["name"] for r in rules) == ["$Default", "big"]
+
+
+def test_what_the_namespace_remembers_survives_kill_9(sb_node: NodeProcess) -> None:
+    """Duplicate-detection history, sequence numbers of emptied entities, dead-lettered
+    messages with their reason, and a topic's scheduled messages."""
+    sb = _sb(sb_node)
+    sb.create_queue("dedup", {"RequiresDuplicateDetection": True})
+    sb.create_queue("drained")
+    sb.create_queue("failing")
+    sb.create_topic("news")
+    sb.create_subscription("news", "all")
+    sb.send("dedup", [SbMessage(body=b"first", message_id="once")])
+    sb.send("drained", [SbMessage(body=b"x") for _ in range(3)])
+    assert len(sb.receive("drained", 3, mode="receive_and_delete")) == 3
+    sb.send("failing", [SbMessage(body=b"poison")])
+    (locked,) = sb.receive("failing", 1)
+    sb.dead_letter("failing", locked.lock_token, reason="Poison", description="cannot parse")
+    later = time.time() + 3600
+    sb.send("news", [SbMessage(body=b"tomorrow", scheduled_enqueue_time=later)])
+    sb.send("news", [SbMessage(body=b"soon", scheduled_enqueue_time=time.time() + 2)])
+
+    sb_node.restart()
+    sb = _sb(sb_node)
+    sb.send("dedup", [SbMessage(body=b"again", message_id="once")])  # accepted, dropped
+    assert [m.message.body for m in _peek(sb, "dedup")] == [b"first"]
+    sb.send("drained", [SbMessage(body=b"next")])
+    assert [m.sequence_number for m in _peek(sb, "drained")] == [4]  # gap-free, not reused
+    (dead,) = _peek(sb, "failing/$DeadLetterQueue")
+    assert dead.message.body == b"poison"
+    assert dead.message.properties.get("DeadLetterReason") == "Poison"
+    assert dead.message.properties.get("DeadLetterErrorDescription") == "cannot parse"
+    _until(
+        lambda: [m.message.body for m in _peek(sb, "news/Subscriptions/all")] == [b"soon"],
+        "the scheduled message delivered after the restart",
+    )
+    assert sb.get_topic("news").counts.scheduled == 1  # "tomorrow" still waits
+
+
+def test_every_acknowledged_send_survives_kill_9_under_load(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    sb.create_queue("load")
+    acknowledged: list[str] = []
+    stop = threading.Event()
+
+    def sender() -> None:
+        client = sb_node.client().servicebus
+        n = 0
+        while not stop.is_set():
+            batch = [SbMessage(body=b"m", message_id=f"{n}-{i}") for i in range(5)]
+            try:
+                client.send("load", batch)
+            except MQClientError:
+                return  # the node is gone
+            acknowledged.extend(m.message_id or "" for m in batch)
+            n += 1
+
+    threads = [threading.Thread(target=sender) for _ in range(3)]
+    for t in threads:
+        t.start()
+    _until(lambda: len(acknowledged) >= 300, "300 acknowledged sends")
+    sb_node.kill()
+    stop.set()
+    for t in threads:
+        t.join(30)
+    sb_node.start()
+    stored = _sb(sb_node).peek("load", 0, 5000)
+    ids = {m.message.message_id for m in stored}
+    assert set(acknowledged) <= ids
+    numbers = [m.sequence_number for m in stored]
+    assert numbers == list(range(1, len(numbers) + 1))  # gap-free
+
+
+def test_a_failed_commit_acknowledges_no_send(tmp_path: Path) -> None:
+    """Fail-stop on the Service Bus side too: a send answered with an error is not stored, one
+    acknowledged is, and the node stops instead of serving what it could not commit."""
+    node = NodeProcess("QM1", tmp_path)
+    node.extra_args = ["--servicebus"]
+    node.start()
+    try:
+        _sb(node).create_queue("fs")
+        node.stop()
+        node.env = {**node.env, STORE_FAULT_ENV: "15"}
+        node.start()
+        acked: list[str] = []
+        failed: list[str] = []
+        sb = _sb(node)
+        for i in range(1000):
+            try:
+                sb.send("fs", [SbMessage(body=b"x", message_id=str(i))])
+            except ConnectionFailed:
+                break
+            except MQClientError as exc:
+                assert exc.reason_name == "MQRC_RESOURCE_PROBLEM", exc
+                failed.append(str(i))
+                if len(failed) >= 3:
+                    break
+                continue
+            acked.append(str(i))
+        assert acked and failed
+        assert node.proc is not None and node.proc.wait(60) != 0
+        node.env = {k: v for k, v in node.env.items() if k != STORE_FAULT_ENV}
+        node.start()
+        ids = {m.message.message_id for m in _peek(_sb(node), "fs")}
+        assert set(acked) <= ids
+        assert not set(failed) & ids
+    finally:
+        node.kill()
+
+
+def test_sessions_and_their_state_survive_kill_9(sb_node: NodeProcess) -> None:
+    sb = _sb(sb_node)
+    sb.create_queue("orders", {"RequiresSession": True, "LockDuration": "PT5M"})
+    sb.create_queue("plain")
+    sb.send("orders", [SbMessage(body=f"a{i}".encode(), session_id="a") for i in range(3)])
+    sb.send("orders", [SbMessage(body=b"b0", session_id="b")])
+    assert sorted(sb.list_sessions("orders")) == ["a", "b"]
+
+    lock = sb.accept_session("orders", "a")
+    assert lock is not None and lock.session_id == "a"
+    got = sb.receive("orders", 10, session="a")
+    assert [m.message.body for m in got] == [b"a0", b"a1", b"a2"]  # in order
+    sb.complete("orders", got[0].lock_token)
+    sb.set_session_state("orders", "a", b"step-1")
+    assert sb.get_session_state("orders", "a") == b"step-1"
+    err = _error(lambda: sb.accept_session("orders", "a"))
+    assert err.code is Code.SESSION_CANNOT_BE_LOCKED
+    nxt = sb.accept_session("orders")  # the next session with messages: b
+    assert nxt is not None and nxt.session_id == "b"
+    assert sb.accept_session("orders") is None  # none left free
+    err = _error(lambda: sb.accept_session("plain", "a"))
+    assert err.code is Code.INVALID_OPERATION
+
+    sb_node.restart()  # kill -9 while both sessions are locked for minutes
+    sb = _sb(sb_node)
+    lock = sb.accept_session("orders", "a")  # the restart released the session lock
+    assert lock is not None
+    assert sb.get_session_state("orders", "a") == b"step-1"
+    rest = sb.receive("orders", 10, session="a")
+    assert [(m.message.body, m.delivery_count) for m in rest] == [(b"a1", 0), (b"a2", 0)]
+    for m in rest:
+        sb.complete("orders", m.lock_token)
+    sb.set_session_state("orders", "a", None)  # null clears
+    sb.release_session("orders", "a")
+
+    sb_node.restart()
+    sb = _sb(sb_node)
+    assert sb.list_sessions("orders") == ["b"]
+    assert sb.accept_session("orders", "a") is not None
+    assert sb.get_session_state("orders", "a") is None
+
+
+def test_a_node_without_a_data_directory_keeps_its_namespace_in_memory(
+    node_factory: NodeFactory,
+) -> None:
+    node = node_factory("QM1", persistent=False, args=("--servicebus",))
+    sb = _sb(node)
+    sb.create_queue("q")
+    sb.send("q", [SbMessage(body=b"x")])
+    assert [m.message.body for m in _peek(sb, "q")] == [b"x"]
+    node.restart()
+    assert _sb(node).list_queues() == []  # nothing survives without --data-dir
+
+
+def test_a_store_whose_namespace_cannot_be_restored_fails_the_start(sb_node: NodeProcess) -> None:
+    _sb(sb_node).create_queue("q", {"MaxDeliveryCount": 3})
+    assert sb_node.stop() == 0
+    assert sb_node.data_dir is not None
+    with sqlite3.connect(sb_node.data_dir / "qmgr.sqlite") as db:
+        data = json.loads(db.execute("SELECT data FROM sb_entities WHERE path = 'q'").fetchone()[0])
+        data["properties"]["MaxDeliveryCount"] = 0  # out of range: not what the node wrote
+        db.execute("UPDATE sb_entities SET data = ? WHERE path = 'q'", (json.dumps(data),))
+    with pytest.raises(RuntimeError, match="cannot restore the Service Bus namespace"):
+        sb_node.start()
+
+
+def test_deferred_and_scheduled_messages_survive_kill_9_and_can_be_fetched(
+    sb_node: NodeProcess,
+) -> None:
+    sb = _sb(sb_node)
+    sb.create_queue("q")
+    sb.send("q", [SbMessage(body=b"later"), SbMessage(body=b"now")])
+    first, second = sb.receive("q", 2)
+    sb.defer("q", first.lock_token)
+    (scheduled,) = sb.send(
+        "q", [SbMessage(body=b"tomorrow", scheduled_enqueue_time=time.time() + 86400)]
+    )
+
+    sb_node.restart()
+    sb = _sb(sb_node)
+    states = [(m.message.body, m.state) for m in _peek(sb, "q")]
+    assert states == [
+        (b"later", MessageState.DEFERRED),
+        (b"now", MessageState.ACTIVE),
+        (b"tomorrow", MessageState.SCHEDULED),
+    ]
+    assert [m.message.body for m in sb.receive("q", 10)] == [b"now"]  # deferred ones wait
+    (fetched,) = sb.receive_deferred("q", [first.sequence_number])
+    assert fetched.message.body == b"later" and fetched.lock_token is not None
+    sb.complete("q", fetched.lock_token)
+    err = _error(lambda: sb.cancel_scheduled("q", [first.sequence_number]))
+    assert err.code is Code.MESSAGE_NOT_FOUND
+    sb.cancel_scheduled("q", [scheduled])
+    sb_node.restart()
+    assert [m.message.body for m in _peek(_sb(sb_node), "q")] == [b"now"]

@@ -70,6 +70,7 @@ def test_entities_messages_sessions_and_values_come_back(tmp_path: Path) -> None
         enqueued_sequence_number=9,
         hop_count=1,
         dead_letter_source="events/Subscriptions/audit",
+        size=321,
     )
     j.message_added("orders", stored)
     j.message_added("orders", _stored(4, expires_at=1_700_000_100.0, state=MessageState.SCHEDULED))
@@ -111,7 +112,7 @@ def test_entities_messages_sessions_and_values_come_back(tmp_path: Path) -> None
     assert got.state is MessageState.DEFERRED and got.delivery_count == 2
     assert got.expires_at == math.inf and got.enqueued_time == 1_700_000_000.5
     assert (got.enqueued_sequence_number, got.hop_count) == (9, 1)
-    assert got.dead_letter_source == "events/Subscriptions/audit"
+    assert got.dead_letter_source == "events/Subscriptions/audit" and got.size == 321
     assert got.lock_token is None and got.locked_until == 0.0  # a restart releases locks
     scheduled = sb.messages[1][1]
     assert scheduled.state is MessageState.SCHEDULED and scheduled.expires_at == 1_700_000_100.0
