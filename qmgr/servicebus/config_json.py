@@ -28,6 +28,7 @@ a create-only property changed, a quota) changes nothing.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -635,7 +636,8 @@ def _object(
             if extra_ok is not None and extra_ok(str(raw)):
                 continue
             expected = ", ".join(sorted(known))
-            raise bad(f"unknown key {raw!r} (expected: {expected})", where=shown)
+            hint = _suggest(str(raw), known)
+            raise bad(f"unknown key {raw!r}{hint} (expected: {expected})", where=shown)
         out[name] = value
     for name in required:
         if name not in out:
@@ -657,7 +659,8 @@ def _choice(value: Any, allowed: tuple[str, ...], where: str) -> str:
             if value.lower() == choice.lower():
                 return choice
     shown = " or ".join(repr(a) for a in allowed)
-    raise bad(f"must be {shown}, got {value!r}", where=where)
+    hint = _suggest(value, allowed) if isinstance(value, str) else ""
+    raise bad(f"must be {shown}, got {value!r}{hint}", where=where)
 
 
 def _name(value: Any, where: str, check: Callable[[str], str]) -> str:
@@ -682,7 +685,24 @@ def _props(cls: type[_P], data: Any, where: str) -> tuple[_P, dict[str, Any]]:
     if not isinstance(data, Mapping):
         raise bad(f"expected an object, got {_kind(data)}", where=where)
     _no_repeats(data, where)
+    for raw in data:
+        if str(raw).lower() not in {n.lower() for n in cls.SPECS}:
+            hint = _suggest(str(raw), cls.SPECS)
+            known = ", ".join(cls.SPECS)
+            raise bad(f"unknown property {raw!r}{hint} (known: {known})", where=where)
     return cls.from_dict(data, where), dict(data)
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    """``; did you mean 'X'?`` for a near miss, else nothing."""
+    by_lower = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=1, cutoff=0.6)
+    if not close:
+        for low, choice in by_lower.items():  # "SqlFilter" for "Sql": a longer spelling
+            if word.lower().startswith(low) or low.startswith(word.lower()):
+                return f"; did you mean {choice!r}?"
+        return ""
+    return f"; did you mean {by_lower[close[0]]!r}?"
 
 
 def _kind(value: Any) -> str:

@@ -353,6 +353,7 @@ def test_misspelt_filter_type_is_an_error_not_a_default_rule() -> None:
     exc = failure(data)
     assert exc.where == f"{SUB4}.Rules[0].Properties.FilterType"
     assert "'Sql' or 'Correlation'" in exc.text and "SqlFilter" in exc.text
+    assert "did you mean 'Sql'?" in exc.text
 
 
 def test_missing_filter_type_and_body_mismatch() -> None:
@@ -417,7 +418,11 @@ def test_correlation_property_values_must_be_scalars() -> None:
         (lambda q: q["Properties"].update(LockDuration="PT10M"), "LockDuration", "maximum"),
         (lambda q: q["Properties"].update(LockDuration="soon"), "LockDuration", "duration"),
         (lambda q: q["Properties"].update(RequiresSession="yes"), "RequiresSession", "true"),
-        (lambda q: q["Properties"].update(MaxDeliveryCnt=3), "", "unknown property"),
+        (
+            lambda q: q["Properties"].update(MaxDeliveryCnt=3),
+            "",
+            "unknown property 'MaxDeliveryCnt'; did you mean 'MaxDeliveryCount'?",
+        ),
     ],
 )
 def test_bad_queue_property_names_its_path(change: Any, where: str, words: str) -> None:
@@ -498,7 +503,7 @@ def test_duplicate_names_are_errors() -> None:
         (
             lambda d: d["UserConfig"]["Namespaces"][0]["Topics"][0].update(Subscription=[]),
             f"{NS}.Topics[0]",
-            "unknown key 'Subscription'",
+            "unknown key 'Subscription'; did you mean 'Subscriptions'?",
         ),
         (
             lambda d: d["UserConfig"]["Namespaces"][0]["Queues"].__setitem__(0, "queue.1"),
