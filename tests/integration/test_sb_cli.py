@@ -171,3 +171,37 @@ def test_a_bad_file_names_its_json_path_and_changes_nothing(
     result = qsb("import", "QM1", str(bad), ok=False)
     assert "UserConfig.Namespaces[0].Queues[0].Properties.ForwardTo" in result.output
     assert as_json("queue", "list", "QM1") == [] and as_json("topic", "list", "QM1") == []
+
+
+def test_send_and_peek(sb_node: NodeProcess) -> None:
+    qsb("queue", "create", "QM1", "orders")
+    qsb("topic", "create", "QM1", "events")
+    qsb("subscription", "create", "QM1", "events", "big", "--sql-filter", "amount > 100")
+    qsb("subscription", "create", "QM1", "events", "all", "--forward-to", "orders")
+    out = qsb(
+        "send", "QM1", "events", "hello", "-p", "amount:=250", "-p", "region=eu",
+        "--message-id", "m-1", "--subject", "order", "--count", "2",
+    ).output  # fmt: skip
+    assert "sent 2 messages to events" in out
+    qsb("send", "QM1", "events", "small", "-p", "amount:=5")
+
+    (first, second) = as_json("peek", "QM1", "events/Subscriptions/big")
+    assert first["body"] == "hello" and first["messageId"] == "m-1"
+    assert first["subject"] == "order" and first["state"] == "Active"
+    assert first["properties"] == {"amount": 250, "region": "eu"}
+    assert second["sequenceNumber"] == first["sequenceNumber"] + 1
+    forwarded = as_json("peek", "QM1", "orders")
+    assert [m["body"] for m in forwarded] == ["hello", "hello", "small"]
+    assert (
+        as_json("peek", "QM1", "orders", "--from", str(forwarded[2]["sequenceNumber"]))[0]["body"]
+        == "small"
+    )
+    assert as_json("queue", "show", "QM1", "orders")["counts"]["active"] == 3
+    table = qsb("peek", "QM1", "orders").output
+    assert "hello" in table and "m-1" in table
+    assert "no messages" in qsb("peek", "QM1", "orders/$DeadLetterQueue").output
+
+    result = qsb("send", "QM1", "nope", "x", ok=False)
+    assert "MessagingEntityNotFound" in result.output
+    result = qsb("peek", "QM1", "events/Subscriptions/all", ok=False)  # a forwarding source
+    assert "InvalidOperation" in result.output

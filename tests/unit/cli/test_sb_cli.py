@@ -413,3 +413,23 @@ def test_import_check_only_reads(admin: LocalAdmin, tmp_path: Path) -> None:
     path.write_text(json.dumps(SAMPLE))
     assert "valid (2 queues and topics)" in run("import", "QM1", str(path), "--check").output
     assert admin.ns.list_queues() == []
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        ("region=eu", ("region", "eu", "eu")),
+        ("n:=5", ("n", 5, "5")),
+        ("ok:=true", ("ok", True, "true")),
+        ("a=b=c", ("a", "b=c", "b=c")),
+        ('s:="5"', ("s", "5", '"5"')),
+    ],
+)
+def test_name_value(item: str, expected: tuple[str, Any, str]) -> None:
+    assert sb_cli.name_value(item, "--property") == expected
+
+
+@pytest.mark.parametrize("item", ["novalue", "=x", ":=5", "n:=nope"])
+def test_name_value_errors(item: str) -> None:
+    with pytest.raises(click.BadParameter):
+        sb_cli.name_value(item, "--property")
