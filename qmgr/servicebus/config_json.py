@@ -89,7 +89,8 @@ class RuleDef:
 class SubscriptionDef:
     name: str
     properties: SubscriptionProperties
-    rules: tuple[RuleDef, ...] | None = None  # None: no Rules given, the $Default TrueFilter
+    # None: no Rules given, the $Default TrueFilter; () (only in a copy of a namespace): none
+    rules: tuple[RuleDef, ...] | None = None
     where: str = ""
     raw: Mapping[str, Any] = field(default_factory=dict)  # the Properties as the file gives them
 
@@ -427,6 +428,8 @@ class _Applier:
                 rule_where,
             )
             self.changes.append(f"created {what}" + (f" with rule '{first[0]}'" if first else ""))
+            if spec.rules == ():  # a copy of a subscription that has no rule at all
+                self.ns.delete_rule(topic, spec.name, DEFAULT_RULE)
             rules = rules[1:]
             name = spec.name
         else:
@@ -549,8 +552,6 @@ def _definitions(namespace: Namespace) -> NamespaceDef:
             rules = tuple(
                 RuleDef(r.name, r.properties) for r in namespace.list_rules(t.name, s.name)
             )
-            if not rules:
-                rules = (RuleDef(DEFAULT_RULE, _FALSE_SQL),)  # no rule: receives nothing
             subs.append(SubscriptionDef(s.name, s.properties, rules, raw=s.properties.to_dict()))
         topics.append(TopicDef(t.name, t.properties, tuple(subs), raw=t.properties.to_dict()))
     return NamespaceDef(namespace.name, queues, tuple(topics))
@@ -567,7 +568,7 @@ def export(namespace: Namespace, *, logging: str = "Console") -> dict[str, Any]:
         subs = []
         for s in t.subscriptions:
             sub: dict[str, Any] = {"Name": s.name, "Properties": s.properties.to_dict()}
-            rules = s.rules or ()
+            rules = s.rules or (RuleDef(DEFAULT_RULE, _FALSE_SQL),)  # no rule: gets nothing
             only_default = (
                 len(rules) == 1
                 and key(rules[0].name) == key(DEFAULT_RULE)

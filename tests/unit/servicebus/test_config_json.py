@@ -818,6 +818,29 @@ def test_export_writes_the_emulator_shape() -> None:
     ]
 
 
+def test_the_dry_run_copies_a_subscription_without_rules_as_it_is() -> None:
+    """No rule counts against the quota: the copy has none either."""
+    ns = namespace(max_sql_rules_per_topic=1)
+    ns.create_topic("topic.1")
+    ns.create_subscription("topic.1", "empty")
+    ns.delete_rule("topic.1", "empty", "$Default")
+    data = sample()
+    data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"] = [
+        {
+            "Name": "one",
+            "Rules": [
+                {
+                    "Name": "r",
+                    "Properties": {"FilterType": "Sql", "SqlFilter": {"SqlExpression": "a = 1"}},
+                }
+            ],
+        }
+    ]
+    config_json.apply(ns, config_json.parse(data))
+    assert ns.list_rules("topic.1", "empty") == []
+    assert [r.name for r in ns.list_rules("topic.1", "one")] == ["r"]
+
+
 def test_a_deleted_forwarding_destination_fails_in_the_dry_run_too() -> None:
     """An entity whose forwarding destination was deleted cannot be updated (the destination
     does not exist); the file fails as a whole, before anything is created."""
