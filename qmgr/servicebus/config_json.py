@@ -318,16 +318,19 @@ def apply(namespace: Namespace, config: Config) -> list[str]:
 
     The file is first applied to a copy of the namespace's definitions: if the namespace
     refuses any of it, the error (with the JSON path) is raised and nothing is changed."""
-    _Applier(_copy(namespace), config.namespace).run()
+    _Applier(_copy(namespace, config.namespace), config.namespace).run()
     return _Applier(namespace, config.namespace).run()
 
 
-def _copy(namespace: Namespace) -> Namespace:
-    """A namespace with the same definitions (no messages, no journal). A forwarding
-    destination that was deleted after the forwarding was set is re-created for the copy and
-    deleted again, so the copy refuses what the original would."""
+def _copy(namespace: Namespace, touched: NamespaceDef) -> Namespace:
+    """A namespace with the same definitions (no messages, no journal) where ``touched`` (the
+    file) can change them: its queues and topics with their subscriptions and rules; the other
+    entities only by name (forwarding destinations, names taken). A forwarding destination that
+    was deleted after the forwarding was set is re-created for the copy and deleted again, so
+    the copy refuses what the original would."""
     scratch = Namespace(namespace.name, clock=ManualClock(), limits=namespace.limits)
-    spec = _definitions(namespace)
+    named = {key(q.name) for q in touched.queues} | {key(t.name) for t in touched.topics}
+    spec = _definitions(namespace, named)
     names = {key(q.name) for q in spec.queues} | {key(t.name) for t in spec.topics}
     sources: list[Any] = [*spec.queues, *(s for t in spec.topics for s in t.subscriptions)]
     gone = {
@@ -540,13 +543,21 @@ def _canonical(rule: RuleProperties) -> RuleProperties:
 # ---------------------------------------------------------------------- exporting
 
 
-def _definitions(namespace: Namespace) -> NamespaceDef:
-    """The namespace's definitions, as if read from a file (every property given)."""
+def _definitions(namespace: Namespace, only: set[str] | None = None) -> NamespaceDef:
+    """The namespace's definitions, as if read from a file (every property given); with
+    ``only``, the queues and topics not named there are bare names (default properties, no
+    subscriptions)."""
     queues = tuple(
-        QueueDef(q.name, q.properties, raw=q.properties.to_dict()) for q in namespace.list_queues()
+        QueueDef(q.name, q.properties, raw=q.properties.to_dict())
+        if only is None or key(q.name) in only
+        else QueueDef(q.name, QueueProperties())
+        for q in namespace.list_queues()
     )
     topics = []
     for t in namespace.list_topics():
+        if only is not None and key(t.name) not in only:
+            topics.append(TopicDef(t.name, TopicProperties()))
+            continue
         subs = []
         for s in namespace.list_subscriptions(t.name):
             rules = tuple(

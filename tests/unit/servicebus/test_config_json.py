@@ -11,7 +11,13 @@ import pytest
 
 from qmgr.core.clock import ManualClock
 from qmgr.servicebus import config_json
-from qmgr.servicebus.entities import FilterType, QueueProperties, RuleProperties, Status
+from qmgr.servicebus.entities import (
+    FilterType,
+    QueueProperties,
+    RuleProperties,
+    Status,
+    SubscriptionProperties,
+)
 from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.namespace import Namespace, NamespaceLimits
 
@@ -839,6 +845,23 @@ def test_the_dry_run_copies_a_subscription_without_rules_as_it_is() -> None:
     config_json.apply(ns, config_json.parse(data))
     assert ns.list_rules("topic.1", "empty") == []
     assert [r.name for r in ns.list_rules("topic.1", "one")] == ["r"]
+
+
+def test_entities_the_file_does_not_name_count_by_name_only() -> None:
+    """The file may forward to them and may not reuse their names; what they hold (rules,
+    a forwarding whose destination is gone) does not matter to it."""
+    ns = namespace()
+    ns.create_queue("gone")
+    ns.create_topic("other")
+    ns.create_subscription("other", "s", SubscriptionProperties(forward_to="gone"))
+    ns.delete_queue("gone")
+    data = sample()
+    data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["ForwardTo"] = "other"
+    config_json.apply(ns, config_json.parse(data))
+    assert ns.get_queue("queue.1").properties.forward_to == "other"
+    data["UserConfig"]["Namespaces"][0]["Queues"].append({"Name": "Other"})
+    exc = apply_failure(ns, data, Code.ENTITY_ALREADY_EXISTS)
+    assert exc.where == f"{NS}.Queues[1]"
 
 
 def test_a_deleted_forwarding_destination_fails_in_the_dry_run_too() -> None:
