@@ -675,3 +675,16 @@ def test_deferred_and_scheduled_messages_survive_kill_9_and_can_be_fetched(
     sb.cancel_scheduled("q", [scheduled])
     sb_node.restart()
     assert [m.message.body for m in _peek(_sb(sb_node), "q")] == [b"now"]
+
+
+def test_the_namespace_quotas_can_be_set_at_start(node_factory: NodeFactory) -> None:
+    node = node_factory(
+        "QM1", args=("--servicebus", "--servicebus-limit", "max_subscriptions_per_topic=2")
+    )
+    sb = _sb(node)
+    sb.create_topic("t")
+    sb.create_subscription("t", "a")
+    sb.create_subscription("t", "b")
+    err = _error(lambda: sb.create_subscription("t", "c"))
+    assert err.code is Code.QUOTA_EXCEEDED and "2" in err.text
+    assert [s.name for s in sb.list_subscriptions("t")] == ["a", "b"]
