@@ -1266,17 +1266,18 @@ class Namespace:
         if stored.session_lock:
             sq = store.sessions.get(stored.message.session_id or "")
             if sq is None or sq.lock_token is None or sq.locked_until <= now:
-                store.locks[lock_token] = stored
-                if sq is not None:
+                if sq is not None:  # its session's expiry takes the lock back
+                    store.locks[lock_token] = stored
                     self._expire_session(store, sq, now)
+                    self._flush()
                 raise ServiceBusError(
                     Code.SESSION_LOCK_LOST,
                     f"the lock on session '{stored.message.session_id}' has expired",
                 )
             sq.locked.pop(lock_token, None)
         elif stored.locked_until <= now:
-            store.locks[lock_token] = stored
             self._expire_lock(entity, store, stored, now)
+            self._flush()
             raise ServiceBusError(
                 Code.MESSAGE_LOCK_LOST, f"the lock {lock_token} on '{path}' has expired"
             )

@@ -128,8 +128,19 @@ class MessageStore:
             self.fresh.append(seq)
 
     def compact_heaps(self) -> None:
-        """Drop stale deadline entries once they outnumber the live ones."""
+        """Drop stale entries (of deadlines, of available messages) once they outnumber the
+        live ones."""
         live = len(self.messages)
+        if len(self.fresh) + len(self.returned) > 2 * self.active_count + 256:
+            msgs = self.messages
+
+            def waiting(seq: int) -> bool:
+                s = msgs.get(seq)
+                return s is not None and s.state is MessageState.ACTIVE and s.lock_token is None
+
+            self.fresh = deque(seq for seq in self.fresh if waiting(seq))
+            self.returned = [seq for seq in self.returned if waiting(seq)]
+            heapq.heapify(self.returned)
         if len(self.ttl_heap) > 2 * live + 256:
             msgs = self.messages
             self.ttl_heap = [

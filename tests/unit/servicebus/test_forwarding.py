@@ -178,3 +178,15 @@ def test_enabling_forwarding_moves_the_messages_held(ns: Namespace) -> None:
     ns.update_queue("src", QueueProperties(forward_to="dest"))
     assert ns.get_queue("src").total == 0
     assert [m.message.body for m in ns.receive("dest", 10, RD)] == [b"1", b"2"]
+
+
+def test_a_forwarding_loop_through_a_topic_ends_at_the_hop_limit(ns: Namespace) -> None:
+    ns.create_topic("t")
+    ns.create_subscription("t", "again", SubscriptionProperties(forward_to="t"))
+    ns.create_subscription("t", "seen")
+    ns.send("t", [SbMessage(b"x")])
+    # the original and the copies of hops 1-4 reach "seen"; the fifth hop is refused
+    assert ns.get_subscription("t", "seen").active == 5
+    dead = one(ns, "t/Subscriptions/again/$DeadLetterQueue")
+    assert dead.message.properties["DeadLetterReason"] == "MaxTransferHopCountExceeded"
+    assert dead.hop_count == 4

@@ -263,6 +263,8 @@ def test_expired_lock_is_lost_even_before_the_timer_runs(ns: Namespace, clock: M
     [m] = ns.receive("q", 1, PL)
     clock.advance(10)
     fails(Code.MESSAGE_LOCK_LOST, ns.complete, "q", token(m))
+    fails(Code.MESSAGE_LOCK_LOST, ns.abandon, "q", token(m))  # counted once only
+    ns.tick()
     [again] = ns.receive("q", 1, PL)
     assert again.delivery_count == 1
 

@@ -284,3 +284,13 @@ def test_forwarding_source_is_never_idle(ns: Namespace, clock: ManualClock) -> N
     clock.advance(1000)
     ns.tick()
     assert ns.get_queue("src").name == "src"
+
+
+def test_expired_messages_leave_no_trace_behind(ns: Namespace, clock: ManualClock) -> None:
+    ns.create_queue("q")
+    ns.send("q", [SbMessage(time_to_live=1) for _ in range(1000)])
+    clock.advance(1)
+    ns.tick()
+    _, store = ns._resolve("q")
+    assert (len(store.messages), len(store.fresh), len(store.ttl_heap)) == (0, 0, 0)
+    assert ns.next_deadline() is None
