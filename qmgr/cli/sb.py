@@ -275,6 +275,25 @@ def rule_options(f: F) -> F:
     return f
 
 
+def _when(condition: bool, decorator: Callable[[F], F]) -> Callable[[F], F]:
+    return decorator if condition else (lambda f: f)
+
+
+def _first_rule(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """``subscription create`` with a filter option: (rule name, rule) to start with instead of
+    the ``$Default`` true filter (as NServiceBus does with a ``$default`` false filter)."""
+    given = [k for k, v in options.items() if _is_rule_param(k) and v not in (None, ())]
+    if not given:
+        if options.get("rule_name") not in (None, "$Default"):
+            raise click.UsageError("--rule-name needs a filter option (--sql-filter, ...)")
+        return None
+    return str(options.get("rule_name") or "$Default"), _rule_of(options)
+
+
+def _is_rule_param(param: str) -> bool:
+    return param in ("sql_filter", "sql_action", "correlation") or param.startswith("c_")
+
+
 def _rule_of(options: Mapping[str, Any]) -> dict[str, Any]:
     fields = {field_name: options.get(f"c_{field_name.lower()}") for field_name in _FIELD_OPTIONS}
     return rule_from(
@@ -461,11 +480,23 @@ def _entity_group(kind: str, cls: Props, parents: tuple[str, ...]) -> click.Grou
         return getattr(admin, f"{verb}_{kind}")(*args)
 
     def writer(verb: str, help_: str) -> None:
+        first_rule = kind == "subscription" and verb == "create"
+
         @group.command(name=verb, help=help_)
         @click.argument("node")
         @parent_args
         @click.argument("name")
         @property_options(cls)
+        @_when(first_rule, rule_options)
+        @_when(
+            first_rule,
+            click.option(
+                "--rule-name",
+                default="$Default",
+                show_default=True,
+                help="With a filter option: the name of the rule the subscription starts with.",
+            ),
+        )
         @output_option
         @client_options
         def command(node: str, name: str, output: str, access: Access, **options: Any) -> None:
@@ -473,8 +504,12 @@ def _entity_group(kind: str, cls: Props, parents: tuple[str, ...]) -> click.Grou
             props = properties_from(options, cls)
             if verb == "update" and not props:
                 raise click.UsageError("nothing to update: give at least one property option")
+            rule = _first_rule(options) if first_rule else None
             with _admin(node, access) as admin:
-                info = call(admin, verb, *parents_, name, props)
+                if rule is not None:
+                    info = admin.create_subscription(*parents_, name, props, rule=rule)
+                else:
+                    info = call(admin, verb, *parents_, name, props)
             print_entity(info, output)
 
     writer("create", f"Create a {kind}.")

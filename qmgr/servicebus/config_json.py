@@ -133,7 +133,7 @@ class Config:
 def loads(text: str) -> Config:
     """Parse and check the text of a Config.json file."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_JsonObject.of)
     except json.JSONDecodeError as exc:
         raise bad(
             f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
@@ -584,6 +584,31 @@ def export(namespace: Namespace, *, logging: str = "Console") -> dict[str, Any]:
 # ---------------------------------------------------------------------- JSON helpers
 
 
+class _JsonObject(dict[str, Any]):
+    """A decoded JSON object that remembers the keys the text gave more than once (JSON keeps
+    the last silently; here it is an error naming the object's path)."""
+
+    repeated: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, pairs: list[tuple[str, Any]]) -> _JsonObject:
+        out = cls(pairs)
+        if len(out) != len(pairs):
+            keys = [k for k, _ in pairs]
+            out.repeated = tuple(k for i, k in enumerate(keys) if k in keys[:i])
+        return out
+
+
+def _no_repeats(data: Mapping[str, Any], where: str) -> None:
+    """A key given twice (in any case) is an error: which one was meant?"""
+    seen: dict[str, str] = {}
+    for raw in (*data, *getattr(data, "repeated", ())):
+        low = str(raw).lower()
+        if low in seen:
+            raise bad(f"key {raw!r} is given twice", where=where)
+        seen[low] = str(raw)
+
+
 def _dollar(name: str) -> bool:
     return name.startswith("$")  # "$schema" and the like
 
@@ -601,6 +626,7 @@ def _object(
     shown = where or "the document"
     if not isinstance(data, Mapping):
         raise bad(f"expected an object, got {_kind(data)}", where=shown)
+    _no_repeats(data, shown)
     by_lower = {k.lower(): k for k in known}
     out: dict[str, Any] = {}
     for raw, value in data.items():
@@ -610,8 +636,6 @@ def _object(
                 continue
             expected = ", ".join(sorted(known))
             raise bad(f"unknown key {raw!r} (expected: {expected})", where=shown)
-        if name in out:
-            raise bad(f"key {name!r} is given twice", where=shown)
         out[name] = value
     for name in required:
         if name not in out:
@@ -657,6 +681,7 @@ def _props(cls: type[_P], data: Any, where: str) -> tuple[_P, dict[str, Any]]:
         return cls(), {}
     if not isinstance(data, Mapping):
         raise bad(f"expected an object, got {_kind(data)}", where=where)
+    _no_repeats(data, where)
     return cls.from_dict(data, where), dict(data)
 
 

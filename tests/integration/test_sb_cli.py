@@ -63,8 +63,8 @@ def test_entities_made_with_qmgr_sb_survive_kill_9(sb_node: NodeProcess) -> None
     qsb(
         "subscription", "create", "QM1", "bundle-1", "Shipping",
         "--forward-to", "Shipping", "--max-delivery-count", "2147483647",
+        "--rule-name", "$default", "--sql-filter", "1=0",
     )  # fmt: skip
-    qsb("rule", "update", "QM1", "bundle-1", "Shipping", "$default", "--sql-filter", "1=0")
     qsb(
         "rule", "create", "QM1", "bundle-1", "Shipping", "Sales.OrderAccepted",
         "--sql-filter", "[NServiceBus.EnclosedMessageTypes] LIKE '%Sales.OrderAccepted%'",
@@ -85,8 +85,8 @@ def test_entities_made_with_qmgr_sb_survive_kill_9(sb_node: NodeProcess) -> None
     rules = {
         r["name"]: r["properties"] for r in as_json("rule", "list", "QM1", "bundle-1", "Shipping")
     }
-    assert set(rules) == {"$Default", "Sales.OrderAccepted", "eu"}
-    assert rules["$Default"]["SqlFilter"] == {"SqlExpression": "1=0"}
+    assert set(rules) == {"$default", "Sales.OrderAccepted", "eu"}
+    assert rules["$default"]["SqlFilter"] == {"SqlExpression": "1=0"}
     assert rules["eu"] == {
         "FilterType": "Correlation",
         "CorrelationFilter": {"Label": "orders", "Properties": {"region": "eu"}},

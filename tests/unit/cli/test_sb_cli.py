@@ -51,9 +51,16 @@ class LocalAdmin:
         if verb == "list":
             kind = kind[:-1]
 
-        def call(*args: Any) -> Any:
+        def call(*args: Any, rule: tuple[str, Any] | None = None) -> Any:
             self.calls.append((name, args))
             try:
+                if rule is not None:
+                    first = (rule[0], RuleProperties.from_dict(rule[1]))
+                    topic, sub, props = args
+                    info = self.ns.create_subscription(
+                        topic, sub, SubscriptionProperties.from_dict(props), first
+                    )
+                    return self._info(kind, info)
                 return self._call(verb, kind, *args)
             except ServiceBusError as exc:
                 raise ServiceBusClientError(exc.code, str(exc), exc.where, exc.position) from None
@@ -213,6 +220,24 @@ def test_subscription_commands_take_the_topic(admin: LocalAdmin) -> None:
 
 
 # ---------------------------------------------------------------------- rules
+
+
+def test_subscription_created_with_its_first_rule(admin: LocalAdmin) -> None:
+    """NServiceBus's shape: the subscription starts with a ``$default`` false filter, so nothing
+    flows before the event rules exist."""
+    admin.ns.create_queue("Shipping")
+    admin.ns.create_topic("bundle-1")
+    run(
+        "subscription", "create", "QM1", "bundle-1", "Shipping", "--forward-to", "Shipping",
+        "--rule-name", "$default", "--sql-filter", "1=0",
+    )  # fmt: skip
+    (rule,) = admin.ns.list_rules("bundle-1", "Shipping")
+    assert (rule.name, rule.properties.sql) == ("$default", "1=0")
+    run("subscription", "create", "QM1", "bundle-1", "eu", "--label", "eu")
+    (rule,) = admin.ns.list_rules("bundle-1", "eu")
+    assert rule.name == "$Default" and dict(rule.properties.correlation) == {"Label": "eu"}
+    result = run("subscription", "create", "QM1", "bundle-1", "x", "--rule-name", "r", ok=False)
+    assert "--rule-name needs a filter option" in result.output
 
 
 def test_rule_create_sql_filter_and_action(admin: LocalAdmin) -> None:

@@ -534,6 +534,23 @@ def test_forwarding_that_the_file_alone_shows_wrong() -> None:
     assert "session" in exc.text
 
 
+def test_a_key_given_twice_is_an_error() -> None:
+    text = EMULATOR_SAMPLE.replace(
+        '"MaxDeliveryCount": 3,', '"MaxDeliveryCount": 3, "MaxDeliveryCount": 30,', 1
+    )
+    with pytest.raises(ServiceBusError) as info:
+        config_json.loads(text)
+    assert info.value.where == f"{NS}.Queues[0].Properties"
+    assert "'MaxDeliveryCount' is given twice" in info.value.text
+    data = sample()
+    data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["maxdeliverycount"] = 4
+    assert "given twice" in failure(data).text
+    data = sample()
+    data["UserConfig"]["Namespaces"][0]["Queues"][0]["name"] = "other"
+    exc = failure(data)
+    assert exc.where == f"{NS}.Queues[0]" and "'name' is given twice" in exc.text
+
+
 def test_invalid_json_reports_line_and_column() -> None:
     with pytest.raises(ServiceBusError) as info:
         config_json.loads('{"UserConfig": {"Namespaces": [}}')
