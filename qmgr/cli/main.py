@@ -105,6 +105,15 @@ def cli() -> None:
     help="The Service Bus emulator's Config.json: its entities are created, or updated to "
     "match, at every start (implies --servicebus).",
 )
+@click.option(
+    "--servicebus-limit",
+    "servicebus_limits",
+    multiple=True,
+    metavar="NAME=N",
+    help="A quota of the namespace instead of Service Bus's (repeatable): "
+    "max_subscriptions_per_topic (2000), max_sql_rules_per_topic (2000), "
+    "max_correlation_rules_per_topic (100000).",
+)
 def start(
     name: str,
     listen: str,
@@ -122,6 +131,7 @@ def start(
     auth_file: str | None,
     servicebus: str | None,
     servicebus_config: str | None,
+    servicebus_limits: tuple[str, ...],
 ) -> None:
     """Run a queue manager node until SIGTERM. Prints READY name=.. addr=.. when serving (in a
     cluster: once it has joined)."""
@@ -170,6 +180,7 @@ def start(
             insecure=held_insecure,
             servicebus=servicebus,
             servicebus_config=servicebus_config,
+            servicebus_limits=servicebus_limits,
         )
     except (ConfigError, SecretError) as exc:
         raise _fail(exc) from None

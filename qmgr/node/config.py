@@ -60,6 +60,9 @@ class NodeConfig:
     # already holds); --servicebus-config FILE: the emulator's Config.json applied at start
     servicebus: str | None = None
     servicebus_config: Path | None = None
+    # --servicebus-limit NAME=N: the namespace's quotas (NamespaceLimits fields) in place of
+    # Service Bus's documented ones
+    servicebus_limits: tuple[tuple[str, int], ...] = ()
 
     @property
     def address(self) -> str:
@@ -223,6 +226,7 @@ def make_config(
     insecure: bool = False,
     servicebus: str | None = None,
     servicebus_config: str | None = None,
+    servicebus_limits: tuple[str, ...] = (),
 ) -> NodeConfig:
     if not NAME_RE.match(name):
         raise ConfigError(
@@ -245,7 +249,34 @@ def make_config(
         insecure=insecure,
         servicebus=namespace,
         servicebus_config=config_file,
+        servicebus_limits=_limits(servicebus_limits),
     )
+
+
+SERVICEBUS_LIMITS = (
+    "max_subscriptions_per_topic",
+    "max_sql_rules_per_topic",
+    "max_correlation_rules_per_topic",
+)
+
+
+def _limits(items: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """``--servicebus-limit NAME=N`` (repeatable): NAME one of SERVICEBUS_LIMITS, N >= 1."""
+    out: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip().lower().replace("-", "_")
+        if not sep or name not in SERVICEBUS_LIMITS:
+            raise ConfigError(
+                f"--servicebus-limit takes NAME=N with NAME one of {', '.join(SERVICEBUS_LIMITS)}"
+                f", got '{item}'"
+            )
+        if not value.strip().isdigit() or int(value) < 1:
+            raise ConfigError(
+                f"--servicebus-limit {name} must be a whole number >= 1, got '{value}'"
+            )
+        out[name] = int(value)
+    return tuple(out.items())
 
 
 NAMESPACE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$")

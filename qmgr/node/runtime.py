@@ -36,6 +36,7 @@ from qmgr.node.servicebus import (
 )
 from qmgr.node.signals import QueueSignals
 from qmgr.servicebus.errors import ServiceBusError
+from qmgr.servicebus.namespace import NamespaceLimits
 from qmgr.store import StoreFailed
 from qmgr.store.servicebus import SbLoaded
 from qmgr.store.sqlite import SqliteStore
@@ -165,7 +166,8 @@ class NodeRuntime:
         try:
             config = read_config_file(path) if path is not None else None
             name = namespace_name(cfg.servicebus, config, stored, path)
-            host = ServiceBusHost(name, clock, self.store, loaded)
+            limits = NamespaceLimits(**dict(cfg.servicebus_limits))
+            host = ServiceBusHost(name, clock, self.store, loaded, limits)
             if config is not None:
                 try:
                     changes = host.apply(config)

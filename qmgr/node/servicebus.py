@@ -23,7 +23,7 @@ from qmgr.servicebus import config_json
 from qmgr.servicebus.config_json import Config
 from qmgr.servicebus.errors import ServiceBusError
 from qmgr.servicebus.message import NullSbJournal, SbJournal
-from qmgr.servicebus.namespace import Namespace
+from qmgr.servicebus.namespace import Namespace, NamespaceLimits
 from qmgr.store.servicebus import SbLoaded, SbStoreJournal
 
 if TYPE_CHECKING:
@@ -76,10 +76,11 @@ class ServiceBusHost:
         clock: Clock,
         store: SqliteStore | None = None,
         loaded: SbLoaded | None = None,
+        limits: NamespaceLimits | None = None,
     ) -> None:
         journal: SbJournal = SbStoreJournal(store) if store is not None else NullSbJournal()
         self.clock = clock
-        self.namespace = Namespace(name, clock=clock, journal=journal)
+        self.namespace = Namespace(name, clock=clock, journal=journal, limits=limits)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         if loaded is not None and not loaded.empty:

@@ -14,13 +14,16 @@ from typing import Any
 
 import pytest
 
-from qmgr.client import MQClientError, ServiceBusClientError
+from qmgr.client import MQClientError, QueueManagerClient, ServiceBusClientError
 from qmgr.client.errors import ConnectionFailed
 from qmgr.client.servicebus import ServiceBusAdmin
 from qmgr.node.server import STORE_FAULT_ENV
 from qmgr.servicebus.errors import Code
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
+from tests.integration.app_security import Nodes, add_user, nodes
 from tests.integration.conftest import NodeProcess
+
+__all__ = ["nodes"]
 
 NodeFactory = Callable[..., NodeProcess]
 
@@ -675,3 +678,30 @@ def test_deferred_and_scheduled_messages_survive_kill_9_and_can_be_fetched(
     sb.cancel_scheduled("q", [scheduled])
     sb_node.restart()
     assert [m.message.body for m in _peek(_sb(sb_node), "q")] == [b"now"]
+
+
+def test_the_namespace_quotas_can_be_set_at_start(node_factory: NodeFactory) -> None:
+    node = node_factory(
+        "QM1", args=("--servicebus", "--servicebus-limit", "max_subscriptions_per_topic=2")
+    )
+    sb = _sb(node)
+    sb.create_topic("t")
+    sb.create_subscription("t", "a")
+    sb.create_subscription("t", "b")
+    err = _error(lambda: sb.create_subscription("t", "c"))
+    assert err.code is Code.QUOTA_EXCEEDED and "2" in err.text
+    assert [s.name for s in sb.list_subscriptions("t")] == ["a", "b"]
+
+
+def test_managing_the_namespace_needs_an_administrator(nodes: Nodes, tmp_path: Path) -> None:
+    users = tmp_path / "users.json"
+    add_user(users, "admin", "admin-Pa55", "mqm")
+    add_user(users, "app", "app-Pa55")
+    node = nodes.start("QM1", "--auth", str(users), "--servicebus")
+    with QueueManagerClient(node.address, user="app", password="app-Pa55") as app:
+        with pytest.raises(MQClientError) as raised:
+            app.servicebus.create_queue("q")
+        assert raised.value.reason_name == "MQRC_NOT_AUTHORIZED"
+    with QueueManagerClient(node.address, user="admin", password="admin-Pa55") as admin:
+        assert admin.servicebus.list_queues() == []  # the refused create changed nothing
+        admin.servicebus.create_queue("q")

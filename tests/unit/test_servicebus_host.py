@@ -139,3 +139,20 @@ def test_a_failing_tick_does_not_stop_the_timer(monkeypatch: pytest.MonkeyPatch)
         await host.stop()
 
     asyncio.run(scenario())
+
+
+def test_servicebus_limits_are_parsed_and_checked() -> None:
+    c = make_config(
+        "QM1",
+        "127.0.0.1:0",
+        None,
+        servicebus="",
+        servicebus_limits=("max_subscriptions_per_topic=3", "MAX-SQL-RULES-PER-TOPIC=10"),
+    )
+    assert dict(c.servicebus_limits) == {
+        "max_subscriptions_per_topic": 3,
+        "max_sql_rules_per_topic": 10,
+    }
+    for bad in ("max_subscriptions_per_topic", "max_topics=3", "max_sql_rules_per_topic=0"):
+        with pytest.raises(ConfigError, match="--servicebus-limit"):
+            make_config("QM1", "127.0.0.1:0", None, servicebus_limits=(bad,))
