@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,141 +23,7 @@ from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.namespace import Namespace, NamespaceLimits
 
 # The sample Config.json the emulator ships with (ServiceBus-Emulator/Config/Config.json).
-EMULATOR_SAMPLE = """
-{
-  "UserConfig": {
-    "Namespaces": [
-      {
-        "Name": "sbemulatorns",
-        "Queues": [
-          {
-            "Name": "queue.1",
-            "Properties": {
-              "DeadLetteringOnMessageExpiration": false,
-              "DefaultMessageTimeToLive": "PT1H",
-              "DuplicateDetectionHistoryTimeWindow": "PT20S",
-              "ForwardDeadLetteredMessagesTo": "",
-              "ForwardTo": "",
-              "LockDuration": "PT1M",
-              "MaxDeliveryCount": 3,
-              "RequiresDuplicateDetection": false,
-              "RequiresSession": false
-            }
-          }
-        ],
-        "Topics": [
-          {
-            "Name": "topic.1",
-            "Properties": {
-              "DefaultMessageTimeToLive": "PT1H",
-              "DuplicateDetectionHistoryTimeWindow": "PT20S",
-              "RequiresDuplicateDetection": false
-            },
-            "Subscriptions": [
-              {
-                "Name": "subscription.1",
-                "Properties": {
-                  "DeadLetteringOnMessageExpiration": false,
-                  "DefaultMessageTimeToLive": "PT1H",
-                  "LockDuration": "PT1M",
-                  "MaxDeliveryCount": 3,
-                  "ForwardDeadLetteredMessagesTo": "",
-                  "ForwardTo": "",
-                  "RequiresSession": false
-                },
-                "Rules": [
-                  {
-                    "Name": "app-prop-filter-1",
-                    "Properties": {
-                      "FilterType": "Correlation",
-                      "CorrelationFilter": {
-                        "ContentType": "application/text",
-                        "CorrelationId": "id1",
-                        "Label": "subject1",
-                        "MessageId": "msgid1",
-                        "ReplyTo": "someQueue",
-                        "ReplyToSessionId": "sessionId",
-                        "SessionId": "session1",
-                        "To": "xyz"
-                      }
-                    }
-                  }
-                ]
-              },
-              {
-                "Name": "subscription.2",
-                "Properties": {
-                  "DeadLetteringOnMessageExpiration": false,
-                  "DefaultMessageTimeToLive": "PT1H",
-                  "LockDuration": "PT1M",
-                  "MaxDeliveryCount": 3,
-                  "ForwardDeadLetteredMessagesTo": "",
-                  "ForwardTo": "",
-                  "RequiresSession": false
-                },
-                "Rules": [
-                  {
-                    "Name": "user-prop-filter-1",
-                    "Properties": {
-                      "FilterType": "Correlation",
-                      "CorrelationFilter": {
-                        "Properties": {
-                          "prop3": "value3"
-                        }
-                      }
-                    }
-                  }
-                ]
-              },
-              {
-                "Name": "subscription.3",
-                "Properties": {
-                  "DeadLetteringOnMessageExpiration": false,
-                  "DefaultMessageTimeToLive": "PT1H",
-                  "LockDuration": "PT1M",
-                  "MaxDeliveryCount": 3,
-                  "ForwardDeadLetteredMessagesTo": "",
-                  "ForwardTo": "",
-                  "RequiresSession": false
-                }
-              },
-              {
-                "Name": "subscription.4",
-                "Properties": {
-                  "DeadLetteringOnMessageExpiration": false,
-                  "DefaultMessageTimeToLive": "PT1H",
-                  "LockDuration": "PT1M",
-                  "MaxDeliveryCount": 3,
-                  "ForwardDeadLetteredMessagesTo": "",
-                  "ForwardTo": "",
-                  "RequiresSession": false
-                },
-                "Rules": [
-                  {
-                    "Name": "sql-filter-1",
-                    "Properties": {
-                      "FilterType": "Sql",
-                      "SqlFilter": {
-                        "SqlExpression": "sys.MessageId = '123456' AND userProp1 = 'value1'"
-                      },
-                      "Action": {
-                        "SqlExpression": "SET sys.To = 'Entity'"
-                      }
-                    }
-                  }
-                ]
-              }
-            ]
-          }
-        ]
-      }
-    ],
-    "Logging": {
-      "Type": "File"
-    }
-  }
-}
-"""
+EMULATOR_SAMPLE = (Path(__file__).parent / "data" / "emulator-config.json").read_text()
 
 
 def nsb_forwarding_topology() -> dict[str, Any]:
