@@ -668,11 +668,20 @@ def import_(node: str, path: Any, check: bool, access: Access) -> None:
 @click.option(
     "-f", "--file", "path", type=click.File("w"), help="Write here instead of standard output."
 )
+@click.option(
+    "--emulator",
+    is_flag=True,
+    help="Only the properties the official emulator's schema knows (to run it there).",
+)
 @client_options
-def export(node: str, path: Any, access: Access) -> None:
+def export(node: str, path: Any, emulator: bool, access: Access) -> None:
     """Write the namespace's entities as an emulator Config.json."""
+    from qmgr.servicebus.config_json import for_emulator
+
     with _admin(node, access) as admin:
         data = admin.export_config()
+    if emulator:
+        data = for_emulator(data)
     text = json.dumps(data, indent=2) + "\n"
     if path is None:
         click.echo(text, nl=False)

@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 from qmgr.core.clock import ManualClock
 from qmgr.filters import CorrelationFilter, FilterSyntaxError, compile_action, compile_filter
 from qmgr.servicebus.entities import (
+    MAX_TIMESPAN,
     FilterType,
     QueueProperties,
     RuleProperties,
@@ -594,6 +595,63 @@ def export(namespace: Namespace, *, logging: str = "Console") -> dict[str, Any]:
     return {"UserConfig": {"Namespaces": [ns], "Logging": {"Type": logging}}}
 
 
+# The properties the official emulator's schema knows, per kind.
+EMULATOR_PROPERTIES = {
+    "Queues": (
+        "DeadLetteringOnMessageExpiration",
+        "DefaultMessageTimeToLive",
+        "DuplicateDetectionHistoryTimeWindow",
+        "ForwardDeadLetteredMessagesTo",
+        "ForwardTo",
+        "LockDuration",
+        "MaxDeliveryCount",
+        "RequiresDuplicateDetection",
+        "RequiresSession",
+    ),
+    "Topics": (
+        "DefaultMessageTimeToLive",
+        "DuplicateDetectionHistoryTimeWindow",
+        "RequiresDuplicateDetection",
+    ),
+    "Subscriptions": (
+        "DeadLetteringOnMessageExpiration",
+        "DefaultMessageTimeToLive",
+        "LockDuration",
+        "MaxDeliveryCount",
+        "ForwardDeadLetteredMessagesTo",
+        "ForwardTo",
+        "RequiresSession",
+    ),
+}
+
+
+def for_emulator(document: Mapping[str, Any]) -> dict[str, Any]:
+    """An exported document with only the properties the official emulator's schema knows
+    (``"never"`` durations left out: the emulator has no such value). The emulator's own caps
+    (50 entities, a TTL of at most one hour, ...) are not applied: it says what it refuses."""
+
+    def keep(kind: str, entity: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(entity)
+        props = entity.get("Properties") or {}
+        out["Properties"] = {
+            name: value
+            for name, value in props.items()
+            if name in EMULATOR_PROPERTIES[kind] and value != MAX_TIMESPAN
+        }
+        return out
+
+    doc = json.loads(json.dumps(document))
+    for ns in doc["UserConfig"]["Namespaces"]:
+        ns["Queues"] = [keep("Queues", q) for q in ns.get("Queues", [])]
+        topics = []
+        for t in ns.get("Topics", []):
+            topic = keep("Topics", t)
+            topic["Subscriptions"] = [keep("Subscriptions", s) for s in t.get("Subscriptions", [])]
+            topics.append(topic)
+        ns["Topics"] = topics
+    return dict(doc)
+
+
 # ---------------------------------------------------------------------- JSON helpers
 
 
@@ -740,6 +798,7 @@ __all__ = [
     "apply",
     "check_rule",
     "export",
+    "for_emulator",
     "loads",
     "parse",
 ]

@@ -390,6 +390,9 @@ def test_import_then_export_round_trip(admin: LocalAdmin, tmp_path: Path) -> Non
     assert data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["MaxDeliveryCount"] == 3
     assert "nothing to change" in run("import", "QM1", str(exported)).output
     assert json.loads(run("export", "QM1").output) == data
+    small = json.loads(run("export", "QM1", "--emulator").output)
+    props = small["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]
+    assert props["MaxDeliveryCount"] == 3 and "MaxSizeInMegabytes" not in props
 
 
 def test_import_of_a_bad_file_names_the_path_and_changes_nothing(

@@ -750,3 +750,26 @@ def test_a_deleted_forwarding_destination_fails_in_the_dry_run_too() -> None:
     config_json.apply(ns, config_json.parse(data))
     assert ns.get_queue("queue.1").properties.forward_to == "gone"
     assert [t.name for t in ns.list_topics()] == ["topic.1"]
+
+
+def test_export_for_the_emulator_keeps_the_properties_its_schema_knows() -> None:
+    ns = namespace()
+    config_json.apply(ns, config_json.loads(EMULATOR_SAMPLE))
+    ns.update_queue("queue.1", QueueProperties(default_message_ttl=math.inf, user_metadata="m"))
+    out = config_json.for_emulator(config_json.export(ns))
+    space = out["UserConfig"]["Namespaces"][0]
+    assert space["Queues"][0]["Properties"] == {
+        "LockDuration": "PT1M",
+        "MaxDeliveryCount": 10,
+        "DeadLetteringOnMessageExpiration": False,
+        "RequiresSession": False,
+        "RequiresDuplicateDetection": False,
+        "DuplicateDetectionHistoryTimeWindow": "PT10M",
+    }  # no UserMetadata, no "never" TTL
+    expected = json.loads(EMULATOR_SAMPLE)["UserConfig"]["Namespaces"][0]["Topics"][0]
+    topic = space["Topics"][0]
+    assert topic["Properties"] == expected["Properties"]
+    sub = topic["Subscriptions"][0]
+    assert set(sub["Properties"]) <= set(expected["Subscriptions"][0]["Properties"])
+    assert sub["Rules"] == expected["Subscriptions"][0]["Rules"]
+    assert config_json.parse(out).entity_count == 2
