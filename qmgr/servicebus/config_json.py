@@ -16,14 +16,17 @@ and action texts are compiled when the file is read, so a syntax error names its
 ``position`` in the expression.
 
 ``apply(namespace, config)`` makes the namespace hold what the file defines: it creates what is
-missing and updates what differs, and leaves alone entities and rules the file does not name
-(rules that applications add at run time survive a restart). Applying the same file twice
-changes nothing the second time. The whole file is first applied to a copy of the namespace's
-definitions, so a file that the namespace refuses (a forwarding destination that does not exist,
-a create-only property changed, a quota) changes nothing.
+missing and updates what differs (an existing entity keeps the properties the file does not
+name), and leaves alone entities and rules the file does not name (rules that applications add
+at run time survive a restart). Applying the same file twice changes nothing the second time.
+The whole file is first applied to a copy of the definitions it can touch, so a file that the
+namespace refuses (a forwarding destination that does not exist, a create-only property
+changed, a quota) changes nothing. A subscription without ``Rules`` (or with ``[]``) gets
+``$Default``, the true filter. The namespace ``Name`` in the file is not compared here.
 
-``export(namespace)`` writes the namespace's definitions in the same schema; ``parse`` and
-``apply`` of an export re-create the same definitions.
+``export(namespace)`` writes the namespace's definitions in the same schema (``parse`` and
+``apply`` of an export re-create the same definitions); ``for_emulator(document)`` keeps only
+the properties the official emulator's schema knows.
 """
 
 from __future__ import annotations
