@@ -32,6 +32,7 @@ from qmgr.cli.auth import Access, client_options
 from qmgr.cli.registry import resolve
 from qmgr.servicebus.entities import (
     CORRELATION_FIELDS,
+    MAX_TIMESPAN,
     QueueProperties,
     SubscriptionProperties,
     TopicProperties,
@@ -365,7 +366,7 @@ def _show(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, dict | list):
         return json.dumps(value)
-    if isinstance(value, float) and math.isinf(value):
+    if (isinstance(value, float) and math.isinf(value)) or value == MAX_TIMESPAN:
         return "never"
     return str(value)
 

@@ -314,6 +314,7 @@ def test_show_prints_properties_and_counts(admin: LocalAdmin) -> None:
     table = run("queue", "show", "QM1", "orders").output
     assert "MaxDeliveryCount" in table and "7" in table
     assert "count: active" in table and "count: dead lettered" in table
+    assert "never" in table and "P10675199D" not in table  # AutoDeleteOnIdle
     data = json.loads(run("queue", "show", "QM1", "orders", "-o", "json").output)
     assert data["properties"]["MaxDeliveryCount"] == 7
     assert data["counts"]["active"] == 0
