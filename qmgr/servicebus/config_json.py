@@ -40,7 +40,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from qmgr.core.clock import ManualClock
-from qmgr.filters import CorrelationFilter, FilterSyntaxError, compile_action, compile_filter
+from qmgr.filters import FilterSyntaxError, compile_action, compile_filter
+from qmgr.filters.correlation import exact_value
 from qmgr.servicebus.entities import (
     MAX_TIMESPAN,
     FilterType,
@@ -67,16 +68,6 @@ DEFAULT_NAMESPACE = "sbemulatorns"
 LOGGING_TYPES = ("File", "Console", "File,Console", "Console,File")
 
 _NAMESPACE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,48}[A-Za-z0-9])?\Z")
-_CORRELATION_ARGS = {
-    "ContentType": "content_type",
-    "CorrelationId": "correlation_id",
-    "Label": "label",
-    "MessageId": "message_id",
-    "ReplyTo": "reply_to",
-    "ReplyToSessionId": "reply_to_session_id",
-    "SessionId": "session_id",
-    "To": "to",
-}
 
 
 # ---------------------------------------------------------------------- definitions
@@ -270,11 +261,11 @@ def check_rule(rule: RuleProperties, where: str) -> None:
     if rule.filter_type is FilterType.SQL and rule.sql is not None:
         _compile(compile_filter, rule.sql, rule.parameters, f"{where}.SqlFilter.SqlExpression")
     if rule.filter_type is FilterType.CORRELATION:
-        args = {_CORRELATION_ARGS[name]: value for name, value in rule.correlation.items()}
-        try:
-            CorrelationFilter(**args, properties=dict(rule.properties) or None)
-        except (ValueError, TypeError) as exc:
-            raise bad(str(exc), where=f"{where}.CorrelationFilter") from None
+        for name, value in rule.properties.items():
+            try:
+                exact_value(name, value)
+            except ValueError as exc:
+                raise bad(str(exc), where=f"{where}.CorrelationFilter.Properties") from None
     if rule.action is not None:
         _compile(compile_action, rule.action, rule.parameters, f"{where}.Action.SqlExpression")
 

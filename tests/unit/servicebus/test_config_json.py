@@ -280,8 +280,12 @@ def test_correlation_property_values_must_be_scalars() -> None:
     sub = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"][1]
     sub["Rules"][0]["Properties"]["CorrelationFilter"]["Properties"] = {"prop3": [1, 2]}
     exc = failure(data)
-    assert exc.where == f"{NS}.Topics[0].Subscriptions[1].Rules[0].Properties.CorrelationFilter"
+    assert exc.where == (
+        f"{NS}.Topics[0].Subscriptions[1].Rules[0].Properties.CorrelationFilter.Properties"
+    )
     assert "prop3" in exc.text
+    sub["Rules"][0]["Properties"]["CorrelationFilter"]["Properties"] = {"n": float("nan")}
+    assert "NaN" in failure(data).text
 
 
 @pytest.mark.parametrize(
