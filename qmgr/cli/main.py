@@ -89,6 +89,31 @@ def cli() -> None:
     type=click.Path(dir_okay=False, exists=True),
     help="Users file (qmgr auth): every application call needs a user and password.",
 )
+@click.option(
+    "--servicebus",
+    "servicebus",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[NAME]",
+    help="Host a Service Bus namespace (default name: sbemulatorns, or the one --servicebus-config "
+    "names) in the node's store. A node whose store holds a namespace hosts it without this.",
+)
+@click.option(
+    "--servicebus-config",
+    type=click.Path(dir_okay=False, exists=True),
+    help="The Service Bus emulator's Config.json: its entities are created, or updated to "
+    "match, at every start (implies --servicebus).",
+)
+@click.option(
+    "--servicebus-limit",
+    "servicebus_limits",
+    multiple=True,
+    metavar="NAME=N",
+    help="A quota of the namespace instead of Service Bus's (repeatable): "
+    "max_subscriptions_per_topic (2000), max_sql_rules_per_topic (2000), "
+    "max_correlation_rules_per_topic (100000).",
+)
 def start(
     name: str,
     listen: str,
@@ -104,6 +129,9 @@ def start(
     tls_key: str | None,
     tls_ca: str | None,
     auth_file: str | None,
+    servicebus: str | None,
+    servicebus_config: str | None,
+    servicebus_limits: tuple[str, ...],
 ) -> None:
     """Run a queue manager node until SIGTERM. Prints READY name=.. addr=.. when serving (in a
     cluster: once it has joined)."""
@@ -150,6 +178,9 @@ def start(
             auth_file=auth_file,
             secret=held,
             insecure=held_insecure,
+            servicebus=servicebus,
+            servicebus_config=servicebus_config,
+            servicebus_limits=servicebus_limits,
         )
     except (ConfigError, SecretError) as exc:
         raise _fail(exc) from None
@@ -397,10 +428,12 @@ def get(
 def _register_extra_commands() -> None:
     from qmgr.cli.cluster import cluster
     from qmgr.cli.demo import demo
+    from qmgr.cli.sb import sb
 
     cli.add_command(demo)
     cli.add_command(cluster)
     cli.add_command(auth)
+    cli.add_command(sb)
 
 
 def main() -> None:

@@ -10,7 +10,13 @@ Failures raise :class:`MQClientError` with an MQ reason code and name, never a r
 """
 
 from qmgr.client.aio import AsyncQueueManagerClient, AsyncSubscription
-from qmgr.client.errors import ConnectionFailed, MQClientError, MqscCommandError
+from qmgr.client.errors import (
+    ConnectionFailed,
+    MQClientError,
+    MqscCommandError,
+    ServiceBusClientError,
+)
+from qmgr.client.servicebus import SbEntityInfo, ServiceBusAdmin
 from qmgr.client.sync import QueueManagerClient, StreamPublisher, Subscription
 from qmgr.client.types import Int32, MqscRecord, OutgoingMessage, PublishResult, ReceivedMessage
 
@@ -26,6 +32,9 @@ __all__ = [
     "PublishResult",
     "QueueManagerClient",
     "ReceivedMessage",
+    "SbEntityInfo",
+    "ServiceBusAdmin",
+    "ServiceBusClientError",
     "StreamPublisher",
     "Subscription",
 ]

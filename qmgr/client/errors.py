@@ -6,6 +6,8 @@ from typing import Any
 
 import grpc
 
+from qmgr.servicebus.errors import Code
+
 
 class MQClientError(Exception):
     """A failed call, with the MQ reason code and name (e.g. 2085 MQRC_UNKNOWN_OBJECT_NAME)."""
@@ -79,10 +81,38 @@ class MqscCommandError(MQClientError):
         self.records = records
 
 
+class ServiceBusClientError(MQClientError):
+    """A Service Bus call failed: ``code`` is the Service Bus reason (``reason_name``, e.g.
+    ``MessagingEntityNotFound``; ``reason`` its HTTP status), ``where`` what was wrong (a
+    property, a JSON path of Config.json) and ``position`` where in a filter or action text."""
+
+    def __init__(self, code: Code, text: str, where: str = "", position: int | None = None):
+        super().__init__(code.status, code.reason, text)
+        self.code = code
+        self.where = where
+        self.position = position
+
+
+def _servicebus_error(meta: dict[str, Any], details: str) -> ServiceBusClientError:
+    try:
+        code = Code[str(meta["sb-code"])]
+    except KeyError:
+        code = Code.INVALID_OPERATION
+    position = meta.get("sb-position")
+    return ServiceBusClientError(
+        code,
+        details,
+        str(meta.get("sb-where", "")),
+        int(position) if position is not None and str(position).isdigit() else None,
+    )
+
+
 def from_rpc_error(exc: grpc.RpcError) -> MQClientError:
     code = exc.code() if hasattr(exc, "code") else None
     details = exc.details() if hasattr(exc, "details") else str(exc)
     meta = dict(exc.trailing_metadata() or ()) if hasattr(exc, "trailing_metadata") else {}
+    if "sb-code" in meta:
+        return _servicebus_error(meta, details or "")
     if "mq-reason" in meta:
         return MQClientError(
             int(meta["mq-reason"]), str(meta.get("mq-reason-name", "")), details or ""

@@ -35,6 +35,7 @@ from qmgr.client.flow import (
     open_consumer,
     open_subscription,
 )
+from qmgr.client.servicebus import ServiceBusAdmin
 from qmgr.client.types import MqscRecord, OutgoingMessage, PublishResult, ReceivedMessage
 from qmgr.core.values import PropertyValue
 from qmgr.wire import admin_pb2, admin_pb2_grpc, messaging_pb2, messaging_pb2_grpc
@@ -654,6 +655,12 @@ class QueueManagerClient:
     def mqsc_ok(self, command: str) -> tuple[bool, list[MqscRecord]]:
         resp = self._call(self._admin.Mqsc, admin_pb2.MqscRequest(command=command))
         return bool(resp.ok), convert.records(resp)
+
+    @property
+    def servicebus(self) -> ServiceBusAdmin:
+        """The Service Bus namespace the node hosts: entities, rules, Config.json, and sending
+        and inspecting messages (see :mod:`qmgr.client.servicebus`)."""
+        return ServiceBusAdmin(self._call, self._admin)
 
     def wait_ready(self, timeout: float = 10.0) -> None:
         try:

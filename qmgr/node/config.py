@@ -56,6 +56,13 @@ class NodeConfig:
     # without --cluster: what the node proves itself with once DEFINE CHANNEL joins a cluster
     secret: NodeSecret | None = field(default=None, repr=False)
     insecure: bool = False
+    # --servicebus [NAME]: the Service Bus namespace the node hosts (None: only one the store
+    # already holds); --servicebus-config FILE: the emulator's Config.json applied at start
+    servicebus: str | None = None
+    servicebus_config: Path | None = None
+    # --servicebus-limit NAME=N: the namespace's quotas (NamespaceLimits fields) in place of
+    # Service Bus's documented ones
+    servicebus_limits: tuple[tuple[str, int], ...] = ()
 
     @property
     def address(self) -> str:
@@ -217,6 +224,9 @@ def make_config(
     auth_file: str | None = None,
     secret: NodeSecret | None = None,
     insecure: bool = False,
+    servicebus: str | None = None,
+    servicebus_config: str | None = None,
+    servicebus_limits: tuple[str, ...] = (),
 ) -> NodeConfig:
     if not NAME_RE.match(name):
         raise ConfigError(
@@ -226,6 +236,7 @@ def make_config(
     path = Path(data_dir) if data_dir else None
     if path is not None and path.exists() and not path.is_dir():
         raise ConfigError(f"--data-dir {data_dir} is not a directory")
+    namespace, config_file = _servicebus(servicebus, servicebus_config)
     return NodeConfig(
         name=name,
         host=host,
@@ -236,4 +247,54 @@ def make_config(
         auth_file=Path(auth_file) if auth_file else None,
         secret=secret,
         insecure=insecure,
+        servicebus=namespace,
+        servicebus_config=config_file,
+        servicebus_limits=_limits(servicebus_limits),
     )
+
+
+SERVICEBUS_LIMITS = (
+    "max_subscriptions_per_topic",
+    "max_sql_rules_per_topic",
+    "max_correlation_rules_per_topic",
+)
+
+
+def _limits(items: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """``--servicebus-limit NAME=N`` (repeatable): NAME one of SERVICEBUS_LIMITS, N >= 1."""
+    out: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip().lower().replace("-", "_")
+        if not sep or name not in SERVICEBUS_LIMITS:
+            raise ConfigError(
+                f"--servicebus-limit takes NAME=N with NAME one of {', '.join(SERVICEBUS_LIMITS)}"
+                f", got '{item}'"
+            )
+        if not value.strip().isdigit() or int(value) < 1:
+            raise ConfigError(
+                f"--servicebus-limit {name} must be a whole number >= 1, got '{value}'"
+            )
+        out[name] = int(value)
+    return tuple(out.items())
+
+
+NAMESPACE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$")
+DEFAULT_NAMESPACE = "sbemulatorns"
+
+
+def _servicebus(name: str | None, config_file: str | None) -> tuple[str | None, Path | None]:
+    """``--servicebus [NAME]`` and ``--servicebus-config FILE`` (which implies the first; the
+    namespace is named by NAME, else the file's ``Namespaces[0].Name`` at start). An empty
+    NAME (the option without a value) hosts a namespace of the default name."""
+    if name == "":
+        name = None if config_file else DEFAULT_NAMESPACE
+    if name is not None and not NAMESPACE_RE.match(name):
+        raise ConfigError(
+            f"--servicebus namespace name '{name}' must be 6-50 characters of letters, digits "
+            "and hyphens, starting with a letter and ending with a letter or digit"
+        )
+    path = Path(config_file) if config_file else None
+    if path is not None and not path.is_file():
+        raise ConfigError(f"--servicebus-config {config_file} is not a file")
+    return name, path

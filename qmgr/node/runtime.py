@@ -27,8 +27,18 @@ from qmgr.node.cluster.chlcmds import ClusterChannels
 from qmgr.node.cluster.items import XMITQ_PREFIX
 from qmgr.node.committer import Committer
 from qmgr.node.config import NodeConfig
+from qmgr.node.servicebus import (
+    NAMESPACE_KEY,
+    ServiceBusHost,
+    ServiceBusStartError,
+    namespace_name,
+    read_config_file,
+)
 from qmgr.node.signals import QueueSignals
+from qmgr.servicebus.errors import ServiceBusError
+from qmgr.servicebus.namespace import NamespaceLimits
 from qmgr.store import StoreFailed
+from qmgr.store.servicebus import SbLoaded
 from qmgr.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
@@ -83,6 +93,7 @@ class NodeRuntime:
         self.loaded_objects: dict[str, dict[str, dict[str, Any]]] = {}
         self.loaded_kv: dict[str, str] = {}
         self.restored_xmit: list[tuple[str, Message]] = []
+        self.servicebus: ServiceBusHost | None = None
         clock = SystemClock()
         os.umask(PRIVATE_UMASK)
         if config.data_dir is not None:
@@ -100,8 +111,10 @@ class NodeRuntime:
             self.loaded_objects = loaded.objects
             self.loaded_kv = loaded.kv
             self._restore(loaded.objects, loaded.messages, loaded.retained)
+            self.servicebus = self._host_servicebus(clock, loaded.servicebus)
         else:
             self.qm = QueueManager(config.name, clock, NullJournal())
+            self.servicebus = self._host_servicebus(clock, None)
         if DEAD_LETTER_QUEUE not in self.qm.queues:
             self.qm.define_queue(QueueDef(DEAD_LETTER_QUEUE, maxdepth=999_999_999))
         self.qm.set_message_listener(self.signals.notify)
@@ -139,6 +152,33 @@ class NodeRuntime:
             qm.pubsub.retained[msg.topic] = msg
         qm.migrate_managed_queues()
 
+    def _host_servicebus(
+        self, clock: SystemClock, loaded: SbLoaded | None
+    ) -> ServiceBusHost | None:
+        """The Service Bus namespace of ``--servicebus``/``--servicebus-config``, or the one the
+        store holds; None when neither. A Config.json that cannot be used stops the start
+        (SystemExit naming the file, the JSON path and the problem)."""
+        cfg = self.config
+        stored = loaded.values.get(NAMESPACE_KEY) if loaded is not None else None
+        if cfg.servicebus is None and cfg.servicebus_config is None and not stored:
+            return None
+        path = cfg.servicebus_config
+        try:
+            config = read_config_file(path) if path is not None else None
+            name = namespace_name(cfg.servicebus, config, stored, path)
+            limits = NamespaceLimits(**dict(cfg.servicebus_limits))
+            host = ServiceBusHost(name, clock, self.store, loaded, limits)
+            if config is not None:
+                try:
+                    changes = host.apply(config)
+                except ServiceBusError as exc:
+                    raise ServiceBusStartError(f"{path}: {exc}") from None
+                for change in changes:
+                    log.info("%s: %s", path, change)
+        except ServiceBusStartError as exc:
+            raise SystemExit(f"qmgr: {cfg.name}: {exc}") from None
+        return host
+
     def publish(
         self, topic: str, msg: Message, *, retain: bool = False, scope_qmgr: bool = False
     ) -> int:
@@ -160,6 +200,8 @@ class NodeRuntime:
         if self.store is not None:
             self.committer = Committer(self.store, on_failure=self._store_failed)
             self.committer.start()
+        if self.servicebus is not None:
+            self.servicebus.start()
 
     def _store_failed(self, failure: StoreFailed) -> None:
         if self.on_store_failed is not None:
@@ -188,6 +230,8 @@ class NodeRuntime:
         return self.committer.position if self.committer is not None else 0
 
     async def stop(self) -> None:
+        if self.servicebus is not None:
+            await self.servicebus.stop()
         if self.committer is not None:
             await self.committer.stop()
         if self.store is not None:

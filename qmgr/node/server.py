@@ -62,6 +62,7 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     runtime = NodeRuntime(config, store_fault_at_commit=int(os.environ.get(STORE_FAULT_ENV) or 0))
     runtime.on_store_failed = store_failed
     runtime.start()
+    await runtime.durable()  # what the start created (Config.json entities) is on disk
     server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=interceptors(runtime, users))
     add_services(server, runtime)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

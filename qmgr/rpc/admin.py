@@ -1,4 +1,5 @@
-"""The Admin service: one MQSC command in, runmqsc-style records out."""
+"""The Admin service: one MQSC command in, runmqsc-style records out; the Service Bus
+namespace's calls (``qmgr.rpc.sbadmin``)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from typing import Any
 import grpc
 
 from qmgr.node.runtime import NodeRuntime
+from qmgr.rpc.sbadmin import ServiceBusAdminCalls
 from qmgr.wire import admin_pb2 as pb
 from qmgr.wire import admin_pb2_grpc as rpc
 
 
-class AdminServicer(rpc.AdminServicer):
+class AdminServicer(ServiceBusAdminCalls, rpc.AdminServicer):
     def __init__(self, runtime: NodeRuntime) -> None:
         self.rt = runtime
 

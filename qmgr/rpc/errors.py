@@ -8,6 +8,9 @@ handler raises, unary or streaming, including while the handler iterates a reque
 
 - ``MQError``: its typed status, with the MQ reason in trailing metadata (``mq-reason``,
   ``mq-reason-name``) and the text as details, so the client rebuilds a typed error;
+- ``ServiceBusError``: its gRPC status (``SERVICEBUS_STATUS``), the Service Bus code in
+  trailing metadata (``sb-code``, with ``sb-where`` and ``sb-position`` when the error points
+  into the input) and the text as details;
 - ``RequestError`` (undecodable protobuf, a malformed request): INVALID_ARGUMENT;
 - ``StoreFailed`` (the store cannot commit; the node is stopping): UNAVAILABLE, with
   MQRC_RESOURCE_PROBLEM;
@@ -29,6 +32,7 @@ from typing import Any, TypeVar
 import grpc
 
 from qmgr.core.errors import MQError
+from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.store import StoreFailed
 from qmgr.wire import messages_pb2 as pb
 
@@ -50,6 +54,20 @@ _STATUS = {
     "MQRC_PUBLICATION_FAILURE": grpc.StatusCode.FAILED_PRECONDITION,
     "MQRC_RESOURCE_PROBLEM": grpc.StatusCode.UNAVAILABLE,
     "MQRC_UNEXPECTED_ERROR": grpc.StatusCode.INTERNAL,
+}
+
+SERVICEBUS_STATUS = {
+    Code.ENTITY_NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    Code.MESSAGE_NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    Code.ENTITY_ALREADY_EXISTS: grpc.StatusCode.ALREADY_EXISTS,
+    Code.QUOTA_EXCEEDED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    Code.MESSAGE_SIZE_EXCEEDED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    Code.ENTITY_DISABLED: grpc.StatusCode.FAILED_PRECONDITION,
+    Code.MESSAGE_LOCK_LOST: grpc.StatusCode.FAILED_PRECONDITION,
+    Code.SESSION_LOCK_LOST: grpc.StatusCode.FAILED_PRECONDITION,
+    Code.SESSION_CANNOT_BE_LOCKED: grpc.StatusCode.FAILED_PRECONDITION,
+    Code.INVALID_OPERATION: grpc.StatusCode.FAILED_PRECONDITION,
+    Code.BAD_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
 }
 
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
@@ -80,6 +98,21 @@ async def abort_with(
     await context.abort(status, text)
 
 
+async def abort_servicebus(
+    context: grpc.aio.ServicerContext[Any, Any], exc: ServiceBusError
+) -> None:
+    """End the call with the status of ``exc``'s code, the code (and where the input was
+    wrong) in trailing metadata and the message as details (always raises)."""
+    meta = [("sb-code", exc.code.name)]
+    if exc.where:
+        meta.append(("sb-where", exc.where))
+    if exc.position is not None:
+        meta.append(("sb-position", str(exc.position)))
+    context.set_trailing_metadata(tuple(meta))
+    status = SERVICEBUS_STATUS.get(exc.code, grpc.StatusCode.FAILED_PRECONDITION)
+    await context.abort(status, str(exc))
+
+
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 
@@ -105,6 +138,8 @@ async def fail(
         raise exc  # already aborted, cancelled or closed
     if isinstance(exc, MQError):
         await abort(context, exc)
+    if isinstance(exc, ServiceBusError):
+        await abort_servicebus(context, exc)
     if isinstance(exc, RequestError):
         await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
     if isinstance(exc, StoreFailed):

@@ -19,6 +19,13 @@ from typing import Any
 
 from qmgr.core.message import Message
 from qmgr.store.codec import decode_message, encode_header, encode_properties
+from qmgr.store.servicebus import (
+    SB_SCHEMA,
+    SB_SQL,
+    SbLoaded,
+    load_servicebus,
+    register_functions,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,6 +50,7 @@ _SQL = {
     "ret": "INSERT OR REPLACE INTO retained (topic, seq, message_id, body, header) VALUES (?,?,?,?,?)",
     "unret": "DELETE FROM retained WHERE topic = ?",
     "kv": "INSERT OR REPLACE INTO kv (key, value) VALUES (?,?)",
+    **SB_SQL,
 }
 
 
@@ -57,6 +65,7 @@ class Loaded:
     retained: list[Message] = field(default_factory=list)
     max_sequence: int = 0
     kv: dict[str, str] = field(default_factory=dict)
+    servicebus: SbLoaded = field(default_factory=SbLoaded)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -80,7 +89,8 @@ class SqliteStore:
         self._commits = 0
         self.path = data_dir / "qmgr.sqlite"
         self._conn = _connect(self.path)
-        self._conn.executescript(SCHEMA)
+        register_functions(self._conn)
+        self._conn.executescript(SCHEMA + SB_SCHEMA)
         self._pending: list[Op] = []
         self.appended = 0  # changes collected so far
         self.committed = 0  # changes known to be on disk
@@ -114,11 +124,13 @@ class SqliteStore:
             "SELECT MAX(seq) FROM retained)"
         ).fetchone()
         loaded.max_sequence = int(row[0] or 0)
+        loaded.servicebus = load_servicebus(c)
         return loaded
 
     # -- Journal ----------------------------------------------------------------------------
 
-    def _append(self, kind: str, args: tuple[Any, ...]) -> None:
+    def append(self, kind: str, args: tuple[Any, ...]) -> None:
+        """Collect one change (``kind`` names its statement) for the next group commit."""
         self._pending.append((kind, args))
         self.appended += 1
 
@@ -127,28 +139,28 @@ class SqliteStore:
             self._last_props = msg.properties
             self._last_encoded = encode_properties(msg.properties)
         header = encode_header(msg, self._last_encoded)
-        self._append("add", (msg.sequence, queue, msg.message_id, msg.body, header))
+        self.append("add", (msg.sequence, queue, msg.message_id, msg.body, header))
 
     def message_removed(self, queue: str, msg: Message) -> None:
-        self._append("del", (msg.sequence,))
+        self.append("del", (msg.sequence,))
 
     def message_updated(self, queue: str, msg: Message) -> None:
-        self._append("upd", (encode_header(msg), msg.sequence))
+        self.append("upd", (encode_header(msg), msg.sequence))
 
     def object_saved(self, kind: str, name: str, data: dict[str, Any]) -> None:
-        self._append("save", (kind, name, json.dumps(data)))
+        self.append("save", (kind, name, json.dumps(data)))
 
     def object_deleted(self, kind: str, name: str) -> None:
-        self._append("drop", (kind, name))
+        self.append("drop", (kind, name))
 
     def retained_saved(self, topic: str, msg: Message) -> None:
-        self._append("ret", (topic, msg.sequence, msg.message_id, msg.body, encode_header(msg)))
+        self.append("ret", (topic, msg.sequence, msg.message_id, msg.body, encode_header(msg)))
 
     def retained_deleted(self, topic: str) -> None:
-        self._append("unret", (topic,))
+        self.append("unret", (topic,))
 
     def set_value(self, key: str, value: str) -> None:
-        self._append("kv", (key, value))
+        self.append("kv", (key, value))
 
     # -- group commit -----------------------------------------------------------------------
 

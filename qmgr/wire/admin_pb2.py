@@ -22,23 +22,24 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from qmgr.wire import servicebus_pb2 as qmgr_dot_wire_dot_servicebus__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15qmgr/wire/admin.proto\x12\tqmgr.wire\"\x1e\n\x0bMqscRequest\x12\x0f\n\x07\x63ommand\x18\x01 \x01(\t\"\'\n\tAttribute\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"N\n\x06Record\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12(\n\nattributes\x18\x03 \x03(\x0b\x32\x14.qmgr.wire.Attribute\">\n\x0cMqscResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\"\n\x07records\x18\x02 \x03(\x0b\x32\x11.qmgr.wire.Record2@\n\x05\x41\x64min\x12\x37\n\x04Mqsc\x12\x16.qmgr.wire.MqscRequest\x1a\x17.qmgr.wire.MqscResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15qmgr/wire/admin.proto\x12\tqmgr.wire\x1a\x1aqmgr/wire/servicebus.proto\"\x1e\n\x0bMqscRequest\x12\x0f\n\x07\x63ommand\x18\x01 \x01(\t\"\'\n\tAttribute\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"N\n\x06Record\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12(\n\nattributes\x18\x03 \x03(\x0b\x32\x14.qmgr.wire.Attribute\">\n\x0cMqscResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\"\n\x07records\x18\x02 \x03(\x0b\x32\x11.qmgr.wire.Record2\x80\x07\n\x05\x41\x64min\x12\x37\n\x04Mqsc\x12\x16.qmgr.wire.MqscRequest\x1a\x17.qmgr.wire.MqscResponse\x12;\n\x08SbCreate\x12\x1a.qmgr.wire.SbEntityRequest\x1a\x13.qmgr.wire.SbEntity\x12;\n\x08SbUpdate\x12\x1a.qmgr.wire.SbEntityRequest\x1a\x13.qmgr.wire.SbEntity\x12\x34\n\x05SbGet\x12\x16.qmgr.wire.SbEntityRef\x1a\x13.qmgr.wire.SbEntity\x12\x38\n\x08SbDelete\x12\x16.qmgr.wire.SbEntityRef\x1a\x14.qmgr.wire.SbDeleted\x12;\n\x06SbList\x12\x18.qmgr.wire.SbListRequest\x1a\x17.qmgr.wire.SbEntityList\x12\x43\n\x08SbImport\x12\x1a.qmgr.wire.SbImportRequest\x1a\x1b.qmgr.wire.SbImportResponse\x12\x43\n\x08SbExport\x12\x1a.qmgr.wire.SbExportRequest\x1a\x1b.qmgr.wire.SbExportResponse\x12=\n\x06SbSend\x12\x18.qmgr.wire.SbSendRequest\x1a\x19.qmgr.wire.SbSendResponse\x12\x39\n\x06SbPeek\x12\x18.qmgr.wire.SbPeekRequest\x1a\x15.qmgr.wire.SbMessages\x12?\n\tSbReceive\x12\x1b.qmgr.wire.SbReceiveRequest\x1a\x15.qmgr.wire.SbMessages\x12\x43\n\x08SbSettle\x12\x1a.qmgr.wire.SbSettleRequest\x1a\x1b.qmgr.wire.SbSettleResponse\x12\x46\n\tSbSession\x12\x1b.qmgr.wire.SbSessionRequest\x1a\x1c.qmgr.wire.SbSessionResponse\x12\x45\n\x11SbCancelScheduled\x12\x1a.qmgr.wire.SbCancelRequest\x1a\x14.qmgr.wire.SbDeletedb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'qmgr.wire.admin_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MQSCREQUEST']._serialized_start=36
-  _globals['_MQSCREQUEST']._serialized_end=66
-  _globals['_ATTRIBUTE']._serialized_start=68
-  _globals['_ATTRIBUTE']._serialized_end=107
-  _globals['_RECORD']._serialized_start=109
-  _globals['_RECORD']._serialized_end=187
-  _globals['_MQSCRESPONSE']._serialized_start=189
-  _globals['_MQSCRESPONSE']._serialized_end=251
-  _globals['_ADMIN']._serialized_start=253
-  _globals['_ADMIN']._serialized_end=317
+  _globals['_MQSCREQUEST']._serialized_start=64
+  _globals['_MQSCREQUEST']._serialized_end=94
+  _globals['_ATTRIBUTE']._serialized_start=96
+  _globals['_ATTRIBUTE']._serialized_end=135
+  _globals['_RECORD']._serialized_start=137
+  _globals['_RECORD']._serialized_end=215
+  _globals['_MQSCRESPONSE']._serialized_start=217
+  _globals['_MQSCRESPONSE']._serialized_end=279
+  _globals['_ADMIN']._serialized_start=282
+  _globals['_ADMIN']._serialized_end=1178
 # @@protoc_insertion_point(module_scope)

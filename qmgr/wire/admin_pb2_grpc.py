@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from qmgr.wire import admin_pb2 as qmgr_dot_wire_dot_admin__pb2
+from qmgr.wire import servicebus_pb2 as qmgr_dot_wire_dot_servicebus__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -39,12 +40,155 @@ class AdminStub:
                 request_serializer=qmgr_dot_wire_dot_admin__pb2.MqscRequest.SerializeToString,
                 response_deserializer=qmgr_dot_wire_dot_admin__pb2.MqscResponse.FromString,
                 _registered_method=True)
+        self.SbCreate = channel.unary_unary(
+                '/qmgr.wire.Admin/SbCreate',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntityRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntity.FromString,
+                _registered_method=True)
+        self.SbUpdate = channel.unary_unary(
+                '/qmgr.wire.Admin/SbUpdate',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntityRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntity.FromString,
+                _registered_method=True)
+        self.SbGet = channel.unary_unary(
+                '/qmgr.wire.Admin/SbGet',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntityRef.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntity.FromString,
+                _registered_method=True)
+        self.SbDelete = channel.unary_unary(
+                '/qmgr.wire.Admin/SbDelete',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntityRef.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbDeleted.FromString,
+                _registered_method=True)
+        self.SbList = channel.unary_unary(
+                '/qmgr.wire.Admin/SbList',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbListRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntityList.FromString,
+                _registered_method=True)
+        self.SbImport = channel.unary_unary(
+                '/qmgr.wire.Admin/SbImport',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbImportRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbImportResponse.FromString,
+                _registered_method=True)
+        self.SbExport = channel.unary_unary(
+                '/qmgr.wire.Admin/SbExport',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbExportRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbExportResponse.FromString,
+                _registered_method=True)
+        self.SbSend = channel.unary_unary(
+                '/qmgr.wire.Admin/SbSend',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbSendRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbSendResponse.FromString,
+                _registered_method=True)
+        self.SbPeek = channel.unary_unary(
+                '/qmgr.wire.Admin/SbPeek',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbPeekRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbMessages.FromString,
+                _registered_method=True)
+        self.SbReceive = channel.unary_unary(
+                '/qmgr.wire.Admin/SbReceive',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbReceiveRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbMessages.FromString,
+                _registered_method=True)
+        self.SbSettle = channel.unary_unary(
+                '/qmgr.wire.Admin/SbSettle',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbSettleRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbSettleResponse.FromString,
+                _registered_method=True)
+        self.SbSession = channel.unary_unary(
+                '/qmgr.wire.Admin/SbSession',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbSessionRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbSessionResponse.FromString,
+                _registered_method=True)
+        self.SbCancelScheduled = channel.unary_unary(
+                '/qmgr.wire.Admin/SbCancelScheduled',
+                request_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbCancelRequest.SerializeToString,
+                response_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbDeleted.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
     """Missing associated documentation comment in .proto file."""
 
     def Mqsc(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbCreate(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbUpdate(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbGet(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbDelete(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbList(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbImport(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbExport(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbSend(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbPeek(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbReceive(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbSettle(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbSession(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SbCancelScheduled(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -57,6 +201,71 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.Mqsc,
                     request_deserializer=qmgr_dot_wire_dot_admin__pb2.MqscRequest.FromString,
                     response_serializer=qmgr_dot_wire_dot_admin__pb2.MqscResponse.SerializeToString,
+            ),
+            'SbCreate': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbCreate,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntityRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntity.SerializeToString,
+            ),
+            'SbUpdate': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbUpdate,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntityRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntity.SerializeToString,
+            ),
+            'SbGet': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbGet,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntityRef.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntity.SerializeToString,
+            ),
+            'SbDelete': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbDelete,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntityRef.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbDeleted.SerializeToString,
+            ),
+            'SbList': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbList,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbListRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbEntityList.SerializeToString,
+            ),
+            'SbImport': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbImport,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbImportRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbImportResponse.SerializeToString,
+            ),
+            'SbExport': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbExport,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbExportRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbExportResponse.SerializeToString,
+            ),
+            'SbSend': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbSend,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbSendRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbSendResponse.SerializeToString,
+            ),
+            'SbPeek': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbPeek,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbPeekRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbMessages.SerializeToString,
+            ),
+            'SbReceive': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbReceive,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbReceiveRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbMessages.SerializeToString,
+            ),
+            'SbSettle': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbSettle,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbSettleRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbSettleResponse.SerializeToString,
+            ),
+            'SbSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbSession,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbSessionRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbSessionResponse.SerializeToString,
+            ),
+            'SbCancelScheduled': grpc.unary_unary_rpc_method_handler(
+                    servicer.SbCancelScheduled,
+                    request_deserializer=qmgr_dot_wire_dot_servicebus__pb2.SbCancelRequest.FromString,
+                    response_serializer=qmgr_dot_wire_dot_servicebus__pb2.SbDeleted.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -86,6 +295,357 @@ class Admin:
             '/qmgr.wire.Admin/Mqsc',
             qmgr_dot_wire_dot_admin__pb2.MqscRequest.SerializeToString,
             qmgr_dot_wire_dot_admin__pb2.MqscResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbCreate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbCreate',
+            qmgr_dot_wire_dot_servicebus__pb2.SbEntityRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbEntity.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbUpdate(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbUpdate',
+            qmgr_dot_wire_dot_servicebus__pb2.SbEntityRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbEntity.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbGet(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbGet',
+            qmgr_dot_wire_dot_servicebus__pb2.SbEntityRef.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbEntity.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbDelete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbDelete',
+            qmgr_dot_wire_dot_servicebus__pb2.SbEntityRef.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbDeleted.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbList(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbList',
+            qmgr_dot_wire_dot_servicebus__pb2.SbListRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbEntityList.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbImport(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbImport',
+            qmgr_dot_wire_dot_servicebus__pb2.SbImportRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbImportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbExport(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbExport',
+            qmgr_dot_wire_dot_servicebus__pb2.SbExportRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbExportResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbSend(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbSend',
+            qmgr_dot_wire_dot_servicebus__pb2.SbSendRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbSendResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbPeek(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbPeek',
+            qmgr_dot_wire_dot_servicebus__pb2.SbPeekRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbMessages.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbReceive(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbReceive',
+            qmgr_dot_wire_dot_servicebus__pb2.SbReceiveRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbMessages.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbSettle(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbSettle',
+            qmgr_dot_wire_dot_servicebus__pb2.SbSettleRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbSettleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbSession',
+            qmgr_dot_wire_dot_servicebus__pb2.SbSessionRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SbCancelScheduled(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/qmgr.wire.Admin/SbCancelScheduled',
+            qmgr_dot_wire_dot_servicebus__pb2.SbCancelRequest.SerializeToString,
+            qmgr_dot_wire_dot_servicebus__pb2.SbDeleted.FromString,
             options,
             channel_credentials,
             insecure,

@@ -25,10 +25,16 @@ class NodeProcess:
         self.address = ""
         self.env = {**os.environ, "QMGR_HOME": str(base / "home")}
         self.log = base / f"{name}.log"
+        self.extra_args: list[str] = []  # more `qmgr start` options (kept across restarts)
 
     def start(self, timeout: float = 30.0) -> str:
         launched = start_node(
-            self.name, data_dir=self.data_dir, log=self.log, env=self.env, timeout=timeout
+            self.name,
+            data_dir=self.data_dir,
+            log=self.log,
+            env=self.env,
+            timeout=timeout,
+            extra_args=self.extra_args,
         )
         self.proc = launched.proc
         self.address = launched.address
@@ -62,8 +68,9 @@ class NodeProcess:
 def node_factory(tmp_path: Path) -> Iterator[object]:
     nodes: list[NodeProcess] = []
 
-    def make(name: str = "QM1", persistent: bool = True) -> NodeProcess:
+    def make(name: str = "QM1", persistent: bool = True, args: tuple[str, ...] = ()) -> NodeProcess:
         node = NodeProcess(name, tmp_path, persistent=persistent)
+        node.extra_args = list(args)
         node.start()
         nodes.append(node)
         return node

@@ -1,0 +1,133 @@
+"""Service Bus messages to and from rows: the body as a blob, everything else as tagged JSON, so
+typed application properties (and what the protocol adapter keeps in ``extra``) come back with
+their types."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import uuid
+from dataclasses import fields
+from typing import Any
+
+from qmgr.core.values import Int32
+from qmgr.servicebus.message import MessageState, SbMessage, Stored
+
+_FIELDS = tuple(  # the optional system properties, kept under their own names
+    f.name for f in fields(SbMessage) if f.name not in ("body", "body_type", "properties", "extra")
+)
+
+
+def encode_value(v: Any) -> list[Any]:
+    """A value as ``[tag, data]``: null, bool, int (Int32 kept apart), float, str, bytes, UUID,
+    datetime, list and map (keys encoded too); anything else as its text (``r``)."""
+    if v is None:
+        return ["n", None]
+    if isinstance(v, bool):
+        return ["b", v]
+    if isinstance(v, Int32):
+        return ["i", int(v)]
+    if isinstance(v, int):
+        return ["l", v]
+    if isinstance(v, float):
+        return ["d", v if math.isfinite(v) else repr(v)]
+    if isinstance(v, str):
+        return ["s", v]
+    if isinstance(v, bytes | bytearray | memoryview):
+        return ["y", bytes(v).hex()]
+    if isinstance(v, uuid.UUID):
+        return ["u", str(v)]
+    if isinstance(v, dt.datetime):
+        return ["t", v.isoformat()]
+    if isinstance(v, list | tuple):
+        return ["a", [encode_value(x) for x in v]]
+    if isinstance(v, dict):
+        return ["o", [[encode_value(k), encode_value(x)] for k, x in v.items()]]
+    return ["r", str(v)]
+
+
+def decode_value(item: list[Any]) -> Any:
+    tag, data = item
+    if tag == "i":
+        return Int32(data)
+    if tag == "d":
+        return float(data)
+    if tag == "y":
+        return bytes.fromhex(data)
+    if tag == "u":
+        return uuid.UUID(data)
+    if tag == "t":
+        return dt.datetime.fromisoformat(data)
+    if tag == "a":
+        return [decode_value(x) for x in data]
+    if tag == "o":
+        return {_key(decode_value(k)): decode_value(x) for k, x in data}
+    return data  # n, b, l, s, r
+
+
+def _key(k: Any) -> Any:
+    return tuple(k) if isinstance(k, list) else k
+
+
+def _time(t: float | None) -> float | str | None:
+    return t if t is None or math.isfinite(t) else "inf"
+
+
+def _untime(t: float | str | None) -> float | None:
+    return math.inf if t == "inf" else t  # type: ignore[return-value]
+
+
+def encode_stored(s: Stored) -> str:
+    """Everything of a stored message but its body, as JSON (the lock is not kept: a restart
+    releases every lock)."""
+    m = s.message
+    header: dict[str, Any] = {k: v for k in _FIELDS if (v := getattr(m, k)) is not None}
+    if "time_to_live" in header:
+        header["time_to_live"] = _time(m.time_to_live)
+    if m.body_type != "data":
+        header["bt"] = m.body_type
+    if m.properties:
+        header["p"] = [[k, encode_value(v)] for k, v in m.properties.items()]
+    if m.extra:
+        header["x"] = encode_value(m.extra)
+    header["st"] = s.state.value
+    header["et"] = s.enqueued_time
+    header["ex"] = _time(s.expires_at)
+    header["dc"] = s.delivery_count
+    header["es"] = s.enqueued_sequence_number
+    if s.hop_count:
+        header["hc"] = s.hop_count
+    if s.dead_letter_source:
+        header["dl"] = s.dead_letter_source
+    if s.scheduled_enqueue_time is not None:
+        header["sc"] = s.scheduled_enqueue_time
+    if s.size:
+        header["sz"] = s.size
+    return json.dumps(header, separators=(",", ":"))
+
+
+def decode_stored(seq: int, body: bytes, header: str) -> Stored:
+    h = json.loads(header)
+    message = SbMessage(body=bytes(body), body_type=h.get("bt", "data"))
+    for name in _FIELDS:
+        if name in h:
+            setattr(message, name, h[name])
+    if message.time_to_live is not None:
+        message.time_to_live = _untime(message.time_to_live)
+    message.properties = {k: decode_value(v) for k, v in h.get("p", ())}
+    if "x" in h:
+        message.extra = decode_value(h["x"])
+    return Stored(
+        message=message,
+        sequence_number=seq,
+        enqueued_time=h["et"],
+        expires_at=float(_untime(h["ex"]) or 0.0),
+        state=MessageState(h["st"]),
+        delivery_count=h["dc"],
+        enqueued_sequence_number=h["es"],
+        hop_count=h.get("hc", 0),
+        dead_letter_source=h.get("dl"),
+        scheduled_enqueue_time=h.get("sc"),
+        size=h.get("sz", 0),
+    )
