@@ -846,7 +846,7 @@ class Namespace:
         target = self._send_target(path)
         store = target.store
         found: list[Stored] = []
-        for seq in sequence_numbers:
+        for seq in dict.fromkeys(sequence_numbers):  # a number given twice is cancelled once
             stored = store.messages.get(seq)
             if stored is None or stored.state is not MessageState.SCHEDULED:
                 raise ServiceBusError(
@@ -1454,12 +1454,16 @@ class Namespace:
     ) -> list[Stored]:
         """Deferred messages by sequence number (all must exist and be deferred)."""
         entity, store = self._receive_source(path)
+        if not isinstance(mode, ReceiveMode):
+            raise bad(f"mode must be a ReceiveMode, got {mode!r}")
         now = self.clock.now()
         sq = self._session_for(store, session, now) if store.sessions_enabled else None
         if session is not None and sq is None:
             raise ServiceBusError(Code.INVALID_OPERATION, f"'{path}' is not session-enabled")
         found: list[Stored] = []
-        for seq in sequence_numbers:
+        for seq in dict.fromkeys(sequence_numbers):  # a number given twice is received once
+            if isinstance(seq, bool) or not isinstance(seq, int):
+                raise bad(f"a sequence number must be an integer, got {seq!r}")
             stored = store.messages.get(seq)
             if (
                 stored is None

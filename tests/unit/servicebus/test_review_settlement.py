@@ -1,0 +1,57 @@
+"""Review findings: settlement by sequence number (deferred, scheduled) with repeated or
+malformed arguments."""
+
+from __future__ import annotations
+
+from qmgr.core.clock import ManualClock
+from qmgr.servicebus.errors import Code
+from qmgr.servicebus.message import SbMessage
+from qmgr.servicebus.namespace import Namespace, ReceiveMode
+from tests.unit.servicebus.conftest import RecordingJournal, fails, token
+
+PL = ReceiveMode.PEEK_LOCK
+RD = ReceiveMode.RECEIVE_AND_DELETE
+
+
+def deferred(ns: Namespace) -> int:
+    ns.create_queue("q")
+    [seq] = ns.send("q", [SbMessage(b"a")])
+    [m] = ns.receive("q", 1, PL)
+    ns.defer("q", token(m))
+    return seq
+
+
+def test_receive_deferred_twice_the_same_number_delivers_it_once(ns: Namespace) -> None:
+    seq = deferred(ns)
+    got = ns.receive_deferred("q", [seq, seq], RD)
+    assert [m.message.body for m in got] == [b"a"]
+    info = ns.get_queue("q")
+    assert (info.deferred, info.size_bytes) == (0, 0)
+
+
+def test_receive_deferred_twice_the_same_number_locks_it_once(ns: Namespace) -> None:
+    seq = deferred(ns)
+    [m] = ns.receive_deferred("q", [seq, seq], PL)
+    ns.complete("q", token(m))
+    assert ns.get_queue("q").deferred == 0
+
+
+def test_receive_deferred_with_a_bad_mode_changes_nothing(
+    ns: Namespace, journal: RecordingJournal
+) -> None:
+    seq = deferred(ns)
+    calls = len(journal.calls)
+    fails(Code.BAD_ARGUMENT, ns.receive_deferred, "q", [seq], "PeekLock")
+    assert ns.get_queue("q").deferred == 1
+    assert len(journal.calls) == calls
+
+
+def test_cancel_scheduled_twice_the_same_number(
+    ns: Namespace, clock: ManualClock, journal: RecordingJournal
+) -> None:
+    ns.create_queue("q")
+    [seq] = ns.schedule("q", [SbMessage(b"a")], clock.now() + 100)
+    ns.cancel_scheduled("q", [seq, seq])
+    info = ns.get_queue("q")
+    assert (info.scheduled, info.size_bytes) == (0, 0)
+    assert journal.calls.count(("message_removed", "q", seq)) == 1
