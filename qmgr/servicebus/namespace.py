@@ -964,20 +964,23 @@ class Namespace:
         now: float,
         hop: int,
         dl_source: str | None = None,
+        enq_seq: int = 0,
     ) -> int:
         """Fan a message out to the subscriptions of ``topic``; returns the topic's sequence
-        number for it."""
+        number for it. The copies keep ``enq_seq`` (the number at the first entity, for a
+        message forwarded here) or the topic's number."""
         seq = self._next_seq(topic.store)
+        first = enq_seq or seq
         topic.accessed_at = now
         for sub, copy in topic.router.route(msg, seq, now):
             if isinstance(copy, FilterEvaluationError):
                 if sub.props.dead_lettering_on_filter_exceptions:
                     self._dead_letter_new(
-                        sub, msg, size, now, hop, seq, "FilterEvaluationException", str(copy)
+                        sub, msg, size, now, hop, first, "FilterEvaluationException", str(copy)
                     )
                 continue
             copy_size = size if copy is msg else copy.size
-            self._enqueue(sub, copy, copy_size, now, hop, seq, dl_source)
+            self._enqueue(sub, copy, copy_size, now, hop, first, dl_source)
         return seq
 
     def _enqueue(
@@ -1090,7 +1093,7 @@ class Namespace:
     ) -> None:
         dest.accessed_at = now
         if isinstance(dest, _Topic):
-            self._publish(dest, msg, size, now, hop, dl_source)
+            self._publish(dest, msg, size, now, hop, dl_source, enq_seq)
         else:
             self._enqueue(dest, msg, size, now, hop, enq_seq, dl_source)
 

@@ -1,0 +1,37 @@
+"""Review findings: auto-forwarding into a topic."""
+
+from __future__ import annotations
+
+from qmgr.servicebus.entities import QueueProperties
+from qmgr.servicebus.message import SbMessage
+from qmgr.servicebus.namespace import Namespace, ReceiveMode
+from tests.unit.servicebus.conftest import token
+
+PL = ReceiveMode.PEEK_LOCK
+RD = ReceiveMode.RECEIVE_AND_DELETE
+
+
+def test_forwarding_to_a_topic_keeps_the_first_entitys_sequence_number(ns: Namespace) -> None:
+    ns.create_topic("t")
+    ns.create_subscription("t", "s")
+    ns.create_queue("q", QueueProperties(forward_to="t"))
+    ns.send("t", [SbMessage(b"direct"), SbMessage(b"direct")])  # the topic is ahead of q
+    [seq] = ns.send("q", [SbMessage(b"x")])
+    got = ns.receive("t/Subscriptions/s", 10, RD)
+    assert [(m.message.body, m.enqueued_sequence_number) for m in got] == [
+        (b"direct", 1),
+        (b"direct", 2),
+        (b"x", seq),
+    ]
+
+
+def test_dead_letters_forwarded_to_a_topic_keep_their_sequence_number(ns: Namespace) -> None:
+    ns.create_topic("t")
+    ns.create_subscription("t", "s")
+    ns.create_queue("q", QueueProperties(forward_dead_lettered_to="t"))
+    ns.send("t", [SbMessage(b"direct")] * 3)  # the topic is ahead of q
+    _, seq = ns.send("q", [SbMessage(b"a"), SbMessage(b"b")])
+    _, b = ns.receive("q", 2, PL)
+    ns.dead_letter("q", token(b), reason="r")
+    *_, m = ns.receive("t/Subscriptions/s", 10, RD)
+    assert (m.message.body, m.enqueued_sequence_number, m.dead_letter_source) == (b"b", seq, "q")
