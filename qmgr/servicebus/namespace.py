@@ -275,6 +275,24 @@ def _with_properties(msg: SbMessage, changes: Mapping[str, Any]) -> SbMessage:
     return replace(msg, properties=props)
 
 
+def _check_settle_args(
+    properties: Mapping[str, Any] | None,
+    reason: str | None = None,
+    description: str | None = None,
+) -> None:
+    """What abandon, defer and dead-letter change, checked before the lock is taken back (a
+    refused settlement must leave the message locked as it was)."""
+    if properties is not None:
+        if not isinstance(properties, Mapping):
+            raise bad(f"properties must be a mapping, got {type(properties).__name__}")
+        for name in properties:
+            if not isinstance(name, str) or not name:
+                raise bad(f"property names must be non-empty strings, got {name!r}")
+    for what, value in (("reason", reason), ("description", description)):
+        if value is not None and not isinstance(value, str):
+            raise bad(f"the dead-letter {what} must be a string, got {type(value).__name__}")
+
+
 def _rule_path(sub_path: str, rule: str) -> str:
     return f"{sub_path}/Rules/{rule}"
 
@@ -1297,6 +1315,7 @@ class Namespace:
         self, path: str, lock_token: uuid.UUID, properties: Mapping[str, Any] | None = None
     ) -> None:
         """Unlock now (delivery count + 1; dead-lettered past MaxDeliveryCount)."""
+        _check_settle_args(properties)
         entity, store, stored = self._locked(path, lock_token)
         if properties:
             stored.message = _with_properties(stored.message, properties)
@@ -1320,6 +1339,7 @@ class Namespace:
         self, path: str, lock_token: uuid.UUID, properties: Mapping[str, Any] | None = None
     ) -> None:
         """Set aside: only ``receive_deferred`` by sequence number gets it again."""
+        _check_settle_args(properties)
         _, store, stored = self._locked(path, lock_token)
         if properties:
             stored.message = _with_properties(stored.message, properties)
@@ -1340,6 +1360,7 @@ class Namespace:
                 Code.INVALID_OPERATION,
                 f"cannot dead-letter a message of a dead-letter queue ('{path}')",
             )
+        _check_settle_args(properties, reason, description)
         _, store, stored = self._locked(path, lock_token)
         self._remove(store, stored)
         try:

@@ -3,6 +3,10 @@ malformed arguments."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from qmgr.core.clock import ManualClock
 from qmgr.servicebus.errors import Code
 from qmgr.servicebus.message import SbMessage
@@ -55,3 +59,28 @@ def test_cancel_scheduled_twice_the_same_number(
     info = ns.get_queue("q")
     assert (info.scheduled, info.size_bytes) == (0, 0)
     assert journal.calls.count(("message_removed", "q", seq)) == 1
+
+
+@pytest.mark.parametrize(
+    ("op", "kw"),
+    [
+        ("abandon", {"properties": [1]}),
+        ("defer", {"properties": "x"}),
+        ("dead_letter", {"properties": [("a", 1)]}),
+        ("dead_letter", {"properties": {1: "a"}}),
+        ("dead_letter", {"reason": 5}),
+        ("dead_letter", {"description": b"why"}),
+    ],
+)
+def test_a_refused_settlement_leaves_the_message_locked(
+    ns: Namespace, journal: RecordingJournal, op: str, kw: dict[str, Any]
+) -> None:
+    ns.create_queue("q")
+    ns.send("q", [SbMessage(b"a")])
+    [m] = ns.receive("q", 1, PL)
+    calls = len(journal.calls)
+    fails(Code.BAD_ARGUMENT, getattr(ns, op), "q", token(m), **kw)
+    assert len(journal.calls) == calls
+    ns.complete("q", token(m))  # still locked by the receiver, and settles normally
+    info = ns.get_queue("q")
+    assert (info.active, info.deferred, info.dead_lettered) == (0, 0, 0)
