@@ -736,19 +736,34 @@ class Namespace:
         ]
         try:
             for stored in waiting:
-                self._remove(store, stored)
-                self._forward(
-                    entity,
-                    stored.message,
-                    stored.size,
-                    now,
-                    stored.hop_count,
-                    stored.enqueued_sequence_number,
-                    stored.dead_letter_source,
-                    stored.sequence_number,
-                )
+                self._forward_stored(entity, store, stored, now)
         finally:
             self._flush()
+
+    def _forward_stored(
+        self, entity: _Queue | _Subscription, store: MessageStore, stored: Stored, now: float
+    ) -> None:
+        """A message held by a forwarding entity (unlocked) moves on to its ForwardTo."""
+        self._remove(store, stored)
+        self._forward(
+            entity,
+            stored.message,
+            stored.size,
+            now,
+            stored.hop_count,
+            stored.enqueued_sequence_number,
+            stored.dead_letter_source,
+            stored.sequence_number,
+        )
+
+    def _return(self, entity: Any, store: MessageStore, stored: Stored, now: float) -> None:
+        """An active message handed back (abandon, lock expiry, release): available again, or
+        forwarded if its entity has started forwarding since it was received (nobody may
+        receive from a forwarding entity)."""
+        if store is entity.store and entity.props.forward_to:
+            self._forward_stored(entity, store, stored, now)
+        else:
+            store.make_available(stored, returned=True)
 
     def _drop_store_locks(self, *stores: MessageStore) -> None:
         """Forget what a deleted entity held (its locks and timers die with it)."""
@@ -1333,7 +1348,8 @@ class Namespace:
                 self._expire(entity, store, stored, now)
                 self._flush()
             else:
-                store.make_available(stored, returned=True)
+                self._return(entity, store, stored, now)
+                self._flush()
 
     def defer(
         self, path: str, lock_token: uuid.UUID, properties: Mapping[str, Any] | None = None
@@ -1414,7 +1430,7 @@ class Namespace:
             return
         self.journal.message_updated(store.path, stored)
         if stored.state is MessageState.ACTIVE:
-            store.make_available(stored, returned=True)
+            self._return(entity, store, stored, now)
 
     def _expire_lock(self, entity: Any, store: MessageStore, stored: Stored, now: float) -> None:
         """``stored`` (out of the lock table) lost its lock by time."""
@@ -1959,6 +1975,8 @@ class Namespace:
         for entity in self._by_uid().values():
             entity.accessed_at = self.clock.now()  # a restart counts as use
             self._watch_idle(entity)
+            if not isinstance(entity, _Topic):
+                self._forward_held(entity)  # locked in a forwarding entity at the restart
 
 
 _RESTORE_ORDER = {"queue": 0, "topic": 0, "subscription": 1, "rule": 2}

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from qmgr.core.clock import ManualClock
 from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.message import SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import token
+from tests.unit.servicebus.conftest import RecordingJournal, replay, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
@@ -35,3 +36,42 @@ def test_dead_letters_forwarded_to_a_topic_keep_their_sequence_number(ns: Namesp
     ns.dead_letter("q", token(b), reason="r")
     *_, m = ns.receive("t/Subscriptions/s", 10, RD)
     assert (m.message.body, m.enqueued_sequence_number, m.dead_letter_source) == (b"b", seq, "q")
+
+
+def test_a_message_abandoned_after_forwarding_was_enabled_moves_on(ns: Namespace) -> None:
+    ns.create_queue("dest")
+    ns.create_queue("q")
+    ns.send("q", [SbMessage(b"a")])
+    [m] = ns.receive("q", 1, PL)
+    ns.update_queue("q", QueueProperties(forward_to="dest"))
+    ns.abandon("q", token(m))
+    assert ns.get_queue("q").total == 0
+    [got] = ns.receive("dest", 10, RD)
+    assert (got.message.body, got.hop_count) == (b"a", 1)
+
+
+def test_a_message_whose_lock_expires_after_forwarding_was_enabled_moves_on(
+    ns: Namespace, clock: ManualClock
+) -> None:
+    ns.create_queue("dest")
+    ns.create_queue("q")
+    ns.send("q", [SbMessage(b"a")])
+    ns.receive("q", 1, PL)
+    ns.update_queue("q", QueueProperties(forward_to="dest"))
+    clock.advance(60)
+    ns.tick()
+    assert ns.get_queue("q").total == 0
+    assert [m.message.body for m in ns.receive("dest", 10, RD)] == [b"a"]
+
+
+def test_a_message_locked_at_a_restart_of_a_forwarding_queue_moves_on(
+    ns: Namespace, journal: RecordingJournal, clock: ManualClock
+) -> None:
+    ns.create_queue("dest")
+    ns.create_queue("q")
+    ns.send("q", [SbMessage(b"a")])
+    ns.receive("q", 1, PL)
+    ns.update_queue("q", QueueProperties(forward_to="dest"))
+    again = replay(journal, Namespace(clock=clock, journal=RecordingJournal()))
+    assert again.get_queue("q").total == 0
+    assert [m.message.body for m in again.receive("dest", 10, RD)] == [b"a"]
