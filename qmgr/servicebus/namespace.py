@@ -869,8 +869,7 @@ class Namespace:
         out: list[int] = []
         try:
             for msg, size in zip(messages, sizes, strict=True):
-                msg.scheduled_enqueue_time = float(at)
-                out.append(self._accept(target, msg, size, now))
+                out.append(self._accept(target, msg, size, now, float(at)))
         finally:
             self._flush()
         return out
@@ -928,10 +927,23 @@ class Namespace:
             )
         return sizes
 
-    def _accept(self, target: _Queue | _Topic, msg: SbMessage, size: int, now: float) -> int:
-        """One message of a checked batch: duplicate detection, scheduling, delivery."""
-        if msg.message_id is None:
-            msg.message_id = uuid.uuid4().hex
+    def _accept(
+        self,
+        target: _Queue | _Topic,
+        msg: SbMessage,
+        size: int,
+        now: float,
+        at: float | None = None,
+    ) -> int:
+        """One message of a checked batch: duplicate detection, scheduling (``at``, else the
+        message's own ScheduledEnqueueTime), delivery. The namespace keeps its own copy: the
+        sender's object is not changed (it is kept as is unless something must be set)."""
+        if at is not None or msg.message_id is None:
+            msg = msg.copy()
+            if at is not None:
+                msg.scheduled_enqueue_time = at
+            if msg.message_id is None:
+                msg.message_id = uuid.uuid4().hex
         if target.props.requires_duplicate_detection and self._duplicate(target, msg, now):
             return 0
         when = msg.scheduled_enqueue_time

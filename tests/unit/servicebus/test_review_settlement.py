@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from qmgr.core.clock import ManualClock
+from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.errors import Code
 from qmgr.servicebus.message import SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
@@ -84,3 +85,29 @@ def test_a_refused_settlement_leaves_the_message_locked(
     ns.complete("q", token(m))  # still locked by the receiver, and settles normally
     info = ns.get_queue("q")
     assert (info.active, info.deferred, info.dead_lettered) == (0, 0, 0)
+
+
+def test_the_senders_message_is_not_changed(ns: Namespace, clock: ManualClock) -> None:
+    ns.create_queue("q", QueueProperties(requires_duplicate_detection=True))
+    m = SbMessage(b"x")
+    ns.send("q", [m])
+    ns.send("q", [m])  # the same object sent again: a new message, not a duplicate
+    ns.send("q", [m, m])  # twice in one batch: two messages
+    assert m.message_id is None
+    got = ns.receive("q", 10, RD)
+    assert len({r.message.message_id for r in got}) == 4
+
+
+def test_scheduling_a_message_again_does_not_move_the_first(
+    ns: Namespace, clock: ManualClock
+) -> None:
+    ns.create_queue("q")
+    m = SbMessage(b"x", message_id="m")
+    ns.schedule("q", [m], clock.now() + 10)
+    ns.schedule("q", [m], clock.now() + 20)
+    assert m.scheduled_enqueue_time is None
+    peeked = ns.peek("q", 0, 10)
+    assert [p.message.scheduled_enqueue_time for p in peeked] == [
+        clock.now() + 10,
+        clock.now() + 20,
+    ]
