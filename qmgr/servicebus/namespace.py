@@ -1661,20 +1661,28 @@ class Namespace:
     def release_session(self, path: str, session_id: str) -> None:
         """Close a session: its unsettled messages are available again, their delivery count
         unchanged. Releasing a session that is not locked does nothing."""
-        _, store = self._resolve(path)
+        entity, store = self._resolve(path)
         sq = store.sessions.get(session_id) if store.sessions_enabled else None
         if sq is None or sq.lock_token is None:
             return
-        for token, stored in sq.locked.items():
-            store.locks.pop(token, None)
-            stored.lock_token = None
-            stored.locked_until = 0.0
-            stored.session_lock = False
-            if stored.state is MessageState.ACTIVE:
-                store.make_available(stored, returned=True)
+        now = self.clock.now()
+        locked = list(sq.locked.items())
         sq.locked.clear()
         sq.lock_token = None
         sq.locked_until = 0.0
+        try:
+            for token, stored in locked:
+                store.locks.pop(token, None)
+                stored.lock_token = None
+                stored.locked_until = 0.0
+                stored.session_lock = False
+                if stored.state is MessageState.ACTIVE:
+                    if stored.expires_at <= now:  # it expired while locked: now it does
+                        self._expire(entity, store, stored, now)
+                    else:
+                        store.make_available(stored, returned=True)
+        finally:
+            self._flush()
         self._forget_session_if_empty(store, sq)
 
     def _expire_session(self, store: MessageStore, sq: SessionQueue, now: float) -> None:
