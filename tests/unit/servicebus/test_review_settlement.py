@@ -67,6 +67,7 @@ def test_cancel_scheduled_twice_the_same_number(
     [
         ("abandon", {"properties": [1]}),
         ("defer", {"properties": "x"}),
+        ("dead_letter", {"properties": 5}),  # was removed, then the error: lost
         ("dead_letter", {"properties": [("a", 1)]}),
         ("dead_letter", {"properties": {1: "a"}}),
         ("dead_letter", {"reason": 5}),
