@@ -948,24 +948,41 @@ class Namespace:
             return 0
         when = msg.scheduled_enqueue_time
         if when is not None and when > now:
-            store = target.store
-            seq = self._next_seq(store)
-            stored = Stored(
-                msg,
-                seq,
-                now,
-                state=MessageState.SCHEDULED,
-                enqueued_sequence_number=seq,
-                scheduled_enqueue_time=when,
-                size=size,
-            )
-            self._add(store, stored)
-            heapq.heappush(store.scheduled_heap, (when, seq))
-            self._wake(store, when)
-            return seq
+            return self._hold_scheduled(target, msg, size, now, when, 0, 0, None)
         if isinstance(target, _Queue):
             return self._enqueue(target, msg, size, now, 0, 0, None)
         return self._publish(target, msg, size, now, 0)
+
+    def _hold_scheduled(
+        self,
+        target: _Queue | _Topic,
+        msg: SbMessage,
+        size: int,
+        now: float,
+        when: float,
+        hop: int,
+        enq_seq: int,
+        dl_source: str | None,
+    ) -> int:
+        """Keep a message until ``when`` (it gets a new number when it becomes active; one
+        that was forwarded here keeps its hops, first number and dead-letter source)."""
+        store = target.store
+        seq = self._next_seq(store)
+        stored = Stored(
+            msg,
+            seq,
+            now,
+            state=MessageState.SCHEDULED,
+            enqueued_sequence_number=enq_seq or seq,
+            hop_count=hop,
+            dead_letter_source=dl_source,
+            scheduled_enqueue_time=when,
+            size=size,
+        )
+        self._add(store, stored)
+        heapq.heappush(store.scheduled_heap, (when, seq))
+        self._wake(store, when)
+        return seq
 
     def _duplicate(self, target: _Queue | _Topic, msg: SbMessage, now: float) -> bool:
         mid = msg.message_id
@@ -1136,7 +1153,20 @@ class Namespace:
         enq_seq: int,
         dl_source: str | None,
     ) -> None:
+        """A forwarded message arrives at ``dest``: as for a send, the destination's duplicate
+        detection and a scheduled time in the future apply (a rule action may have set
+        MessageId or ScheduledEnqueueTimeUtc on the way)."""
         dest.accessed_at = now
+        if (
+            dest.props.requires_duplicate_detection
+            and msg.message_id is not None
+            and self._duplicate(dest, msg, now)
+        ):
+            return
+        when = msg.scheduled_enqueue_time
+        if when is not None and when > now:
+            self._hold_scheduled(dest, msg, size, now, when, hop, enq_seq, dl_source)
+            return
         if isinstance(dest, _Topic):
             self._publish(dest, msg, size, now, hop, dl_source, enq_seq)
         else:
@@ -1826,10 +1856,13 @@ class Namespace:
             if stored is None or stored.state is not MessageState.SCHEDULED:
                 continue
             self._remove(store, stored)
+            hop = stored.hop_count  # not 0: it was forwarded here, and keeps its first number
+            first = stored.enqueued_sequence_number if hop else 0
+            dl_source = stored.dead_letter_source
             if isinstance(entity, _Topic):
-                self._publish(entity, stored.message, stored.size, now, 0)
+                self._publish(entity, stored.message, stored.size, now, hop, dl_source, first)
             else:
-                self._enqueue(entity, stored.message, stored.size, now, 0, 0, None)
+                self._enqueue(entity, stored.message, stored.size, now, hop, first, dl_source)
         theap = store.ttl_heap
         while theap and theap[0][0] <= now:
             expires, seq = heapq.heappop(theap)

@@ -1,9 +1,16 @@
-"""Review findings: auto-forwarding into a topic."""
+"""Review findings: auto-forwarding."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 from qmgr.core.clock import ManualClock
-from qmgr.servicebus.entities import QueueProperties
+from qmgr.servicebus.entities import (
+    FilterType,
+    QueueProperties,
+    RuleProperties,
+    SubscriptionProperties,
+)
 from qmgr.servicebus.message import SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
 from tests.unit.servicebus.conftest import RecordingJournal, replay, token
@@ -75,3 +82,39 @@ def test_a_message_locked_at_a_restart_of_a_forwarding_queue_moves_on(
     again = replay(journal, Namespace(clock=clock, journal=RecordingJournal()))
     assert again.get_queue("q").total == 0
     assert [m.message.body for m in again.receive("dest", 10, RD)] == [b"a"]
+
+
+def _forwarding_subscription(ns: Namespace, action: str, dest: QueueProperties) -> None:
+    ns.create_queue("q", dest)
+    ns.create_topic("t")
+    rule = RuleProperties(FilterType.SQL, "1=1", action=action)
+    ns.create_subscription("t", "s", SubscriptionProperties(forward_to="q"), rule=("r", rule))
+
+
+def test_a_scheduled_time_set_by_an_action_holds_the_message_at_the_destination(
+    ns: Namespace, clock: ManualClock
+) -> None:
+    # forwarding docs: rule actions that changed ScheduledEnqueueTimeUtc are re-evaluated at
+    # the forwarded destination
+    _forwarding_subscription(ns, "SET sys.ScheduledEnqueueTimeUtc = user.at", QueueProperties())
+    at = dt.datetime.fromtimestamp(clock.now() + 30, dt.UTC)
+    ns.send("t", [SbMessage(b"later", properties={"at": at})])
+    assert ns.get_queue("q").scheduled == 1
+    assert ns.receive("q", 10, RD) == []
+    clock.advance(30)
+    ns.tick()
+    [m] = ns.receive("q", 10, RD)
+    assert (m.message.body, m.hop_count, m.enqueued_sequence_number) == (b"later", 1, 1)
+
+
+def test_a_message_id_set_by_an_action_is_checked_for_duplicates_at_the_destination(
+    ns: Namespace,
+) -> None:
+    # forwarding docs: rule actions that changed MessageId are re-evaluated at the forwarded
+    # destination
+    dedup = QueueProperties(requires_duplicate_detection=True)
+    _forwarding_subscription(ns, "SET sys.MessageId = user.key", dedup)
+    ns.send(
+        "t", [SbMessage(b"1", properties={"key": "k"}), SbMessage(b"2", properties={"key": "k"})]
+    )
+    assert [m.message.body for m in ns.receive("q", 10, RD)] == [b"1"]
