@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import uuid
@@ -36,7 +37,10 @@ _STATES = {
 _STATE_NAMES = {v: k for k, v in _STATES.items()}
 
 
-def message_to_wire(m: SbMessage, out: pb.SbMessage) -> pb.SbMessage:
+def message_to_wire(m: SbMessage, out: pb.SbMessage, *, strict: bool = True) -> pb.SbMessage:
+    """``strict``: a property value the wire has no type for (a date, time span or GUID) is
+    refused (a message to send); otherwise it travels as its text (a message the namespace
+    holds, which a rule action may have given such a value: refusing it would lose it)."""
     out.body = m.body
     if m.body_type != "data":
         out.body_type = m.body_type
@@ -46,10 +50,13 @@ def message_to_wire(m: SbMessage, out: pb.SbMessage) -> pb.SbMessage:
             setattr(out, name, value)
     for key, value in m.properties.items():
         if value is not None and not isinstance(value, bool | int | float | str | bytes):
-            raise bad(
-                f"application property {key!r}: {type(value).__name__} is not a supported type "
-                "(string, integer, float, boolean, bytes or null)"
-            )
+            if not strict:
+                value = value.isoformat() if isinstance(value, dt.datetime) else str(value)
+            else:
+                raise bad(
+                    f"application property {key!r}: {type(value).__name__} is not a supported "
+                    "type (string, integer, float, boolean, bytes or null)"
+                )
         value_to_wire(value, out.properties[key])
     return out
 
@@ -64,7 +71,7 @@ def message_from_wire(m: pb.SbMessage) -> SbMessage:
 
 
 def stored_to_wire(s: Stored, out: pb.SbStoredMessage) -> pb.SbStoredMessage:
-    message_to_wire(s.message, out.message)
+    message_to_wire(s.message, out.message, strict=False)
     out.sequence_number = s.sequence_number
     out.enqueued_time = s.enqueued_time
     out.expires_at = 0.0 if math.isinf(s.expires_at) else s.expires_at

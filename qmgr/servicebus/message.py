@@ -43,6 +43,26 @@ class SbMessage:
     properties: dict[str, Any] = field(default_factory=dict)  # application properties
     extra: dict[str, Any] = field(default_factory=dict)  # opaque to the namespace
 
+    def copy(self) -> SbMessage:
+        """A copy of its own (the property maps too, not what they hold)."""
+        return SbMessage(
+            self.body,
+            self.body_type,
+            self.message_id,
+            self.correlation_id,
+            self.session_id,
+            self.reply_to,
+            self.reply_to_session_id,
+            self.to,
+            self.subject,
+            self.content_type,
+            self.partition_key,
+            self.time_to_live,
+            self.scheduled_enqueue_time,
+            dict(self.properties),
+            dict(self.extra) if self.extra else {},
+        )
+
     @property
     def size(self) -> int:
         """Approximate size counted against MaxMessageSizeInKilobytes and MaxSizeInMegabytes."""

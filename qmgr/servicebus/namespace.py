@@ -275,6 +275,24 @@ def _with_properties(msg: SbMessage, changes: Mapping[str, Any]) -> SbMessage:
     return replace(msg, properties=props)
 
 
+def _check_settle_args(
+    properties: Mapping[str, Any] | None,
+    reason: str | None = None,
+    description: str | None = None,
+) -> None:
+    """What abandon, defer and dead-letter change, checked before the lock is taken back (a
+    refused settlement must leave the message locked as it was)."""
+    if properties is not None:
+        if not isinstance(properties, Mapping):
+            raise bad(f"properties must be a mapping, got {type(properties).__name__}")
+        for name in properties:
+            if not isinstance(name, str) or not name:
+                raise bad(f"property names must be non-empty strings, got {name!r}")
+    for what, value in (("reason", reason), ("description", description)):
+        if value is not None and not isinstance(value, str):
+            raise bad(f"the dead-letter {what} must be a string, got {type(value).__name__}")
+
+
 def _rule_path(sub_path: str, rule: str) -> str:
     return f"{sub_path}/Rules/{rule}"
 
@@ -718,19 +736,34 @@ class Namespace:
         ]
         try:
             for stored in waiting:
-                self._remove(store, stored)
-                self._forward(
-                    entity,
-                    stored.message,
-                    stored.size,
-                    now,
-                    stored.hop_count,
-                    stored.enqueued_sequence_number,
-                    stored.dead_letter_source,
-                    stored.sequence_number,
-                )
+                self._forward_stored(entity, store, stored, now)
         finally:
             self._flush()
+
+    def _forward_stored(
+        self, entity: _Queue | _Subscription, store: MessageStore, stored: Stored, now: float
+    ) -> None:
+        """A message held by a forwarding entity (unlocked) moves on to its ForwardTo."""
+        self._remove(store, stored)
+        self._forward(
+            entity,
+            stored.message,
+            stored.size,
+            now,
+            stored.hop_count,
+            stored.enqueued_sequence_number,
+            stored.dead_letter_source,
+            stored.sequence_number,
+        )
+
+    def _return(self, entity: Any, store: MessageStore, stored: Stored, now: float) -> None:
+        """An active message handed back (abandon, lock expiry, release): available again, or
+        forwarded if its entity has started forwarding since it was received (nobody may
+        receive from a forwarding entity)."""
+        if store is entity.store and entity.props.forward_to:
+            self._forward_stored(entity, store, stored, now)
+        else:
+            store.make_available(stored, returned=True)
 
     def _drop_store_locks(self, *stores: MessageStore) -> None:
         """Forget what a deleted entity held (its locks and timers die with it)."""
@@ -836,8 +869,7 @@ class Namespace:
         out: list[int] = []
         try:
             for msg, size in zip(messages, sizes, strict=True):
-                msg.scheduled_enqueue_time = float(at)
-                out.append(self._accept(target, msg, size, now))
+                out.append(self._accept(target, msg, size, now, float(at)))
         finally:
             self._flush()
         return out
@@ -846,7 +878,7 @@ class Namespace:
         target = self._send_target(path)
         store = target.store
         found: list[Stored] = []
-        for seq in sequence_numbers:
+        for seq in dict.fromkeys(sequence_numbers):  # a number given twice is cancelled once
             stored = store.messages.get(seq)
             if stored is None or stored.state is not MessageState.SCHEDULED:
                 raise ServiceBusError(
@@ -895,32 +927,62 @@ class Namespace:
             )
         return sizes
 
-    def _accept(self, target: _Queue | _Topic, msg: SbMessage, size: int, now: float) -> int:
-        """One message of a checked batch: duplicate detection, scheduling, delivery."""
-        if msg.message_id is None:
-            msg.message_id = uuid.uuid4().hex
+    def _accept(
+        self,
+        target: _Queue | _Topic,
+        msg: SbMessage,
+        size: int,
+        now: float,
+        at: float | None = None,
+    ) -> int:
+        """One message of a checked batch: duplicate detection, scheduling (``at``, else the
+        message's own ScheduledEnqueueTime), delivery. The namespace keeps its own copy: the
+        sender's object is not changed (it is kept as is unless something must be set)."""
+        if at is not None or msg.message_id is None:
+            msg = msg.copy()
+            if at is not None:
+                msg.scheduled_enqueue_time = at
+            if msg.message_id is None:
+                msg.message_id = uuid.uuid4().hex
         if target.props.requires_duplicate_detection and self._duplicate(target, msg, now):
             return 0
         when = msg.scheduled_enqueue_time
         if when is not None and when > now:
-            store = target.store
-            seq = self._next_seq(store)
-            stored = Stored(
-                msg,
-                seq,
-                now,
-                state=MessageState.SCHEDULED,
-                enqueued_sequence_number=seq,
-                scheduled_enqueue_time=when,
-                size=size,
-            )
-            self._add(store, stored)
-            heapq.heappush(store.scheduled_heap, (when, seq))
-            self._wake(store, when)
-            return seq
+            return self._hold_scheduled(target, msg, size, now, when, 0, 0, None)
         if isinstance(target, _Queue):
             return self._enqueue(target, msg, size, now, 0, 0, None)
         return self._publish(target, msg, size, now, 0)
+
+    def _hold_scheduled(
+        self,
+        target: _Queue | _Topic,
+        msg: SbMessage,
+        size: int,
+        now: float,
+        when: float,
+        hop: int,
+        enq_seq: int,
+        dl_source: str | None,
+    ) -> int:
+        """Keep a message until ``when`` (it gets a new number when it becomes active; one
+        that was forwarded here keeps its hops, first number and dead-letter source)."""
+        store = target.store
+        seq = self._next_seq(store)
+        stored = Stored(
+            msg,
+            seq,
+            now,
+            state=MessageState.SCHEDULED,
+            enqueued_sequence_number=enq_seq or seq,
+            hop_count=hop,
+            dead_letter_source=dl_source,
+            scheduled_enqueue_time=when,
+            size=size,
+        )
+        self._add(store, stored)
+        heapq.heappush(store.scheduled_heap, (when, seq))
+        self._wake(store, when)
+        return seq
 
     def _duplicate(self, target: _Queue | _Topic, msg: SbMessage, now: float) -> bool:
         mid = msg.message_id
@@ -964,20 +1026,23 @@ class Namespace:
         now: float,
         hop: int,
         dl_source: str | None = None,
+        enq_seq: int = 0,
     ) -> int:
         """Fan a message out to the subscriptions of ``topic``; returns the topic's sequence
-        number for it."""
+        number for it. The copies keep ``enq_seq`` (the number at the first entity, for a
+        message forwarded here) or the topic's number."""
         seq = self._next_seq(topic.store)
+        first = enq_seq or seq
         topic.accessed_at = now
         for sub, copy in topic.router.route(msg, seq, now):
             if isinstance(copy, FilterEvaluationError):
                 if sub.props.dead_lettering_on_filter_exceptions:
                     self._dead_letter_new(
-                        sub, msg, size, now, hop, seq, "FilterEvaluationException", str(copy)
+                        sub, msg, size, now, hop, first, "FilterEvaluationException", str(copy)
                     )
                 continue
             copy_size = size if copy is msg else copy.size
-            self._enqueue(sub, copy, copy_size, now, hop, seq, dl_source)
+            self._enqueue(sub, copy, copy_size, now, hop, first, dl_source)
         return seq
 
     def _enqueue(
@@ -1088,9 +1153,22 @@ class Namespace:
         enq_seq: int,
         dl_source: str | None,
     ) -> None:
+        """A forwarded message arrives at ``dest``: as for a send, the destination's duplicate
+        detection and a scheduled time in the future apply (a rule action may have set
+        MessageId or ScheduledEnqueueTimeUtc on the way)."""
         dest.accessed_at = now
+        if (
+            dest.props.requires_duplicate_detection
+            and msg.message_id is not None
+            and self._duplicate(dest, msg, now)
+        ):
+            return
+        when = msg.scheduled_enqueue_time
+        if when is not None and when > now:
+            self._hold_scheduled(dest, msg, size, now, when, hop, enq_seq, dl_source)
+            return
         if isinstance(dest, _Topic):
-            self._publish(dest, msg, size, now, hop, dl_source)
+            self._publish(dest, msg, size, now, hop, dl_source, enq_seq)
         else:
             self._enqueue(dest, msg, size, now, hop, enq_seq, dl_source)
 
@@ -1294,6 +1372,7 @@ class Namespace:
         self, path: str, lock_token: uuid.UUID, properties: Mapping[str, Any] | None = None
     ) -> None:
         """Unlock now (delivery count + 1; dead-lettered past MaxDeliveryCount)."""
+        _check_settle_args(properties)
         entity, store, stored = self._locked(path, lock_token)
         if properties:
             stored.message = _with_properties(stored.message, properties)
@@ -1311,12 +1390,14 @@ class Namespace:
                 self._expire(entity, store, stored, now)
                 self._flush()
             else:
-                store.make_available(stored, returned=True)
+                self._return(entity, store, stored, now)
+                self._flush()
 
     def defer(
         self, path: str, lock_token: uuid.UUID, properties: Mapping[str, Any] | None = None
     ) -> None:
         """Set aside: only ``receive_deferred`` by sequence number gets it again."""
+        _check_settle_args(properties)
         _, store, stored = self._locked(path, lock_token)
         if properties:
             stored.message = _with_properties(stored.message, properties)
@@ -1337,6 +1418,7 @@ class Namespace:
                 Code.INVALID_OPERATION,
                 f"cannot dead-letter a message of a dead-letter queue ('{path}')",
             )
+        _check_settle_args(properties, reason, description)
         _, store, stored = self._locked(path, lock_token)
         self._remove(store, stored)
         try:
@@ -1390,7 +1472,7 @@ class Namespace:
             return
         self.journal.message_updated(store.path, stored)
         if stored.state is MessageState.ACTIVE:
-            store.make_available(stored, returned=True)
+            self._return(entity, store, stored, now)
 
     def _expire_lock(self, entity: Any, store: MessageStore, stored: Stored, now: float) -> None:
         """``stored`` (out of the lock table) lost its lock by time."""
@@ -1454,12 +1536,16 @@ class Namespace:
     ) -> list[Stored]:
         """Deferred messages by sequence number (all must exist and be deferred)."""
         entity, store = self._receive_source(path)
+        if not isinstance(mode, ReceiveMode):
+            raise bad(f"mode must be a ReceiveMode, got {mode!r}")
         now = self.clock.now()
         sq = self._session_for(store, session, now) if store.sessions_enabled else None
         if session is not None and sq is None:
             raise ServiceBusError(Code.INVALID_OPERATION, f"'{path}' is not session-enabled")
         found: list[Stored] = []
-        for seq in sequence_numbers:
+        for seq in dict.fromkeys(sequence_numbers):  # a number given twice is received once
+            if isinstance(seq, bool) or not isinstance(seq, int):
+                raise bad(f"a sequence number must be an integer, got {seq!r}")
             stored = store.messages.get(seq)
             if (
                 stored is None
@@ -1605,20 +1691,28 @@ class Namespace:
     def release_session(self, path: str, session_id: str) -> None:
         """Close a session: its unsettled messages are available again, their delivery count
         unchanged. Releasing a session that is not locked does nothing."""
-        _, store = self._resolve(path)
+        entity, store = self._resolve(path)
         sq = store.sessions.get(session_id) if store.sessions_enabled else None
         if sq is None or sq.lock_token is None:
             return
-        for token, stored in sq.locked.items():
-            store.locks.pop(token, None)
-            stored.lock_token = None
-            stored.locked_until = 0.0
-            stored.session_lock = False
-            if stored.state is MessageState.ACTIVE:
-                store.make_available(stored, returned=True)
+        now = self.clock.now()
+        locked = list(sq.locked.items())
         sq.locked.clear()
         sq.lock_token = None
         sq.locked_until = 0.0
+        try:
+            for token, stored in locked:
+                store.locks.pop(token, None)
+                stored.lock_token = None
+                stored.locked_until = 0.0
+                stored.session_lock = False
+                if stored.state is MessageState.ACTIVE:
+                    if stored.expires_at <= now:  # it expired while locked: now it does
+                        self._expire(entity, store, stored, now)
+                    else:
+                        store.make_available(stored, returned=True)
+        finally:
+            self._flush()
         self._forget_session_if_empty(store, sq)
 
     def _expire_session(self, store: MessageStore, sq: SessionQueue, now: float) -> None:
@@ -1762,10 +1856,13 @@ class Namespace:
             if stored is None or stored.state is not MessageState.SCHEDULED:
                 continue
             self._remove(store, stored)
+            hop = stored.hop_count  # not 0: it was forwarded here, and keeps its first number
+            first = stored.enqueued_sequence_number if hop else 0
+            dl_source = stored.dead_letter_source
             if isinstance(entity, _Topic):
-                self._publish(entity, stored.message, stored.size, now, 0)
+                self._publish(entity, stored.message, stored.size, now, hop, dl_source, first)
             else:
-                self._enqueue(entity, stored.message, stored.size, now, 0, 0, None)
+                self._enqueue(entity, stored.message, stored.size, now, hop, first, dl_source)
         theap = store.ttl_heap
         while theap and theap[0][0] <= now:
             expires, seq = heapq.heappop(theap)
@@ -1931,6 +2028,8 @@ class Namespace:
         for entity in self._by_uid().values():
             entity.accessed_at = self.clock.now()  # a restart counts as use
             self._watch_idle(entity)
+            if not isinstance(entity, _Topic):
+                self._forward_held(entity)  # locked in a forwarding entity at the restart
 
 
 _RESTORE_ORDER = {"queue": 0, "topic": 0, "subscription": 1, "rule": 2}

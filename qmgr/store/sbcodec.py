@@ -21,7 +21,7 @@ _FIELDS = tuple(  # the optional system properties, kept under their own names
 
 def encode_value(v: Any) -> list[Any]:
     """A value as ``[tag, data]``: null, bool, int (Int32 kept apart), float, str, bytes, UUID,
-    datetime, list and map (keys encoded too); anything else as its text (``r``)."""
+    datetime, timedelta (TimeSpan), list and map (keys encoded too); anything else as its text (``r``)."""
     if v is None:
         return ["n", None]
     if isinstance(v, bool):
@@ -40,6 +40,8 @@ def encode_value(v: Any) -> list[Any]:
         return ["u", str(v)]
     if isinstance(v, dt.datetime):
         return ["t", v.isoformat()]
+    if isinstance(v, dt.timedelta):  # a TimeSpan, exactly (days, seconds, microseconds)
+        return ["ts", [v.days, v.seconds, v.microseconds]]
     if isinstance(v, list | tuple):
         return ["a", [encode_value(x) for x in v]]
     if isinstance(v, dict):
@@ -59,6 +61,8 @@ def decode_value(item: list[Any]) -> Any:
         return uuid.UUID(data)
     if tag == "t":
         return dt.datetime.fromisoformat(data)
+    if tag == "ts":
+        return dt.timedelta(days=data[0], seconds=data[1], microseconds=data[2])
     if tag == "a":
         return [decode_value(x) for x in data]
     if tag == "o":
