@@ -444,6 +444,20 @@ class _Applier:
         existing = {key(r.name): r for r in self.ns.list_rules(topic, name)}
         for rule in rules:
             self._rule(topic, name, rule, existing.get(key(rule.name)))
+        default = existing.get(key(DEFAULT_RULE))
+        if (
+            current is not None
+            and spec.rules
+            and all(key(r.name) != key(DEFAULT_RULE) for r in spec.rules)
+            and default is not None
+            and _canonical(default.properties) == _canonical(RuleProperties())
+        ):
+            # the file now gives the subscription its rules: as a subscription created with
+            # them, it has no catch-all $Default (which would make every rule pointless)
+            self._do(spec.where, lambda: self.ns.delete_rule(topic, name, default.name))
+            self.changes.append(
+                f"deleted rule '{default.name}' of {what} (the file gives its rules)"
+            )
 
     def _rule(self, topic: str, sub: str, spec: RuleDef, current: RuleInfo | None) -> None:
         what = f"rule '{spec.name}' of '{topic}/{SUBSCRIPTIONS}/{sub}'"

@@ -777,3 +777,37 @@ def test_export_for_the_emulator_keeps_the_properties_its_schema_knows() -> None
     assert set(sub["Properties"]) <= set(expected["Subscriptions"][0]["Properties"])
     assert sub["Rules"] == expected["Subscriptions"][0]["Rules"]
     assert config_json.parse(out).entity_count == 2
+
+
+def test_rules_added_to_a_subscription_in_the_file_replace_its_default_rule() -> None:
+    """A subscription first listed without rules gets $Default; when the file later gives it
+    rules, it ends as one created with them would (Service Bus: creating a subscription with a
+    rule replaces the default), so the new filter is not made pointless by a catch-all."""
+    doc = {
+        "UserConfig": {
+            "Namespaces": [
+                {
+                    "Name": "sbemulatorns",
+                    "Topics": [{"Name": "t", "Subscriptions": [{"Name": "s"}]}],
+                }
+            ]
+        }
+    }
+    ns = namespace()
+    config_json.apply(ns, config_json.parse(doc))
+    assert [r.name for r in ns.list_rules("t", "s")] == ["$Default"]
+    sub = doc["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"][0]
+    sub["Rules"] = [
+        {
+            "Name": "big",
+            "Properties": {"FilterType": "Sql", "SqlFilter": {"SqlExpression": "amount > 100"}},
+        }
+    ]
+    changes = config_json.apply(ns, config_json.parse(doc))
+    assert [r.name for r in ns.list_rules("t", "s")] == ["big"]
+    assert any("deleted rule '$Default'" in c for c in changes)
+    assert config_json.apply(ns, config_json.parse(doc)) == []
+    # a $Default the application changed is its own rule, and stays
+    ns.create_rule("t", "s", "$Default", RuleProperties(FilterType.SQL, sql="vip = TRUE"))
+    assert config_json.apply(ns, config_json.parse(doc)) == []
+    assert {r.name for r in ns.list_rules("t", "s")} == {"big", "$Default"}
