@@ -174,3 +174,12 @@ def test_layer_tracks_the_last_header():
     assert decoder.layer == 3
     decoder.feed(AMQP_HEADER)
     assert decoder.layer == 0
+
+
+@given(st.binary(max_size=200))
+def test_garbage_after_the_header_is_a_framing_error_or_frames(data):
+    decoder = FrameDecoder(4096)
+    try:
+        decoder.feed(AMQP_HEADER + data)
+    except FramingError as e:
+        assert e.condition in (FRAMING_ERROR, DECODE_ERROR)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import uuid
@@ -347,3 +348,71 @@ def test_expiry_is_written_when_finite():
     got = decode_message(to_amqp(_stored(SbMessage(body=b""), expires_at=T0 + 1)))
     assert got.properties.absolute_expiry_time == round((T0 + 1) * 1000)
     assert math.isinf(_stored(SbMessage()).expires_at)
+
+
+annotation_keys = st.text(alphabet="abcx-", min_size=1, max_size=10).map(Symbol)
+plain_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**31), 2**31 - 1),
+    st.text(max_size=20),
+    st.binary(max_size=20),
+)
+messages = st.builds(
+    Message,
+    header=st.one_of(st.none(), st.builds(Header, durable=st.booleans(), priority=st.integers(0, 255),
+                                          ttl=st.one_of(st.none(), st.integers(0, 2**32 - 1)),
+                                          delivery_count=st.integers(0, 2**32 - 1))),
+    delivery_annotations=st.one_of(st.none(), st.dictionaries(annotation_keys, plain_values, max_size=3)),
+    message_annotations=st.one_of(st.none(), st.dictionaries(annotation_keys, plain_values, max_size=3)),
+    properties=st.one_of(st.none(), st.builds(Properties, message_id=st.one_of(st.none(), st.text(max_size=10), st.uuids()),
+                                              group_id=st.one_of(st.none(), st.text(max_size=10)),
+                                              creation_time=st.one_of(st.none(), st.integers(0, 2**40)))),
+    application_properties=st.one_of(st.none(), st.dictionaries(st.text(max_size=10), plain_values, max_size=4)),
+    footer=st.one_of(st.none(), st.dictionaries(annotation_keys, plain_values, max_size=2)),
+).flatmap(
+    lambda m: st.one_of(
+        st.lists(st.binary(max_size=50), min_size=1, max_size=3).map(lambda b: _with_body(m, b, "data")),
+        st.lists(st.lists(plain_values, max_size=3), min_size=1, max_size=3).map(lambda b: _with_body(m, b, "sequence")),
+        plain_values.map(lambda b: _with_body(m, b, "value")),
+    )
+)  # fmt: skip
+
+
+def _with_body(m: Message, body, kind: str) -> Message:
+    m.body, m.body_type = body, kind
+    return m
+
+
+@given(messages)
+def test_any_message_round_trips(message):
+    assert decode_message(encode_message(message)) == message
+
+
+@given(st.binary(max_size=80))
+def test_garbage_is_a_decode_error_or_a_message(data):
+    with contextlib.suppress(DecodeError):
+        to_sb_message(data)
+
+
+@given(messages, st.integers(min_value=0, max_value=400))
+def test_truncated_messages_are_decode_errors(message, cut):
+    data = encode_message(message)
+    if 0 < cut < len(data):
+        try:
+            decode_message(data[:cut])
+        except DecodeError:
+            return
+        # a cut between two sections leaves a shorter valid message
+        assert data[:cut] != data
+
+
+@given(
+    messages, st.integers(min_value=0, max_value=10_000), st.integers(min_value=0, max_value=255)
+)
+def test_a_changed_byte_is_a_decode_error_or_a_message(message, where, byte):
+    data = bytearray(encode_message(message))
+    if data:
+        data[where % len(data)] = byte
+    with contextlib.suppress(DecodeError):
+        to_sb_message(bytes(data))
