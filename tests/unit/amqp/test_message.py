@@ -416,3 +416,17 @@ def test_a_changed_byte_is_a_decode_error_or_a_message(message, where, byte):
         data[where % len(data)] = byte
     with contextlib.suppress(DecodeError):
         to_sb_message(bytes(data))
+
+
+def test_a_body_from_another_client_goes_out_as_data():
+    got = decode_message(to_amqp(_stored(SbMessage(body=b"raw", body_type="text"))))
+    assert (got.body, got.body_type) == ([b"raw"], "data")
+
+
+def test_a_property_no_amqp_type_holds_goes_out_as_text():
+    import decimal
+
+    got = decode_message(
+        to_amqp(_stored(SbMessage(body=b"", properties={"d": decimal.Decimal("1.5")})))
+    )
+    assert got.application_properties == {"d": "1.5"}
