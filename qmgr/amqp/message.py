@@ -310,6 +310,17 @@ def _ms(seconds: float) -> Timestamp:
     return Timestamp(round(seconds * 1000))
 
 
+def timestamp(seconds: float) -> Timestamp:
+    """An AMQP timestamp (ms) for epoch ``seconds``."""
+    return _ms(seconds)
+
+
+def dotnet_ticks(seconds: float) -> Long:
+    """Epoch ``seconds`` as .NET ticks (100 ns since 0001-01-01), for the link property
+    ``com.microsoft:locked-until-utc`` of a session receiver (whole milliseconds, as Service Bus)."""
+    return Long(_TICKS_AT_EPOCH + round(seconds * 1000) * 10_000)
+
+
 def _to_sb_value(v: Any) -> Any:
     if isinstance(v, Int):
         return Int32(int(v))

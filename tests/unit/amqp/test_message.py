@@ -430,3 +430,17 @@ def test_a_property_no_amqp_type_holds_goes_out_as_text():
         to_amqp(_stored(SbMessage(body=b"", properties={"d": decimal.Decimal("1.5")})))
     )
     assert got.application_properties == {"d": "1.5"}
+
+
+def test_dotnet_ticks_and_timestamps():
+    from qmgr.amqp.message import dotnet_ticks, timestamp
+
+    assert dotnet_ticks(0) == 621355968000000000
+    assert dotnet_ticks(1.5) == 621355968000000000 + 1500 * 10_000
+    assert type(dotnet_ticks(1.0)) is Long
+    assert timestamp(1.25) == Timestamp(1250) and type(timestamp(1.25)) is Timestamp
+    # what the SDK computes from the ticks it is given (utils.utc_from_timestamp of ticks)
+    ticks = dotnet_ticks(T0)
+    assert dt.datetime(1, 1, 1, tzinfo=dt.UTC) + dt.timedelta(
+        microseconds=ticks // 10
+    ) == dt.datetime.fromtimestamp(T0, dt.UTC)
