@@ -444,3 +444,28 @@ def test_dotnet_ticks_and_timestamps():
     assert dt.datetime(1, 1, 1, tzinfo=dt.UTC) + dt.timedelta(
         microseconds=ticks // 10
     ) == dt.datetime.fromtimestamp(T0, dt.UTC)
+
+
+def test_message_ids_of_every_kind():
+    from qmgr.amqp.types import ULong
+
+    for given_id, expected in [
+        ("s", "s"),
+        (7, ULong(7)),
+        (uuid.UUID(int=3), uuid.UUID(int=3)),
+        (b"\x01", b"\x01"),
+    ]:
+        back = decode_message(
+            encode_message(
+                Message(properties=Properties(message_id=given_id), body=[b""], body_type="data")
+            )
+        )
+        assert back.properties.message_id == expected and type(back.properties.message_id) is type(
+            expected
+        )
+    with pytest.raises(DecodeError):
+        decode_message(
+            encode_message(
+                Message(properties=Properties(message_id=1.5), body=[b""], body_type="data")
+            )
+        )
