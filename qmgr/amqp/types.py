@@ -215,6 +215,9 @@ def encode(value: Any) -> bytes:
 
 def encode_into(out: bytearray, value: Any) -> None:
     """Append the encoding of ``value`` to ``out``."""
+    if value is None:
+        out.append(0x40)
+        return
     enc = _ENCODERS.get(type(value))
     if enc is None:
         enc = _encoder_for(value)
