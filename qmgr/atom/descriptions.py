@@ -187,6 +187,16 @@ def _description(body: bytes, kind: str) -> ET.Element:
     return found[0]
 
 
+def description_kind(body: bytes) -> str:
+    """The kind of description an entry holds (``QueueDescription``, ...), checked strictly."""
+    root = _load(body)
+    content = root.find(f"{{{ATOM_NS}}}content") if root.tag == f"{{{ATOM_NS}}}entry" else None
+    found = list(content) if content is not None else []
+    if len(found) != 1 or not found[0].tag.startswith(_SB):
+        raise AtomError("expected an ATOM <entry> whose <content> holds one description")
+    return _local(found[0].tag)
+
+
 def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
