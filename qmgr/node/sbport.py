@@ -239,7 +239,6 @@ class ServiceBusPort:
         host_ = runtime.servicebus
         self.api = ManagementApi(host_.namespace, host_.clock.now)
         self._server: asyncio.Server | None = None
-        self._lock = asyncio.Lock()  # one management request at a time changes the namespace
 
     async def start(self) -> int:
         """Listen; returns the port (the one chosen when asked for 0)."""
@@ -381,12 +380,11 @@ class ServiceBusPort:
         method = request.method.decode("ascii", "replace").upper()
         target = request.target.decode("latin-1")
         host = headers.get("host", f"{self.host}:{self.port}")
-        async with self._lock:
-            response = self.api.handle(method, target, headers, body, host)
-            if response.changed:
-                assert self.rt.servicebus is not None
-                self.rt.servicebus.changed()
-                await self.rt.durable()
+        response = self.api.handle(method, target, headers, body, host)  # atomic: no await
+        if response.changed:
+            assert self.rt.servicebus is not None
+            self.rt.servicebus.changed()
+            await self.rt.durable()
         log.debug("%s %s -> %s", method, target, response.status)
         return response
 
