@@ -46,6 +46,19 @@ MAX_TOP = 100
 
 
 @dataclass(frozen=True, slots=True)
+class _Request:
+    method: str
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: bytes
+    base: str  # https://host: where the entries' links point
+
+    @property
+    def if_match(self) -> bool:
+        return self.headers.get("if-match", "").strip() == "*"
+
+
+@dataclass(frozen=True, slots=True)
 class Response:
     status: int
     content_type: str
@@ -71,24 +84,17 @@ class ManagementApi:
         parts = urlsplit(target)
         segments = [unquote(s) for s in parts.path.split("/") if s]
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        base = f"https://{host}"
+        request = _Request(method, query, headers, body, f"https://{host}")
         try:
-            return self._route(method, segments, query, headers, body, base)
+            return self._route(segments, request)
         except ServiceBusError as exc:
             status = 409 if exc.code is Code.ENTITY_ALREADY_EXISTS else exc.code.status
             return _error(status, str(exc))
         except AtomError as exc:
             return _error(400, f"Bad request: {exc}")
 
-    def _route(
-        self,
-        method: str,
-        seg: list[str],
-        query: Mapping[str, str],
-        headers: Mapping[str, str],
-        body: bytes,
-        base: str,
-    ) -> Response:
+    def _route(self, seg: list[str], req: _Request) -> Response:
+        method, base = req.method, req.base
         if not seg:
             return _error(404, "No entity was named.")
         if method == "GET" and len(seg) == 1 and seg[0].lower() == "health":
@@ -96,18 +102,18 @@ class ManagementApi:
         if seg[0].lower() == "$resources":
             if method != "GET" or len(seg) != 2 or seg[1].lower() not in ("queues", "topics"):
                 return _error(404, f"No such resource list: /{'/'.join(seg)}")
-            return self._list_entities(seg[1].lower(), query, base)
+            return self._list_entities(seg[1].lower(), req.query, base)
         lowered = [s.lower() for s in seg]
         if "subscriptions" in lowered[1:]:
             at = lowered.index("subscriptions", 1)
             topic = "/".join(seg[:at])
             rest = seg[at + 1 :]
-            return self._subscriptions(method, topic, rest, query, headers, body, base)
+            return self._subscriptions(topic, rest, req)
         name = "/".join(seg)
         if method == "GET":
             return self._get_entity(name, base)
         if method == "PUT":
-            return self._put_entity(name, headers, body, base)
+            return self._put_entity(name, req)
         if method == "DELETE":
             return self._delete_entity(name)
         return _error(405, f"Method {method} is not allowed here.")
@@ -141,11 +147,10 @@ class ManagementApi:
         info = self._find(name)
         return Response(200, ENTRY_TYPE, atom.document(self._entity_entry(info, base)))
 
-    def _put_entity(
-        self, name: str, headers: Mapping[str, str], body: bytes, base: str
-    ) -> Response:
+    def _put_entity(self, name: str, req: _Request) -> Response:
+        body, base = req.body, req.base
         kind = atom.description_kind(body)
-        updating = _if_match(headers)
+        updating = req.if_match
         info: QueueInfo | TopicInfo
         if kind == "QueueDescription":
             values = atom.parse_queue(body)
@@ -195,16 +200,8 @@ class ManagementApi:
 
     # -- subscriptions and rules ----------------------------------------------------------
 
-    def _subscriptions(
-        self,
-        method: str,
-        topic: str,
-        rest: list[str],
-        query: Mapping[str, str],
-        headers: Mapping[str, str],
-        body: bytes,
-        base: str,
-    ) -> Response:
+    def _subscriptions(self, topic: str, rest: list[str], req: _Request) -> Response:
+        method, base, query = req.method, req.base, req.query
         topic_url = f"{base}/{quote(topic)}/Subscriptions"
         if not rest:
             if method != "GET":
@@ -225,7 +222,7 @@ class ManagementApi:
                 self.ns.delete_subscription(topic, sub)
                 return Response(200, XML_TYPE, b"", changed=True)
             if method == "PUT":
-                return self._put_subscription(topic, sub, headers, body, base)
+                return self._put_subscription(topic, sub, req)
             return _error(405, f"Method {method} is not allowed on a subscription.")
         if rest[1].lower() != "rules" or len(rest) > 3:
             return _error(404, f"No such resource under subscription '{sub}'.")
@@ -243,22 +240,20 @@ class ManagementApi:
             self.ns.delete_rule(topic, sub, rule)
             return Response(200, XML_TYPE, b"", changed=True)
         if method == "PUT":
-            _, props = atom.parse_rule(body)
-            if _if_match(headers):
+            _, props = atom.parse_rule(req.body)
+            if req.if_match:
                 made = self.ns.update_rule(topic, sub, rule, props)
             else:
                 made = self.ns.create_rule(topic, sub, rule, props)
-            status = 200 if _if_match(headers) else 201
+            status = 200 if req.if_match else 201
             entry = self._rule_entry(made, base)
             return Response(status, ENTRY_TYPE, atom.document(entry), changed=True)
         return _error(405, f"Method {method} is not allowed on a rule.")
 
-    def _put_subscription(
-        self, topic: str, name: str, headers: Mapping[str, str], body: bytes, base: str
-    ) -> Response:
-        values, rule = atom.parse_subscription(body)
+    def _put_subscription(self, topic: str, name: str, req: _Request) -> Response:
+        values, rule = atom.parse_subscription(req.body)
         info: SubscriptionInfo
-        if _if_match(headers):
+        if req.if_match:
             current = self.ns.get_subscription(topic, name).properties
             info = self.ns.update_subscription(topic, name, current.with_changes(values))
             status = 200
@@ -267,7 +262,7 @@ class ManagementApi:
             default = None if rule is None else (rule[0] or DEFAULT_RULE, rule[1])
             info = self.ns.create_subscription(topic, name, props, default)
             status = 201
-        entry = self._sub_entry(info, base)
+        entry = self._sub_entry(info, req.base)
         return Response(status, ENTRY_TYPE, atom.document(entry), changed=True)
 
     def _sub_entry(self, info: SubscriptionInfo, base: str) -> str:
@@ -294,10 +289,6 @@ class ManagementApi:
         self_url = f"{url}?$skip={skip}&$top={top}&api-version={API_VERSION}"
         text = atom.feed(self_url, title, page, self.now(), next_url)
         return Response(200, FEED_TYPE, atom.document(text))
-
-
-def _if_match(headers: Mapping[str, str]) -> bool:
-    return headers.get("if-match", "").strip() == "*"
 
 
 def _paging(query: Mapping[str, str]) -> tuple[int, int]:

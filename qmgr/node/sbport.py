@@ -36,16 +36,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import h11
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from qmgr.atom.api import TEXT_TYPE, ManagementApi, Response
 
 if TYPE_CHECKING:
     from qmgr.node.runtime import NodeRuntime
 from qmgr.security.files import write_private
+from qmgr.security.pki import self_signed
 
 log = logging.getLogger("qmgr.servicebus.port")
 
@@ -74,35 +71,11 @@ class _Closed(Exception):
 # ---------------------------------------------------------------------- certificates
 
 
-def self_signed(hosts: tuple[str, ...], now: dt.datetime) -> tuple[bytes, bytes]:
-    """A self-signed server certificate and key (PEM) for ``hosts``, valid ten years."""
-    import ipaddress
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "qmgr Service Bus emulator")])
-    alt: list[x509.GeneralName] = []
-    for host in hosts:
-        try:
-            alt.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            alt.append(x509.DNSName(host))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=3650))
-        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-        .sign(key, hashes.SHA256())
+def _self_signed() -> tuple[bytes, bytes]:
+    issued = self_signed(
+        "qmgr Service Bus emulator", dt.datetime.now(dt.UTC), ("localhost", "127.0.0.1", "::1")
     )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+    return issued.cert_pem, issued.key_pem
 
 
 def server_context(
@@ -117,14 +90,12 @@ def server_context(
     if data_dir is not None:
         cert_path, key_path = data_dir / CERT_FILE, data_dir / KEY_FILE
         if not (cert_path.exists() and key_path.exists()):
-            cert_pem, key_pem = self_signed(
-                ("localhost", "127.0.0.1", "::1"), dt.datetime.now(dt.UTC)
-            )
+            cert_pem, key_pem = _self_signed()
             write_private(key_path, key_pem)
             cert_path.write_bytes(cert_pem)
         context.load_cert_chain(cert_path, key_path)
         return context
-    cert_pem, key_pem = self_signed(("localhost", "127.0.0.1", "::1"), dt.datetime.now(dt.UTC))
+    cert_pem, key_pem = _self_signed()
     with tempfile.TemporaryDirectory() as tmp:
         cert_path, key_path = Path(tmp) / CERT_FILE, Path(tmp) / KEY_FILE
         write_private(key_path, key_pem)
