@@ -8,6 +8,7 @@ entity names may hold ``/``:
 - ``GET|PUT|DELETE /<queue or topic>``; the PUT body's description says which kind it creates
 - ``GET /<topic>/subscriptions``, ``GET|PUT|DELETE /<topic>/subscriptions/<sub>``
 - ``GET /<topic>/subscriptions/<sub>/rules``, ``GET|PUT|DELETE …/rules/<rule>``
+- ``GET /$namespaceinfo``: the namespace's name, a Standard messaging namespace
 - ``GET /health``: ``200 Healthy``, as Microsoft's emulator answers
 
 A PUT without ``If-Match`` creates (409 if the name is taken); with ``If-Match: *`` it updates
@@ -99,6 +100,10 @@ class ManagementApi:
             return _error(404, "No entity was named.")
         if method == "GET" and len(seg) == 1 and seg[0].lower() == "health":
             return Response(200, TEXT_TYPE, b"Healthy")
+        if method == "GET" and len(seg) == 1 and seg[0].lower() == "$namespaceinfo":
+            info = atom.namespace_info(self.ns.name)
+            entry = atom.entry(f"{base}/$namespaceinfo", self.ns.name, info, 0.0, self.now())
+            return Response(200, ENTRY_TYPE, atom.document(entry))
         if seg[0].lower() == "$resources":
             if method != "GET" or len(seg) != 2 or seg[1].lower() not in ("queues", "topics"):
                 return _error(404, f"No such resource list: /{'/'.join(seg)}")

@@ -568,6 +568,15 @@ def _key_values_xml(values: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+def namespace_info(name: str) -> str:
+    """What ``GET /$namespaceinfo`` describes: a Standard messaging namespace."""
+    body = (
+        f"<MessagingSKU>Standard</MessagingSKU><Name>{escape(name)}</Name>"
+        "<NamespaceType>Messaging</NamespaceType>"
+    )
+    return _wrap("NamespaceInfo", body)
+
+
 def _wrap(kind: str, inner: str) -> str:
     return f'<{kind} xmlns="{SB_NS}" xmlns:i="{XSI_NS}">{inner}</{kind}>'
 

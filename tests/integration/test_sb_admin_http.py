@@ -142,6 +142,8 @@ def test_queues_topics_subscriptions_and_rules_through_the_real_admin_client(
         "forwarding",
     ]
 
+    namespace = admin.get_namespace_properties()
+    assert (namespace.name, namespace.messaging_sku) == ("sbemulatorns", "Standard")
     assert [q.name for q in admin.list_queues()] == ["orders"]
     assert [t.name for t in admin.list_topics()] == ["events"]
     assert [s.name for s in admin.list_subscriptions("events")] == ["all"]
