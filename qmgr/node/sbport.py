@@ -351,7 +351,11 @@ class ServiceBusPort:
         method = request.method.decode("ascii", "replace").upper()
         target = request.target.decode("latin-1")
         host = headers.get("host", f"{self.host}:{self.port}")
-        response = self.api.handle(method, target, headers, body, host)  # atomic: no await
+        try:
+            response = self.api.handle(method, target, headers, body, host)  # atomic: no await
+        except Exception:
+            log.exception("Service Bus port: %s %s failed", method, target)
+            return Response(500, TEXT_TYPE, b"Internal error: see the node's log\n")
         if response.changed:
             assert self.rt.servicebus is not None
             self.rt.servicebus.changed()

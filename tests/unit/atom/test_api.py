@@ -102,3 +102,14 @@ def test_bad_bodies_change_nothing(api: ManagementApi) -> None:
 
 def test_health(api: ManagementApi) -> None:
     assert call(api, "GET", "/health") == Response(200, "text/plain; charset=utf-8", b"Healthy")
+
+
+def test_a_default_rule_description_replaces_default(api: ManagementApi) -> None:
+    call(api, "PUT", "/t", TOPIC)
+    sub = _entry(
+        f'<SubscriptionDescription xmlns="{SB}" xmlns:i="{atom.XSI_NS}"><DefaultRuleDescription>'
+        '<Filter i:type="SqlFilter"><SqlExpression>1=0</SqlExpression></Filter>'
+        "<Name>none</Name></DefaultRuleDescription></SubscriptionDescription>"
+    )
+    assert call(api, "PUT", "/t/subscriptions/s", sub).status == 201
+    assert [r.name for r in api.ns.list_rules("t", "s")] == ["none"]
