@@ -1,0 +1,214 @@
+"""AMQP 1.0 framing (part 2.3): protocol headers, frames out, a frame decoder for bytes in.
+
+A frame: ``size`` (uint32, the whole frame), ``doff`` (data offset in 4-byte words, at least 2),
+``type`` (0 AMQP, 1 SASL), ``channel`` (uint16), the extended header (skipped), then the body: a
+described performative followed, for a transfer, by its payload. A frame of 8 bytes is a
+heartbeat.
+
+``FrameDecoder`` is fed whatever arrives and returns what is complete: ``ProtocolHeader`` items
+(the first 8 bytes of the stream, and the AMQP header that follows the SASL exchange) and
+``Frame`` items. Bad input raises ``FramingError`` carrying the AMQP error condition the
+connection must be closed with; once raised, the decoder stays broken (the connection is gone).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from qmgr.amqp.performatives import (
+    PERFORMATIVES,
+    SASL_FRAMES,
+    Composite,
+    Transfer,
+    decode_described,
+    encode_described,
+)
+from qmgr.amqp.types import DecodeError, Described, decode_value, encode_into
+
+AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
+SASL_HEADER = b"AMQP\x03\x01\x00\x00"
+TLS_HEADER = b"AMQP\x02\x01\x00\x00"
+PROTO_AMQP, PROTO_TLS, PROTO_SASL = 0, 2, 3
+TYPE_AMQP, TYPE_SASL = 0, 1
+MIN_MAX_FRAME_SIZE = 512
+HEARTBEAT = b"\x00\x00\x00\x08\x02\x00\x00\x00"
+
+# Conditions (AMQP 1.0 part 2.8.15/16).
+DECODE_ERROR = "amqp:decode-error"
+FRAMING_ERROR = "amqp:connection:framing-error"
+NOT_ALLOWED = "amqp:not-allowed"
+
+_HEAD = struct.Struct(">IBBH")
+
+
+class FramingError(Exception):
+    """The byte stream cannot go on: close the connection with ``condition``."""
+
+    def __init__(self, condition: str, description: str) -> None:
+        super().__init__(f"{condition}: {description}")
+        self.condition = condition
+        self.description = description
+
+
+class ProtocolHeaderError(FramingError):
+    """The peer's protocol header is not one we speak: answer with ``expected`` and close."""
+
+    def __init__(self, received: bytes, expected: bytes) -> None:
+        super().__init__(FRAMING_ERROR, f"unsupported protocol header {received!r}")
+        self.received = received
+        self.expected = expected
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolHeader:
+    protocol_id: int  # 0 AMQP, 2 TLS, 3 SASL
+    major: int = 1
+    minor: int = 0
+    revision: int = 0
+
+    def to_bytes(self) -> bytes:
+        return b"AMQP" + bytes((self.protocol_id, self.major, self.minor, self.revision))
+
+
+@dataclass(slots=True)
+class Frame:
+    """One frame: ``performative`` is None for a heartbeat (an empty frame)."""
+
+    channel: int
+    performative: Any  # a performative or SASL dataclass; None for a heartbeat
+    payload: bytes = b""
+    sasl: bool = False
+
+
+def encode_frame(
+    channel: int, performative: Composite | None, payload: bytes = b"", sasl: bool = False
+) -> bytes:
+    """One frame holding ``performative`` (every field written) and ``payload``.
+
+    ``performative=None`` gives an empty frame (a heartbeat). Splitting transfers to fit the
+    peer's max-frame-size is the connection's job.
+    """
+    out = bytearray(8)
+    if performative is not None:
+        encode_into(out, encode_described(performative))
+        out += payload
+    _HEAD.pack_into(out, 0, len(out), 2, TYPE_SASL if sasl else TYPE_AMQP, channel)
+    return bytes(out)
+
+
+def transfer_overhead(performative: Composite) -> int:
+    """Bytes of a frame holding ``performative`` before its payload (to size transfer parts)."""
+    out = bytearray(8)
+    encode_into(out, encode_described(performative))
+    return len(out)
+
+
+class FrameDecoder:
+    """Bytes in, protocol headers and frames out.
+
+    ``max_frame_size``: the largest frame accepted (what this side advertised in its Open;
+    change it with the attribute). The stream must begin with a protocol header; after a SASL
+    header, SASL frames follow until the next header (normally the AMQP header).
+    """
+
+    def __init__(self, max_frame_size: int = 0xFFFFFFFF) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._expect_header = True
+        self._layer: int | None = None  # protocol id of the last header
+        self._broken: FramingError | None = None
+
+    @property
+    def layer(self) -> int | None:
+        """The protocol id of the last header received (None before any)."""
+        return self._layer
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[ProtocolHeader | Frame]:
+        if self._broken is not None:
+            raise self._broken
+        self._buf += data
+        try:
+            return self._drain()
+        except FramingError as e:
+            self._broken = e
+            raise
+
+    def _drain(self) -> list[ProtocolHeader | Frame]:
+        out: list[ProtocolHeader | Frame] = []
+        buf = self._buf
+        pos = 0
+        n = len(buf)
+        while True:
+            if self._expect_header or (self._layer == PROTO_SASL and buf[pos : pos + 4] == b"AMQP"):
+                if n - pos < 8:
+                    if bytes(buf[pos : pos + 4]) != b"AMQP"[: min(4, n - pos)]:
+                        raise ProtocolHeaderError(bytes(buf[pos : pos + 8]), AMQP_HEADER)
+                    break
+                header = bytes(buf[pos : pos + 8])
+                pos += 8
+                out.append(self._header(header))
+                continue
+            if n - pos < 8:
+                break
+            size, doff, ftype, channel = _HEAD.unpack_from(buf, pos)
+            if size < 8 or doff < 2 or doff * 4 > size:
+                raise FramingError(
+                    FRAMING_ERROR, f"malformed frame header (size {size}, doff {doff})"
+                )
+            if size > self.max_frame_size:
+                raise FramingError(
+                    FRAMING_ERROR,
+                    f"frame of {size} bytes exceeds max-frame-size {self.max_frame_size}",
+                )
+            if n - pos < size:
+                break
+            body = bytes(buf[pos + doff * 4 : pos + size])
+            pos += size
+            out.append(self._frame(ftype, channel, body))
+        del buf[:pos]
+        return out
+
+    def _header(self, raw: bytes) -> ProtocolHeader:
+        if (
+            raw[:4] != b"AMQP"
+            or raw[5:] != b"\x01\x00\x00"
+            or raw[4] not in (PROTO_AMQP, PROTO_TLS, PROTO_SASL)
+        ):
+            expected = SASL_HEADER if self._layer is None else AMQP_HEADER
+            raise ProtocolHeaderError(raw, expected)
+        if self._layer is not None and raw[4] != PROTO_AMQP:
+            raise ProtocolHeaderError(raw, AMQP_HEADER)
+        self._expect_header = False
+        self._layer = raw[4]
+        return ProtocolHeader(raw[4], raw[5], raw[6], raw[7])
+
+    def _frame(self, ftype: int, channel: int, body: bytes) -> Frame:
+        sasl = self._layer == PROTO_SASL
+        if ftype != (TYPE_SASL if sasl else TYPE_AMQP):
+            raise FramingError(
+                FRAMING_ERROR, f"frame type {ftype} in the {'SASL' if sasl else 'AMQP'} layer"
+            )
+        if not body:
+            if sasl:
+                raise FramingError(FRAMING_ERROR, "empty frame in the SASL layer")
+            return Frame(channel, None)
+        try:
+            described, end = decode_value(body, 0)
+            if not isinstance(described, Described):
+                raise DecodeError("a frame body starts with a described performative")
+            performative = decode_described(described)
+        except DecodeError as e:
+            raise FramingError(DECODE_ERROR, str(e)) from e
+        allowed = SASL_FRAMES if sasl else PERFORMATIVES
+        if type(performative) not in allowed:
+            raise FramingError(
+                DECODE_ERROR, f"not a {'SASL frame' if sasl else 'performative'}: {performative!r}"
+            )
+        payload = body[end:]
+        if payload and not isinstance(performative, Transfer):
+            raise FramingError(
+                DECODE_ERROR, f"{len(payload)} bytes after a {type(performative).__name__}"
+            )
+        return Frame(channel, performative, payload, sasl)

@@ -1,0 +1,185 @@
+"""Framing: headers, frames in any split, heartbeats, and malformed input as typed errors."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qmgr.amqp import performatives as p
+from qmgr.amqp.framing import (
+    AMQP_HEADER,
+    DECODE_ERROR,
+    FRAMING_ERROR,
+    HEARTBEAT,
+    SASL_HEADER,
+    TLS_HEADER,
+    Frame,
+    FrameDecoder,
+    FramingError,
+    ProtocolHeader,
+    ProtocolHeaderError,
+    encode_frame,
+    transfer_overhead,
+)
+
+CONVERSATION = (
+    SASL_HEADER
+    + encode_frame(0, p.SaslInit(mechanism="ANONYMOUS", hostname="localhost"), sasl=True)
+    + AMQP_HEADER
+    + encode_frame(0, p.Open(container_id="client", max_frame_size=65536))
+    + encode_frame(0, p.Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10))
+    + HEARTBEAT
+    + encode_frame(
+        3, p.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", message_format=0x80013700), b"xyz"
+    )
+    + encode_frame(0, p.Close())
+)
+
+
+def _expected() -> list:
+    return [
+        ProtocolHeader(3),
+        Frame(0, p.SaslInit(mechanism="ANONYMOUS", hostname="localhost"), b"", True),
+        ProtocolHeader(0),
+        Frame(0, p.Open(container_id="client", max_frame_size=65536)),
+        Frame(0, p.Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10)),
+        Frame(0, None),
+        Frame(
+            3,
+            p.Transfer(handle=0, delivery_id=0, delivery_tag=b"t", message_format=0x80013700),
+            b"xyz",
+        ),
+        Frame(0, p.Close()),
+    ]
+
+
+def test_a_whole_conversation_at_once():
+    assert FrameDecoder().feed(CONVERSATION) == _expected()
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(CONVERSATION)), max_size=12))
+def test_any_split_gives_the_same_frames(cuts):
+    decoder = FrameDecoder()
+    out = []
+    bounds = [0, *sorted(cuts), len(CONVERSATION)]
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        out += decoder.feed(CONVERSATION[a:b])
+    assert out == _expected()
+
+
+def test_header_bytes():
+    assert AMQP_HEADER == b"AMQP\x00\x01\x00\x00"
+    assert SASL_HEADER == b"AMQP\x03\x01\x00\x00"
+    assert ProtocolHeader(2).to_bytes() == TLS_HEADER
+    assert encode_frame(0, None) == HEARTBEAT == b"\x00\x00\x00\x08\x02\x00\x00\x00"
+
+
+def test_frame_layout():
+    frame = encode_frame(7, p.End())
+    size, doff, ftype, channel = struct.unpack(">IBBH", frame[:8])
+    assert (size, doff, ftype, channel) == (len(frame), 2, 0, 7)
+    assert frame[8:] == b"\x00\x53\x17\xc0\x02\x01\x40"  # end with its one (null) field
+    sasl = encode_frame(0, p.SaslOutcome(code=0), sasl=True)
+    assert sasl[5] == 1
+
+
+def test_extended_header_is_skipped():
+    body = encode_frame(0, p.End())[8:]
+    frame = struct.pack(">IBBH", 12 + len(body), 3, 0, 0) + b"\xff" * 4 + body
+    assert FrameDecoder().feed(AMQP_HEADER + frame)[1] == Frame(0, p.End())
+
+
+def test_transfer_overhead_is_the_frame_without_payload():
+    t = p.Transfer(handle=1, delivery_id=2, delivery_tag=b"0123456789abcdef", message_format=0)
+    assert transfer_overhead(t) == len(encode_frame(0, t))
+
+
+def _error(data: bytes, max_frame_size: int = 0xFFFFFFFF) -> FramingError:
+    with pytest.raises(FramingError) as info:
+        FrameDecoder(max_frame_size).feed(data)
+    return info.value
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"GET / HTTP/1.1\r\n", b"AMQP\x01\x01\x00\x00", b"AMQP\x00\x02\x00\x00", b"\x16\x03\x01"],
+)
+def test_foreign_protocol_headers(data):
+    err = _error(data)
+    assert isinstance(err, ProtocolHeaderError)
+    assert err.expected in (AMQP_HEADER, SASL_HEADER)
+
+
+def test_only_amqp_may_follow_sasl():
+    err = _error(SASL_HEADER + SASL_HEADER)
+    assert isinstance(err, ProtocolHeaderError) and err.expected == AMQP_HEADER
+
+
+def test_oversize_frame_is_a_framing_error():
+    big = encode_frame(0, p.Transfer(handle=0), b"x" * 600)
+    err = _error(AMQP_HEADER + big[:20], max_frame_size=512)  # refused from its header alone
+    assert err.condition == FRAMING_ERROR
+    assert FrameDecoder(4096).feed(AMQP_HEADER + big)[1].payload == b"x" * 600
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        struct.pack(">IBBH", 4, 2, 0, 0),  # size below the header
+        struct.pack(">IBBH", 8, 1, 0, 0),  # doff below 2
+        struct.pack(">IBBH", 12, 4, 0, 0) + b"\0" * 4,  # doff past the frame
+        struct.pack(">IBBH", 8, 2, 1, 0),  # a SASL frame in the AMQP layer
+    ],
+)
+def test_malformed_frame_headers(frame):
+    assert _error(AMQP_HEADER + frame).condition == FRAMING_ERROR
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\x53\x10",  # not described
+        b"\x00\x53\x10\xc0\x05\x01",  # list runs past the frame
+        b"\x00\x53\x99\x45",  # unknown descriptor
+        b"\x00\x53\x41\xc0\x01\x00",  # a SASL init in the AMQP layer
+        b"\x00\x53\x10\x45",  # open without container-id
+        b"\x00\x53\x17\x45\xff",  # bytes after an end
+        b"\x00\x53\x10\xc0\x03\x01\xa1\x05",  # string runs past
+    ],
+)
+def test_malformed_bodies_are_decode_errors(body):
+    frame = struct.pack(">IBBH", 8 + len(body), 2, 0, 0) + body
+    assert _error(AMQP_HEADER + frame).condition == DECODE_ERROR
+
+
+def test_empty_sasl_frame_is_refused():
+    assert _error(SASL_HEADER + struct.pack(">IBBH", 8, 2, 1, 0)).condition == FRAMING_ERROR
+
+
+def test_a_broken_decoder_stays_broken():
+    decoder = FrameDecoder()
+    with pytest.raises(FramingError):
+        decoder.feed(b"HTTP/1.1")
+    with pytest.raises(FramingError):
+        decoder.feed(AMQP_HEADER)
+
+
+def test_layer_tracks_the_last_header():
+    decoder = FrameDecoder()
+    assert decoder.layer is None
+    decoder.feed(SASL_HEADER)
+    assert decoder.layer == 3
+    decoder.feed(AMQP_HEADER)
+    assert decoder.layer == 0
+
+
+@given(st.binary(max_size=200))
+def test_garbage_after_the_header_is_a_framing_error_or_frames(data):
+    decoder = FrameDecoder(4096)
+    try:
+        decoder.feed(AMQP_HEADER + data)
+    except FramingError as e:
+        assert e.condition in (FRAMING_ERROR, DECODE_ERROR)
