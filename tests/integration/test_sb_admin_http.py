@@ -323,3 +323,11 @@ def test_entities_created_over_http_survive_kill_9(sb_node: NodeProcess) -> None
     admin = _admin(sb_node)
     assert admin.get_queue("durable").max_delivery_count == 6
     assert admin.get_rule("t", "s", "r").filter.sql_expression == "a > 1"
+
+
+def test_a_taken_servicebus_port_stops_the_start_with_the_reason(
+    sb_node: NodeProcess, node_factory: NodeFactory
+) -> None:
+    with pytest.raises(RuntimeError, match="cannot listen on .* for Service Bus"):
+        node_factory("QM2", args=("--servicebus", "--servicebus-port", sb_node.sb_address))
+    assert _request(sb_node, "GET", "/health") == (200, b"Healthy")
