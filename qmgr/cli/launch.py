@@ -25,6 +25,7 @@ class Launched:
     proc: subprocess.Popen[str]
     address: str
     log: Path
+    servicebus: str = ""  # HOST:PORT of its Service Bus port (sb= on the READY line), if any
 
 
 def start_node(
@@ -37,11 +38,18 @@ def start_node(
     env: dict[str, str] | None = None,
     timeout: float = 30.0,
 ) -> Launched:
-    """Start ``qmgr start`` as a child process; return once it printed READY."""
+    """Start ``qmgr start`` as a child process; return once it printed READY. A node hosting
+    Service Bus gets a free port for it unless ``--servicebus-port`` is among ``extra_args``
+    (several nodes on one machine cannot all have 5672)."""
     args = [*qmgr_command(), "start", "--name", name, "--listen", listen]
     if data_dir is not None:
         args += ["--data-dir", str(data_dir)]
-    args += extra_args or []
+    extra = list(extra_args or [])
+    if any(a.startswith("--servicebus") for a in extra) and not any(
+        a.startswith("--servicebus-port") for a in extra
+    ):
+        extra += ["--servicebus-port", "127.0.0.1:0"]
+    args += extra
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as log_file:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(
@@ -64,4 +72,4 @@ def start_node(
         tail = log.read_text()[-2000:] if log.exists() else ""
         raise RuntimeError(f"node {name} did not become ready:\n{tail}")
     fields = dict(part.split("=", 1) for part in ready[0].split()[1:])
-    return Launched(name, proc, fields["addr"], log)
+    return Launched(name, proc, fields["addr"], log, fields.get("sb", ""))

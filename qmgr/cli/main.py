@@ -114,6 +114,13 @@ def cli() -> None:
     "max_subscriptions_per_topic (2000), max_sql_rules_per_topic (2000), "
     "max_correlation_rules_per_topic (100000).",
 )
+@click.option(
+    "--servicebus-port",
+    metavar="HOST:PORT",
+    help="Where the Service Bus namespace serves AMQP, HTTPS and HTTP (the admin API) on one "
+    "port (default 127.0.0.1:5672, as the emulator's connection string says; 0 for any free "
+    "port). Printed on the READY line as sb=HOST:PORT.",
+)
 def start(
     name: str,
     listen: str,
@@ -132,6 +139,7 @@ def start(
     servicebus: str | None,
     servicebus_config: str | None,
     servicebus_limits: tuple[str, ...],
+    servicebus_port: str | None,
 ) -> None:
     """Run a queue manager node until SIGTERM. Prints READY name=.. addr=.. when serving (in a
     cluster: once it has joined)."""
@@ -181,6 +189,7 @@ def start(
             servicebus=servicebus,
             servicebus_config=servicebus_config,
             servicebus_limits=servicebus_limits,
+            servicebus_port=servicebus_port,
         )
     except (ConfigError, SecretError) as exc:
         raise _fail(exc) from None

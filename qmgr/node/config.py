@@ -43,6 +43,10 @@ class TlsSettings:
     ca: Path | None = None
 
 
+DEFAULT_SERVICEBUS_HOST = "127.0.0.1"
+DEFAULT_SERVICEBUS_PORT = 5672  # the port of Microsoft's emulator's connection string
+
+
 @dataclass(frozen=True)
 class NodeConfig:
     name: str
@@ -63,6 +67,10 @@ class NodeConfig:
     # --servicebus-limit NAME=N: the namespace's quotas (NamespaceLimits fields) in place of
     # Service Bus's documented ones
     servicebus_limits: tuple[tuple[str, int], ...] = ()
+    # --servicebus-port HOST:PORT: AMQP, HTTPS and HTTP of the namespace on one port (0: any
+    # free port); the default when a namespace is hosted
+    servicebus_host: str = DEFAULT_SERVICEBUS_HOST
+    servicebus_port: int = DEFAULT_SERVICEBUS_PORT
 
     @property
     def address(self) -> str:
@@ -227,6 +235,7 @@ def make_config(
     servicebus: str | None = None,
     servicebus_config: str | None = None,
     servicebus_limits: tuple[str, ...] = (),
+    servicebus_port: str | None = None,
 ) -> NodeConfig:
     if not NAME_RE.match(name):
         raise ConfigError(
@@ -237,6 +246,9 @@ def make_config(
     if path is not None and path.exists() and not path.is_dir():
         raise ConfigError(f"--data-dir {data_dir} is not a directory")
     namespace, config_file = _servicebus(servicebus, servicebus_config)
+    sb_host, sb_port = DEFAULT_SERVICEBUS_HOST, DEFAULT_SERVICEBUS_PORT
+    if servicebus_port is not None:
+        sb_host, sb_port = parse_listen(servicebus_port, "--servicebus-port")
     return NodeConfig(
         name=name,
         host=host,
@@ -250,6 +262,8 @@ def make_config(
         servicebus=namespace,
         servicebus_config=config_file,
         servicebus_limits=_limits(servicebus_limits),
+        servicebus_host=sb_host,
+        servicebus_port=sb_port,
     )
 
 

@@ -23,6 +23,7 @@ from qmgr.node.config import (
     channel_settings,
 )
 from qmgr.node.runtime import NodeRuntime
+from qmgr.node.sbport import ServiceBusPort, server_context
 from qmgr.security.users import Users, UsersFileError
 from qmgr.store import StoreFailed
 
@@ -94,9 +95,17 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
                 f"qmgr: {config.name} has cluster channels (DISPLAY CHANNEL) but {problem}"
             )
         await joiner.join()  # rejoin the cluster its channel definitions name
+    sb_port, sb_ready = await _servicebus_port(runtime, config)
+    if sb_port is None and runtime.servicebus is not None:
+        await server.stop(grace=0)
+        await runtime.stop()
+        raise SystemExit(
+            f"qmgr: {config.name} cannot listen on {config.servicebus_host}:"
+            f"{config.servicebus_port} for Service Bus (--servicebus-port): {sb_ready}"
+        )
     if on_ready is not None:
         on_ready(f"{host}:{port}")
-    print(f"READY name={config.name} addr={host}:{port}", flush=True)
+    print(f"READY name={config.name} addr={host}:{port}{sb_ready}", flush=True)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
@@ -105,11 +114,34 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     await health_servicer.enter_graceful_shutdown()
     if runtime.agent is not None:
         await runtime.agent.stop()
+    if sb_port is not None:
+        await sb_port.stop()
     await server.stop(grace=2.0)
     await runtime.stop()
     if failures:
         raise SystemExit(f"qmgr: {config.name} stopped: {failures[0]}")
     print(f"STOPPED name={config.name}", file=sys.stderr, flush=True)
+
+
+async def _servicebus_port(
+    runtime: NodeRuntime, config: NodeConfig
+) -> tuple[ServiceBusPort | None, str]:
+    """The Service Bus port of a node hosting a namespace, and what the READY line says of it
+    (`` sb=HOST:PORT``); (None, why) when it cannot listen; (None, "") without a namespace."""
+    if runtime.servicebus is None:
+        return None, ""
+    tls = config.tls
+    try:
+        context = server_context(
+            config.data_dir, tls.cert if tls else None, tls.key if tls else None
+        )
+        sb = ServiceBusPort(runtime, config.servicebus_host, config.servicebus_port, context)
+        bound = await sb.start()
+    except (OSError, ValueError) as exc:
+        return None, str(exc)
+    host = config.servicebus_host
+    shown = host if ":" not in host else f"[{host}]"
+    return sb, f" sb={shown}:{bound}"
 
 
 class ChannelJoin:

@@ -48,6 +48,25 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
+def _builder(
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: ec.EllipticCurvePrivateKey,
+    now: datetime,
+    years: int,
+) -> x509.CertificateBuilder:
+    """A certificate for ``key``'s public half, valid from an hour before ``now``."""
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(hours=1))
+        .not_valid_after(now + timedelta(days=365 * years))
+    )
+
+
 def make_ca(cluster: str, now: datetime) -> Issued:
     """A new CA for ``cluster``, valid from an hour before ``now`` for ``CA_YEARS``."""
     key = _key()
@@ -58,13 +77,7 @@ def make_ca(cluster: str, now: datetime) -> Issued:
         ]
     )
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(hours=1))
-        .not_valid_after(now + timedelta(days=365 * CA_YEARS))
+        _builder(name, name, key, now, CA_YEARS)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -133,13 +146,7 @@ def issue(
     if member:
         usages.insert(0, ExtendedKeyUsageOID.SERVER_AUTH)
     builder = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(hours=1))
-        .not_valid_after(now + timedelta(days=365 * CERT_YEARS))
+        _builder(subject, ca_cert.subject, key, now, CERT_YEARS)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .add_extension(
@@ -149,6 +156,20 @@ def issue(
     if member and hosts:
         builder = builder.add_extension(x509.SubjectAlternativeName(_san(hosts)), False)
     cert = builder.sign(ca_key, hashes.SHA256())
+    return Issued(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+
+def self_signed(common_name: str, now: datetime, hosts: tuple[str, ...]) -> Issued:
+    """A self-signed server certificate for ``hosts`` (a port that clients reach with
+    verification off, or trust by this very certificate), valid ``CERT_YEARS``."""
+    key = _key()
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    cert = (
+        _builder(name, name, key, now, CERT_YEARS)
+        .add_extension(x509.SubjectAlternativeName(_san(hosts)), False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False)
+        .sign(key, hashes.SHA256())
+    )
     return Issued(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
 
 

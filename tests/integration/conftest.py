@@ -23,6 +23,7 @@ class NodeProcess:
         self.data_dir = base / name if persistent else None
         self.proc: subprocess.Popen[str] | None = None
         self.address = ""
+        self.sb_address = ""  # its Service Bus port (HOST:PORT), when it hosts a namespace
         self.env = {**os.environ, "QMGR_HOME": str(base / "home")}
         self.log = base / f"{name}.log"
         self.extra_args: list[str] = []  # more `qmgr start` options (kept across restarts)
@@ -38,6 +39,7 @@ class NodeProcess:
         )
         self.proc = launched.proc
         self.address = launched.address
+        self.sb_address = launched.servicebus
         return self.address
 
     def client(self) -> QueueManagerClient:
