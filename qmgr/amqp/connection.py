@@ -538,12 +538,6 @@ class Connection:
             )
         session = link.session
         delivery_id = session.next_outgoing_id
-        session.next_outgoing_id = (delivery_id + 1) & _U32
-        session.remote_incoming_window -= 1
-        link.delivery_count = (link.delivery_count + 1) & _U32
-        link.credit -= 1
-        if not settled:
-            session.unsettled[delivery_id] = Delivery(link, delivery_id, bytes(tag))
 
         def transfer(more: bool) -> Any:
             return p.Transfer(
@@ -560,18 +554,28 @@ class Connection:
                 batchable=False,
             )
 
-        overhead = len(encode_frame(session.channel, transfer(True), b""))
-        room = self.remote_max_frame_size - overhead
-        if room <= 0:
-            raise LocalProtocolError("the peer's max-frame-size leaves no room for a payload")
-        view = memoryview(payload)
-        start = 0
-        while len(view) - start > room:
-            self._write(
-                encode_frame(session.channel, transfer(True), bytes(view[start : start + room]))
-            )
-            start += room
-        self._write(encode_frame(session.channel, transfer(False), bytes(view[start:])))
+        whole = encode_frame(session.channel, transfer(False), payload)
+        frames = [whole]
+        if len(whole) > self.remote_max_frame_size:  # split: every part but the last has more
+            overhead = len(encode_frame(session.channel, transfer(True), b""))
+            room = self.remote_max_frame_size - overhead
+            if room <= 0:
+                raise LocalProtocolError("the peer's max-frame-size leaves no room for a payload")
+            view = memoryview(payload)
+            frames = [
+                encode_frame(session.channel, transfer(True), bytes(view[i : i + room]))
+                for i in range(0, len(view) - room, room)
+            ]
+            rest = len(frames) * room
+            frames.append(encode_frame(session.channel, transfer(False), bytes(view[rest:])))
+        session.next_outgoing_id = (delivery_id + 1) & _U32
+        session.remote_incoming_window -= 1
+        link.delivery_count = (link.delivery_count + 1) & _U32
+        link.credit -= 1
+        if not settled:
+            session.unsettled[delivery_id] = Delivery(link, delivery_id, bytes(tag))
+        for f in frames:
+            self._write(f)
         return delivery_id
 
     def settle(
@@ -614,6 +618,9 @@ class Connection:
         """Detach a link (with ``error`` for a link error); the peer's reply frees it."""
         if link.detaching or link.session.links.get(link.handle) is not link:
             return
+        if not link.attached:  # a detach always follows an attach
+            link.attached = True
+            self._attach_reply_bare(link)
         link.detaching = True
         self._send(link.session, p.Detach(handle=link.output_handle, closed=closed, error=error))
 
@@ -1154,9 +1161,6 @@ class Connection:
 
     def _detach_with(self, link: Link, condition: str, description: str) -> None:
         error = p.Error(condition=condition, description=description, info=None)
-        if not link.attached:
-            link.attached = True
-            self._attach_reply_bare(link)
         self.detach(link, error)
         self._events.append(LinkDetached(link=link, closed=True, error=error, by_peer=False))
 

@@ -9,6 +9,8 @@ import uuid
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pyamqp = pytest.importorskip("azure.servicebus._pyamqp")
 
@@ -646,3 +648,38 @@ def test_close_without_reply_times_out() -> None:
     assert conn.tick(3.0) == 5.0
     conn.tick(5.0)
     assert conn.closed
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    size=st.integers(min_value=0, max_value=5000),
+    max_frame_size=st.integers(min_value=512, max_value=2048),
+    tag=st.binary(min_size=1, max_size=32),
+)
+def test_split_transfers_fit_and_join(size: int, max_frame_size: int, tag: bytes) -> None:
+    conn = Connection("n")
+    conn.receive_data(
+        AMQP_HEADER + frame(OPEN_FRAME._replace(max_frame_size=max_frame_size)) + frame(BEGIN_FRAME)
+    )
+    link = attached(conn, "r", 0, RECEIVER, "amqps://h/q")
+    conn.receive_data(frame(link_flow(0, 1)))
+    payload = bytes(i % 251 for i in range(size))
+    conn.send_transfer(link, tag, payload)
+    data = conn.data_to_send()
+    pos = 0
+    while pos < len(data):
+        frame_size = struct.unpack(">I", data[pos : pos + 4])[0]
+        assert frame_size <= max_frame_size
+        pos += frame_size
+    transfers = frames_of(data, TRANSFER)
+    assert b"".join(t[-1] for t in transfers) == payload
+    assert [t[5] for t in transfers][-1] is False
+    assert {(t[1], t[2]) for t in transfers} == {(0, tag)}
+    # and the machine joins what it split (a peer built the same way)
+    server = opened()
+    rlink = attached(server, "s", 0, SENDER, "amqps://h/q")
+    server.flow(rlink, 1)
+    events = []
+    for t in transfers:
+        events += server.receive_data(frame(transfer(0, t[1], t[2], bytes(t[-1]), more=bool(t[5]))))
+    assert [e.payload for e in events] == [payload]
