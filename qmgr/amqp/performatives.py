@@ -474,19 +474,25 @@ BY_CODE: dict[int, type[Composite]] = {c.DESCRIPTOR: c for c in _ALL}
 BY_NAME: dict[str, type[Composite]] = {c.NAME: c for c in _ALL}
 PERFORMATIVES = frozenset(c for c in _ALL if 0x10 <= c.DESCRIPTOR <= 0x18)
 SASL_FRAMES = frozenset(c for c in _ALL if 0x40 <= c.DESCRIPTOR <= 0x44)
-_FIELD_NAMES: dict[type[Composite], tuple[str, ...]] = {
-    c: tuple(f.name for f in fields(c))  # type: ignore[arg-type]
-    for c in _ALL
-}
-for _cls in _ALL:
-    assert len(_FIELD_NAMES[_cls]) == len(_cls.KINDS), _cls
+_FIELD_NAMES: dict[type[Composite], tuple[str, ...]] = {}
+
+
+def field_names(cls: type[Composite]) -> tuple[str, ...]:
+    """The dataclass field names of ``cls``, in the specification's order."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+        if len(names) != len(cls.KINDS):
+            raise TypeError(f"{cls.__name__}: {len(names)} fields, {len(cls.KINDS)} kinds")
+        _FIELD_NAMES[cls] = names
+    return names
 
 
 def encode_described(value: Composite) -> Described:
     """The described list of ``value`` with every field written (nulls included)."""
     cls = type(value)
     items = []
-    for name, kind in zip(_FIELD_NAMES[cls], cls.KINDS, strict=True):
+    for name, kind in zip(field_names(cls), cls.KINDS, strict=True):
         v = getattr(value, name)
         items.append(None if v is None else kind.enc(v))
     return Described(ULong(cls.DESCRIPTOR), items)
@@ -498,10 +504,15 @@ def decode_described(value: Described) -> Any:
     cls = BY_CODE.get(d) if isinstance(d, ULong) else BY_NAME.get(d)
     if cls is None:
         return value
+    return decode_as(cls, value)
+
+
+def decode_as(cls: type[Composite], value: Described) -> Any:
+    """``value``'s list read as the fields of ``cls`` (the descriptor is not checked)."""
     items = value.value
     if not isinstance(items, list):
         raise DecodeError(f"{cls.__name__} is a list, got {type(items).__name__}")
-    names = _FIELD_NAMES[cls]
+    names = field_names(cls)
     if len(items) > len(names):
         # Fields a later version may add: ignored, as the spec's extension rules allow.
         items = items[: len(names)]

@@ -566,6 +566,8 @@ def decode_value(buf: bytes, pos: int, depth: int = 0) -> tuple[Any, int]:
         raise DecodeError("truncated: expected a constructor")
     code = buf[pos]
     pos += 1
+    if code == 0x40:
+        return None, pos
     if code == 0x00:
         if depth >= MAX_DEPTH:
             raise DecodeError("values nested too deeply")

@@ -8,6 +8,8 @@ import pytest
 from azure.servicebus._pyamqp import _decode as sdk_decode
 from azure.servicebus._pyamqp import _encode as sdk_encode
 from azure.servicebus._pyamqp import performatives as sdk_perf
+from hypothesis import given
+from hypothesis import strategies as st
 
 from qmgr.amqp import performatives as p
 from qmgr.amqp.framing import encode_frame
@@ -244,3 +246,95 @@ def test_we_decode_the_sdks_frames():
         properties={"product": "azsdk-python-servicebus"},
     )
     assert flowed.link_credit == 100 and flowed.handle == 1 and flowed.drain is False
+
+
+def test_field_lists_match_the_sdks_definitions():
+    from azure.servicebus._pyamqp import endpoints as sdk_endpoints
+    from azure.servicebus._pyamqp import message as sdk_message
+    from azure.servicebus._pyamqp import outcomes as sdk_outcomes
+
+    from qmgr.amqp import message as m
+
+    pairs = [
+        (p.Open, sdk_perf.OpenFrame), (p.Begin, sdk_perf.BeginFrame), (p.Attach, sdk_perf.AttachFrame),
+        (p.Flow, sdk_perf.FlowFrame), (p.Transfer, sdk_perf.TransferFrame),
+        (p.Disposition, sdk_perf.DispositionFrame), (p.Detach, sdk_perf.DetachFrame), (p.End, sdk_perf.EndFrame),
+        (p.Close, sdk_perf.CloseFrame), (p.SaslMechanisms, sdk_perf.SASLMechanism), (p.SaslInit, sdk_perf.SASLInit),
+        (p.SaslChallenge, sdk_perf.SASLChallenge), (p.SaslResponse, sdk_perf.SASLResponse),
+        (p.SaslOutcome, sdk_perf.SASLOutcome), (p.Received, sdk_outcomes.Received),
+        (p.Accepted, sdk_outcomes.Accepted), (p.Rejected, sdk_outcomes.Rejected),
+        (p.Released, sdk_outcomes.Released), (p.Modified, sdk_outcomes.Modified),
+        (p.Source, sdk_endpoints.Source), (p.Target, sdk_endpoints.Target),
+        (m.Header, sdk_message.Header), (m.Properties, sdk_message.Properties),
+    ]  # fmt: skip
+    # the SDK's names where they differ from the specification's
+    sdk_names = {
+        "idle_time_out": "idle_timeout",
+        "snd_settle_mode": "send_settle_mode",
+        "filter": "filters",
+    }
+    for ours, theirs in pairs:
+        assert theirs._code == ours.DESCRIPTOR, ours
+        assert [sdk_names.get(n, n) for n in p.field_names(ours)] == [
+            f.name
+            for f in theirs._definition
+            if f is not None  # the transfer ends with its payload
+        ], ours
+
+
+uints = st.integers(min_value=0, max_value=0xFFFFFFFF)
+maybe_uint = st.one_of(st.none(), uints)
+
+
+@given(
+    st.builds(
+        p.Flow,
+        next_incoming_id=maybe_uint, incoming_window=uints, next_outgoing_id=uints, outgoing_window=uints,
+        handle=maybe_uint, delivery_count=maybe_uint, link_credit=maybe_uint, available=maybe_uint,
+        drain=st.booleans(), echo=st.booleans(),
+    )
+)  # fmt: skip
+def test_sdk_reads_any_flow(flow):
+    code, fields = _sdk_fields(encode_frame(0, flow))
+    assert code == 0x13
+    assert fields == [getattr(flow, n) for n in p.field_names(p.Flow)]
+
+
+@given(
+    st.builds(
+        p.Transfer,
+        handle=uints, delivery_id=maybe_uint, delivery_tag=st.one_of(st.none(), st.binary(max_size=32)),
+        message_format=maybe_uint, settled=st.one_of(st.none(), st.booleans()), more=st.booleans(),
+        rcv_settle_mode=st.one_of(st.none(), st.sampled_from([0, 1])), resume=st.booleans(),
+        aborted=st.booleans(), batchable=st.booleans(),
+    ),
+    st.binary(max_size=600),
+)  # fmt: skip
+def test_transfers_round_trip_and_the_sdk_reads_them(transfer, payload):
+    from qmgr.amqp.framing import AMQP_HEADER, FrameDecoder
+
+    frame = encode_frame(5, transfer, payload)
+    got = FrameDecoder().feed(AMQP_HEADER + frame)[1]
+    assert (got.channel, got.performative, got.payload) == (5, transfer, payload)
+    code, fields = _sdk_fields(frame)
+    assert code == 0x14
+    defaults = sdk_decode._PERFORMATIVE_FIELD_DEFAULTS[0x14]  # the SDK reads null as its default
+    ours = [getattr(transfer, n) for n in p.field_names(p.Transfer)]
+    assert fields[:11] == [d if v is None else v for v, d in zip(ours, defaults, strict=True)]
+    assert bytes(fields[-1]) == payload
+
+
+@given(
+    st.builds(
+        sdk_perf.DispositionFrame,
+        role=st.booleans(), first=uints, last=maybe_uint, settled=st.booleans(), state=st.none(),
+        batchable=st.booleans(),
+    )
+)  # fmt: skip
+def test_we_read_any_sdk_disposition(frame):
+    from qmgr.amqp.framing import AMQP_HEADER, FrameDecoder
+
+    got = FrameDecoder().feed(AMQP_HEADER + _sdk_frame(frame))[1].performative
+    assert got == p.Disposition(
+        frame.role, frame.first, frame.last, frame.settled, None, frame.batchable
+    )

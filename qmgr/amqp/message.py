@@ -1,0 +1,514 @@
+"""AMQP 1.0 messages (part 3.2): sections, encoding, Service Bus batches, and ``SbMessage``.
+
+An annotated message is a sequence of described sections in this order: header,
+delivery-annotations, message-annotations, properties, application-properties, the body (one or
+more ``data``, one or more ``amqp-sequence``, or one ``amqp-value``), footer. ``encode_message``
+writes them (header and properties with every field); ``decode_message`` reads them and refuses
+out-of-order, repeated or mixed body sections with ``DecodeError``.
+
+A Service Bus batch is a transfer with ``message-format = 0x80013700`` whose message holds one
+``data`` section per inner message, each the whole encoding of that message: ``split_batch``.
+
+``to_sb_message`` and ``to_amqp`` convert to and from the namespace's ``SbMessage``/``Stored``:
+
+- properties: message-id, correlation-id, to, subject, reply-to, content-type, group-id
+  (session id), reply-to-group-id; header ``ttl`` (ms) is ``time_to_live`` (seconds).
+- message annotations ``x-opt-scheduled-enqueue-time`` and ``x-opt-partition-key``; the ones
+  the broker sets (``x-opt-sequence-number``, ``x-opt-enqueued-time``, ``x-opt-locked-until``,
+  ``x-opt-message-state``, ``x-opt-enqueue-sequence-number``, ``x-opt-deadletter-source``,
+  ``x-opt-lock-token``) are dropped on the way in and written on the way out from ``Stored``.
+- application properties: int → ``Int32``, long → ``int``, timestamp → UTC ``datetime``,
+  ``com.microsoft:timespan`` → ``timedelta``, ``com.microsoft:uri`` and symbols → ``str``, and
+  back (``int`` → long, ``Int32`` → int).
+- the body: one ``data`` section is ``body`` with ``body_type = "data"``; any other body is kept
+  as its encoded sections with ``body_type`` ``amqp-data``, ``amqp-sequence`` or ``amqp-value``.
+- ``extra`` keeps, store-friendly, what the namespace does not use: ``amqp-header`` (durable,
+  priority, first-acquirer), ``amqp-properties`` (the other property fields and a message-id or
+  correlation-id that is not a string, as encoded bytes), ``amqp-annotations`` (other message
+  annotations, encoded), ``amqp-footer`` (encoded).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from qmgr.amqp.performatives import (
+    ANY,
+    BINARY,
+    BOOL,
+    MESSAGE_ID,
+    STRING,
+    SYMBOL,
+    TIMESTAMP,
+    UBYTE,
+    UINT,
+    Composite,
+    Kind,
+    decode_as,
+    encode_described,
+)
+from qmgr.amqp.types import (
+    DecodeError,
+    Described,
+    Int,
+    Long,
+    Symbol,
+    Timestamp,
+    ULong,
+    decode_value,
+    encode,
+    encode_into,
+)
+from qmgr.core.values import Int32
+from qmgr.servicebus.message import SbMessage, Stored
+
+HEADER, DELIVERY_ANNOTATIONS, MESSAGE_ANNOTATIONS, PROPERTIES = 0x70, 0x71, 0x72, 0x73
+APPLICATION_PROPERTIES, DATA, AMQP_SEQUENCE, AMQP_VALUE, FOOTER = 0x74, 0x75, 0x76, 0x77, 0x78
+_SECTION_NAMES = {
+    "amqp:header:list": HEADER,
+    "amqp:delivery-annotations:map": DELIVERY_ANNOTATIONS,
+    "amqp:message-annotations:map": MESSAGE_ANNOTATIONS,
+    "amqp:properties:list": PROPERTIES,
+    "amqp:application-properties:map": APPLICATION_PROPERTIES,
+    "amqp:data:binary": DATA,
+    "amqp:amqp-sequence:list": AMQP_SEQUENCE,
+    "amqp:amqp-value:*": AMQP_VALUE,
+    "amqp:footer:map": FOOTER,
+}
+BATCH_FORMAT = 0x80013700
+TIMESPAN = Symbol("com.microsoft:timespan")
+URI = Symbol("com.microsoft:uri")
+DATETIME_OFFSET = Symbol("com.microsoft:datetime-offset")
+_TICKS_AT_EPOCH = 621355968000000000
+
+# Message annotations.
+SEQUENCE_NUMBER = Symbol("x-opt-sequence-number")
+ENQUEUED_TIME = Symbol("x-opt-enqueued-time")
+LOCKED_UNTIL = Symbol("x-opt-locked-until")
+MESSAGE_STATE = Symbol("x-opt-message-state")
+SCHEDULED_ENQUEUE_TIME = Symbol("x-opt-scheduled-enqueue-time")
+PARTITION_KEY = Symbol("x-opt-partition-key")
+ENQUEUE_SEQUENCE_NUMBER = Symbol("x-opt-enqueue-sequence-number")
+DEADLETTER_SOURCE = Symbol("x-opt-deadletter-source")
+LOCK_TOKEN = Symbol("x-opt-lock-token")
+_BROKER_ANNOTATIONS = frozenset(
+    {
+        SEQUENCE_NUMBER,
+        ENQUEUED_TIME,
+        LOCKED_UNTIL,
+        MESSAGE_STATE,
+        ENQUEUE_SEQUENCE_NUMBER,
+        DEADLETTER_SOURCE,
+        LOCK_TOKEN,
+    }
+)
+
+MAP = Kind("map", lambda v: v, lambda v: v)
+
+
+@dataclass(slots=True)
+class Header(Composite):
+    DESCRIPTOR: ClassVar[int] = HEADER
+    NAME: ClassVar[str] = "amqp:header:list"
+    KINDS: ClassVar[tuple[Kind, ...]] = (BOOL, UBYTE, UINT, BOOL, UINT)
+    durable: bool = False
+    priority: int = 4
+    ttl: int | None = None  # milliseconds
+    first_acquirer: bool = False
+    delivery_count: int = 0
+
+
+@dataclass(slots=True)
+class Properties(Composite):
+    DESCRIPTOR: ClassVar[int] = PROPERTIES
+    NAME: ClassVar[str] = "amqp:properties:list"
+    KINDS: ClassVar[tuple[Kind, ...]] = (
+        MESSAGE_ID, BINARY, ANY, STRING, ANY, MESSAGE_ID, SYMBOL, SYMBOL, TIMESTAMP, TIMESTAMP,
+        STRING, UINT, STRING,
+    )  # fmt: skip
+    message_id: Any = None  # string, uuid, ulong or binary
+    user_id: bytes | None = None
+    to: Any = None
+    subject: str | None = None
+    reply_to: Any = None
+    correlation_id: Any = None
+    content_type: str | None = None
+    content_encoding: str | None = None
+    absolute_expiry_time: int | None = None  # ms
+    creation_time: int | None = None  # ms
+    group_id: str | None = None
+    group_sequence: int | None = None
+    reply_to_group_id: str | None = None
+
+
+@dataclass(slots=True)
+class Message:
+    """An annotated message. ``body`` is a list of ``bytes`` (``data``), a list of lists
+    (``sequence``) or one value (``value``), as ``body_type`` says."""
+
+    header: Header | None = None
+    delivery_annotations: dict[Any, Any] | None = None
+    message_annotations: dict[Any, Any] | None = None
+    properties: Properties | None = None
+    application_properties: dict[Any, Any] | None = None
+    body: Any = None
+    body_type: str = "value"  # "data", "sequence" or "value"
+    footer: dict[Any, Any] | None = None
+
+
+def _section(out: bytearray, code: int, value: Any) -> None:
+    out += b"\x00\x53"
+    out.append(code)
+    encode_into(out, value)
+
+
+def _annotations(v: dict[Any, Any]) -> dict[Any, Any]:
+    return {Symbol(k) if type(k) is str else k: x for k, x in v.items()}
+
+
+def encode_body(message: Message) -> bytes:
+    """The body sections of ``message``."""
+    out = bytearray()
+    if message.body_type == "data":
+        for part in message.body:
+            _section(out, DATA, bytes(part))
+    elif message.body_type == "sequence":
+        for part in message.body:
+            _section(out, AMQP_SEQUENCE, list(part))
+    elif message.body_type == "value":
+        _section(out, AMQP_VALUE, message.body)
+    else:
+        raise ValueError(f"unknown body type {message.body_type!r}")
+    return bytes(out)
+
+
+def encode_message(message: Message, body: bytes | None = None) -> bytes:
+    """The message's sections; ``body`` gives the body sections already encoded."""
+    out = bytearray()
+    if message.header is not None:
+        encode_into(out, encode_described(message.header))
+    if message.delivery_annotations is not None:
+        _section(out, DELIVERY_ANNOTATIONS, _annotations(message.delivery_annotations))
+    if message.message_annotations is not None:
+        _section(out, MESSAGE_ANNOTATIONS, _annotations(message.message_annotations))
+    if message.properties is not None:
+        encode_into(out, encode_described(message.properties))
+    if message.application_properties is not None:
+        _section(out, APPLICATION_PROPERTIES, dict(message.application_properties))
+    out += encode_body(message) if body is None else body
+    if message.footer is not None:
+        _section(out, FOOTER, _annotations(message.footer))
+    return bytes(out)
+
+
+def _sections(data: bytes) -> list[tuple[int, Any, int, int]]:
+    """(section code, value, start, end) for each section of ``data``, in order."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        start = pos
+        value, pos = decode_value(data, pos)
+        if not isinstance(value, Described):
+            raise DecodeError("a message section is a described value")
+        d = value.descriptor
+        code = int(d) if isinstance(d, ULong) else _SECTION_NAMES.get(str(d), -1)
+        if not HEADER <= code <= FOOTER:
+            raise DecodeError(f"not a message section: {d!r}")
+        out.append((code, value, start, pos))
+    return out
+
+
+def decode_message(data: bytes | bytearray | memoryview) -> Message:
+    """Read a message; malformed or misordered sections raise ``DecodeError``."""
+    message, _ = _decode(bytes(data))
+    return message
+
+
+def _decode(data: bytes) -> tuple[Message, bytes]:
+    """The message and the raw bytes of its body sections."""
+    message = Message(body_type="")
+    last = 0
+    body_start = body_end = 0
+    body: list[Any] = []
+    for code, value, start, end in _sections(data):
+        repeatable = code in (DATA, AMQP_SEQUENCE) and code == last
+        if code < last or (code == last and not repeatable):
+            raise DecodeError("message sections out of order or repeated")
+        if DATA <= code <= AMQP_VALUE and DATA <= last <= AMQP_VALUE and code != last:
+            raise DecodeError(
+                "a message body is data, amqp-sequence or amqp-value sections, not a mix"
+            )
+        last = code
+        inner = value.value
+        if code == HEADER:
+            message.header = _list_as(Header, value)
+        elif code == PROPERTIES:
+            message.properties = _list_as(Properties, value)
+        elif code in (DELIVERY_ANNOTATIONS, MESSAGE_ANNOTATIONS, APPLICATION_PROPERTIES, FOOTER):
+            if inner is None:
+                inner = {}
+            if not isinstance(inner, dict):
+                raise DecodeError("an annotations or application-properties section is a map")
+            if code == DELIVERY_ANNOTATIONS:
+                message.delivery_annotations = inner
+            elif code == MESSAGE_ANNOTATIONS:
+                message.message_annotations = inner
+            elif code == APPLICATION_PROPERTIES:
+                message.application_properties = inner
+            else:
+                message.footer = inner
+        else:
+            if not body:
+                body_start = start
+            body_end = end
+            if code == DATA:
+                if not isinstance(inner, bytes):
+                    raise DecodeError("a data section is binary")
+                message.body_type = "data"
+            elif code == AMQP_SEQUENCE:
+                if not isinstance(inner, list):
+                    raise DecodeError("an amqp-sequence section is a list")
+                message.body_type = "sequence"
+            else:
+                message.body_type = "value"
+            body.append(inner)
+    if not body:
+        message.body_type = "data"  # no body section: an empty data body
+    message.body = body[0] if message.body_type == "value" else body
+    return message, data[body_start:body_end]
+
+
+def _list_as(cls: type[Composite], value: Described) -> Any:
+    if value.value is None:
+        return cls()
+    return decode_as(cls, value)
+
+
+def split_batch(payload: bytes | bytearray | memoryview) -> list[bytes]:
+    """The inner messages (each encoded whole) of a ``message-format = 0x80013700`` transfer."""
+    outer = decode_message(payload)
+    if outer.body_type != "data":
+        raise DecodeError("a batch message carries its messages in data sections")
+    return [bytes(part) for part in outer.body]
+
+
+def encode_batch(messages: list[bytes]) -> bytes:
+    """A batch payload holding the encoded ``messages`` (the sender's side, for tests and tools)."""
+    return encode_message(Message(body=messages, body_type="data"))
+
+
+# --- to and from the namespace's messages ---------------------------------------------------
+
+
+def _ms(seconds: float) -> Timestamp:
+    return Timestamp(round(seconds * 1000))
+
+
+def _to_sb_value(v: Any) -> Any:
+    if isinstance(v, Int):
+        return Int32(int(v))
+    if isinstance(v, Timestamp):
+        return dt.datetime.fromtimestamp(int(v) / 1000, dt.UTC)
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, Described):
+        if v.descriptor == TIMESPAN and isinstance(v.value, int):
+            return dt.timedelta(microseconds=int(v.value) // 10)
+        if v.descriptor == URI and isinstance(v.value, str):
+            return str(v.value)
+        if v.descriptor == DATETIME_OFFSET and isinstance(v.value, int):
+            return dt.datetime.fromtimestamp((int(v.value) - _TICKS_AT_EPOCH) / 10_000_000, dt.UTC)
+        return _to_sb_value(v.value)
+    if isinstance(v, list):
+        return [_to_sb_value(x) for x in v]
+    if isinstance(v, dict):
+        return {_to_sb_value(k): _to_sb_value(x) for k, x in v.items()}
+    return v
+
+
+def _to_amqp_value(v: Any) -> Any:
+    if isinstance(v, Int32):
+        return Int(v)
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return Long(v) if -(2**63) <= v < 2**63 else ULong(v)
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=dt.UTC)
+        return Timestamp(round(v.timestamp() * 1000))
+    if isinstance(v, dt.timedelta):
+        ticks = (v.days * 86400 + v.seconds) * 10_000_000 + v.microseconds * 10
+        return Described(TIMESPAN, Long(ticks))
+    if isinstance(v, list):
+        return [_to_amqp_value(x) for x in v]
+    if isinstance(v, dict):
+        return {_to_amqp_value(k): _to_amqp_value(x) for k, x in v.items()}
+    return v
+
+
+def _id_text(v: Any) -> str | None:
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bytes):
+        return v.hex()
+    return str(v)
+
+
+def to_sb_message(
+    payload: bytes | bytearray | memoryview, message_id: str | None = None
+) -> SbMessage:
+    """The namespace's message for one received message; ``message_id`` is stamped when the
+    message has none (the JS SDK sends none and needs one back)."""
+    m, raw_body = _decode(bytes(payload))
+    extra: dict[str, Any] = {}
+    if m.body_type == "data" and len(m.body) == 1:
+        body, body_type = m.body[0], "data"
+    elif m.body_type == "data" and not m.body:
+        body, body_type = b"", "data"
+    else:
+        body, body_type = raw_body, "amqp-" + m.body_type
+    sb = SbMessage(body=bytes(body), body_type=body_type)
+    h = m.header
+    if h is not None:
+        if h.ttl is not None and h.ttl > 0:
+            sb.time_to_live = h.ttl / 1000
+        kept = {"durable": h.durable, "priority": h.priority, "first_acquirer": h.first_acquirer}
+        if kept != {"durable": False, "priority": 4, "first_acquirer": False}:
+            extra["amqp-header"] = kept
+    p = m.properties
+    if p is not None:
+        sb.message_id = _id_text(p.message_id)
+        sb.correlation_id = _id_text(p.correlation_id)
+        sb.to = _id_text(p.to)
+        sb.subject = p.subject
+        sb.reply_to = _id_text(p.reply_to)
+        sb.content_type = None if p.content_type is None else str(p.content_type)
+        sb.session_id = p.group_id
+        sb.reply_to_session_id = p.reply_to_group_id
+        rest = Properties(
+            message_id=None if isinstance(p.message_id, str) else p.message_id,
+            user_id=p.user_id,
+            correlation_id=None if isinstance(p.correlation_id, str) else p.correlation_id,
+            content_encoding=p.content_encoding,
+            absolute_expiry_time=p.absolute_expiry_time,
+            creation_time=p.creation_time,
+            group_sequence=p.group_sequence,
+        )
+        if rest != Properties():
+            extra["amqp-properties"] = encode(encode_described(rest))
+    if sb.message_id is None:
+        sb.message_id = message_id
+    annotations = m.message_annotations or {}
+    rest_annotations = {}
+    for key, value in annotations.items():
+        if key == SCHEDULED_ENQUEUE_TIME and isinstance(value, int):
+            sb.scheduled_enqueue_time = int(value) / 1000
+        elif key == PARTITION_KEY and isinstance(value, str):
+            sb.partition_key = str(value)
+        elif key not in _BROKER_ANNOTATIONS:
+            rest_annotations[key] = value
+    if rest_annotations:
+        extra["amqp-annotations"] = encode(rest_annotations)
+    if m.application_properties:
+        sb.properties = {str(k): _to_sb_value(v) for k, v in m.application_properties.items()}
+    if m.footer:
+        extra["amqp-footer"] = encode(m.footer)
+    sb.extra = extra
+    return sb
+
+
+def to_amqp(
+    stored: Stored,
+    *,
+    lock_token: uuid.UUID | None = None,
+    locked_until: float | None = None,
+) -> bytes:
+    """The encoded message a receiver gets for ``stored``, with the broker's annotations.
+
+    ``locked_until`` (epoch seconds) is written as ``x-opt-locked-until`` unless the message is
+    locked through its session; ``lock_token`` is also given as the delivery annotation
+    ``x-opt-lock-token`` (the delivery tag is the primary carrier).
+    """
+    sb = stored.message
+    extra = sb.extra or {}
+    kept = extra.get("amqp-header") or {}
+    header = Header(
+        durable=bool(kept.get("durable", False)),
+        priority=int(kept.get("priority", 4)),
+        ttl=None if sb.time_to_live is None else min(round(sb.time_to_live * 1000), 0xFFFFFFFF),
+        first_acquirer=bool(kept.get("first_acquirer", False)),
+        delivery_count=stored.delivery_count,
+    )
+    if "amqp-properties" in extra:
+        props = decode_as(Properties, _described(extra["amqp-properties"]))
+    else:
+        props = Properties()
+    if props.message_id is None:
+        props.message_id = sb.message_id
+    if props.correlation_id is None:
+        props.correlation_id = sb.correlation_id
+    props.to = sb.to
+    props.subject = sb.subject
+    props.reply_to = sb.reply_to
+    props.content_type = sb.content_type
+    props.group_id = sb.session_id
+    props.reply_to_group_id = sb.reply_to_session_id
+    if math.isfinite(stored.expires_at):
+        props.absolute_expiry_time = _ms(stored.expires_at)
+    annotations: dict[Any, Any] = {}
+    if "amqp-annotations" in extra:
+        annotations.update(_map(extra["amqp-annotations"]))
+    annotations[SEQUENCE_NUMBER] = Long(stored.sequence_number)
+    annotations[ENQUEUED_TIME] = _ms(stored.enqueued_time)
+    annotations[MESSAGE_STATE] = Long(stored.state.value)
+    if stored.enqueued_sequence_number:
+        annotations[ENQUEUE_SEQUENCE_NUMBER] = Long(stored.enqueued_sequence_number)
+    if locked_until is not None and not stored.session_lock:
+        annotations[LOCKED_UNTIL] = _ms(locked_until)
+    scheduled = stored.scheduled_enqueue_time or sb.scheduled_enqueue_time
+    if scheduled is not None:
+        annotations[SCHEDULED_ENQUEUE_TIME] = _ms(scheduled)
+    if sb.partition_key is not None:
+        annotations[PARTITION_KEY] = sb.partition_key
+    if stored.dead_letter_source is not None:
+        annotations[DEADLETTER_SOURCE] = stored.dead_letter_source
+    message = Message(
+        header=header,
+        delivery_annotations=None if lock_token is None else {LOCK_TOKEN: lock_token},
+        message_annotations=annotations,
+        properties=props,
+        application_properties={k: _to_amqp_value(v) for k, v in sb.properties.items()}
+        if sb.properties
+        else None,
+        footer=_map(extra["amqp-footer"]) if "amqp-footer" in extra else None,
+    )
+    if sb.body_type == "data":
+        body = b"\x00\x53\x75" + encode(sb.body)
+    elif sb.body_type.startswith("amqp-"):
+        body = sb.body
+    else:
+        raise ValueError(f"a body kept as {sb.body_type!r} has no AMQP form")
+    return encode_message(message, body)
+
+
+def _described(raw: bytes) -> Described:
+    value, _ = decode_value(raw, 0)
+    if not isinstance(value, Described):
+        raise DecodeError("kept properties are a described list")
+    return value
+
+
+def _map(raw: bytes) -> dict[Any, Any]:
+    value, _ = decode_value(raw, 0)
+    if not isinstance(value, dict):
+        raise DecodeError("kept annotations are a map")
+    return value
