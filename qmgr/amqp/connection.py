@@ -119,6 +119,7 @@ class Session:
     remote_incoming_window: int = 0
     remote_outgoing_window: int = 0
     ending: bool = False  # End sent by us, waiting for the peer's
+    mapped: bool = True  # False once ended or the connection is gone
     links: dict[int, Link] = field(default_factory=dict)  # by the peer's handle
     output_handles: dict[int, Link] = field(default_factory=dict)  # by ours
     unsettled: dict[int, Delivery] = field(default_factory=dict)  # ours, by delivery-id
@@ -154,12 +155,21 @@ class Link:
     _partial_meta: tuple[int, bytes, int, bool] | None = None
 
     @property
+    def live(self) -> bool:
+        """False once the link, its session or its connection is detached, ended or closed.
+
+        Events can name a link that later frames of the same read already detached or ended:
+        calls on such a link do nothing.
+        """
+        return not self.detaching and self.session.mapped and not self.session.ending
+
+    @property
     def can_send(self) -> bool:
         """True when one more delivery may be sent on this link now."""
         return (
             self.is_sender
             and self.attached
-            and not self.detaching
+            and self.live
             and self.credit > 0
             and self.session.remote_incoming_window > 0
         )
@@ -378,6 +388,7 @@ class Connection:
     def receive_eof(self) -> list[Event]:
         """The peer closed the transport."""
         if self.state is not State.CLOSED:
+            self._unmap_all()
             self.state = State.CLOSED
             self._events.append(Closed(error=None, by_peer=True))
         events, self._events = self._events, []
@@ -453,10 +464,10 @@ class Connection:
     ) -> None:
         """Send our Attach for a link the peer attached; source and target echo the peer's unless
         given. ``max_message_size`` is what we accept on our receivers (and advertise)."""
+        if not link.live:
+            return
         if link.attached:
             raise LocalProtocolError(f"{link!r} already attached")
-        if link.detaching:
-            return
         if max_message_size is None:
             max_message_size = self.max_message_size
         link.max_message_size = max_message_size or None
@@ -508,6 +519,8 @@ class Connection:
         link we send on, this reports our delivery-count; when the peer asked to drain, the
         credit left is used up first (the drain answer, sent even when nothing was delivered).
         """
+        if not link.live:
+            return
         if link.is_sender:
             if link.drain and link.credit > 0:
                 link.delivery_count = (link.delivery_count + link.credit) & _U32
@@ -604,6 +617,8 @@ class Connection:
         batchable: bool = False,
     ) -> None:
         """A raw disposition; ``role`` is ours (``SENDER`` for deliveries we sent)."""
+        if not session.mapped or session.ending:
+            return
         last = first if last is None else last
         if settled and role is SENDER:
             self._take_unsettled(session, first, last)
@@ -616,7 +631,7 @@ class Connection:
 
     def detach(self, link: Link, error: Any = None, *, closed: bool = True) -> None:
         """Detach a link (with ``error`` for a link error); the peer's reply frees it."""
-        if link.detaching or link.session.links.get(link.handle) is not link:
+        if not link.live or link.session.links.get(link.handle) is not link:
             return
         if not link.attached:  # a detach always follows an attach
             link.attached = True
@@ -626,7 +641,7 @@ class Connection:
 
     def end(self, session: Session, error: Any = None) -> None:
         """End a session (with ``error`` for a session error); the peer's reply frees it."""
-        if session.ending:
+        if session.ending or not session.mapped:
             return
         session.ending = True
         self._send(session, p.End(error=error))
@@ -641,6 +656,7 @@ class Connection:
         if not self._open_sent:
             self._send_open()
         self._write(encode_frame(0, p.Close(error=error)))
+        self._unmap_all()
         self.state = State.CLOSE_SENT
         self._close_sent_at = self._now
 
@@ -701,10 +717,17 @@ class Connection:
             if not self._open_sent:
                 self._send_open()
             self._write(encode_frame(0, p.Close(error=error)))
+        self._unmap_all()
         self.state = State.CLOSED
         self._buffer.clear()
         self._pending.clear()
         self._events.append(Closed(error=error, by_peer=False))
+
+    def _unmap_all(self) -> None:
+        for session in self.sessions.values():
+            session.mapped = False
+        self.sessions.clear()
+        self._local_channels.clear()
 
     def _process(self) -> None:
         if self._buffer:
@@ -1170,6 +1193,7 @@ class Connection:
             raise ProtocolViolation("amqp:not-allowed", f"no session on channel {channel}")
         del self.sessions[channel]
         del self._local_channels[session.channel]
+        session.mapped = False
         links = tuple(session.links.values())
         if session.ending:  # the reply to ours
             return
@@ -1189,6 +1213,7 @@ class Connection:
 
     def _on_close(self, channel: int, perf: Any, payload: bytes) -> None:
         self._write(encode_frame(0, p.Close(error=None)))
+        self._unmap_all()
         self.state = State.CLOSED
         self._events.append(Closed(error=perf.error, by_peer=True))
 

@@ -683,3 +683,98 @@ def test_split_transfers_fit_and_join(size: int, max_frame_size: int, tag: bytes
     for t in transfers:
         events += server.receive_data(frame(transfer(0, t[1], t[2], bytes(t[-1]), more=bool(t[5]))))
     assert [e.payload for e in events] == [payload]
+
+
+def _conversation() -> list[bytes]:
+    init = pf.SASLInit(mechanism=b"ANONYMOUS", initial_response=b"", hostname="localhost")
+    return [
+        SASL_HEADER,
+        frame(init, sasl=True),
+        AMQP_HEADER,
+        frame(OPEN_FRAME),
+        frame(BEGIN_FRAME),
+        frame(attach("s", 0, SENDER, "amqps://h/q")),
+        frame(attach("r", 1, RECEIVER, "amqps://h/q", rcv=1)),
+        frame(link_flow(1, 10)),
+        frame(transfer(0, 0, b"t", b"hello", message_format=BATCH_FORMAT, more=True)),
+        frame(transfer(0, None, None, b" world")),
+        frame(disposition(RECEIVER, 0, 3, False, PyAccepted())),
+        frame(pf.DetachFrame(handle=1, closed=True, error=None)),
+        frame(pf.EndFrame(error=None)),
+        frame(pf.CloseFrame(error=None)),
+    ]
+
+
+STEPS = _conversation()
+CONVERSATION = b"".join(STEPS)
+
+
+def cut(data: bytes, cuts: list[int]) -> list[bytes]:
+    bounds = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    return [data[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def serve(conn: Connection, chunks: list[bytes]) -> list[Any]:
+    """Feed ``chunks`` one by one and answer like a server would; return every event."""
+    events: list[Any] = []
+    for chunk in chunks:
+        todo = conn.receive_data(chunk)
+        while todo:
+            event = todo.pop(0)
+            events.append(event)
+            if isinstance(event, SaslInit):
+                conn.accept_sasl()
+                todo += conn.receive_data(b"")
+            elif isinstance(event, LinkAttached):
+                conn.attach_reply(event.link)
+                if not event.link.is_sender:
+                    conn.flow(event.link, 5)
+            elif isinstance(event, CreditChanged) and event.link.can_send:
+                conn.send_transfer(event.link, b"lock", b"payload")
+            elif isinstance(event, TransferReceived) and not event.settled:
+                conn.settle(event.link, event.delivery_id, p.Accepted())
+        conn.data_to_send()
+    return events
+
+
+def test_the_conversation_step_by_step_and_split_anywhere() -> None:
+    kinds = [type(e).__name__ for e in serve(Connection("n"), STEPS)]
+    assert kinds == [
+        "SaslInit",
+        "Opened",
+        "SessionBegun",
+        "LinkAttached",
+        "LinkAttached",
+        "CreditChanged",
+        "TransferReceived",
+        "DispositionReceived",
+        "LinkDetached",
+        "SessionEnded",
+        "Closed",
+    ]
+    for step, data in enumerate(STEPS):
+        for at in range(1, len(data), 5):
+            chunks = [*STEPS[:step], data[:at], data[at:], *STEPS[step + 1 :]]
+            assert [type(e).__name__ for e in serve(Connection("n"), chunks)] == kinds
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, len(CONVERSATION) - 1), st.integers(0, 255)), max_size=4),
+    st.lists(st.integers(0, len(CONVERSATION)), max_size=5),
+    st.integers(0, len(CONVERSATION)),
+)
+def test_corrupted_input_never_raises(
+    flips: list[tuple[int, int]], cuts: list[int], truncate: int
+) -> None:
+    data = bytearray(CONVERSATION[: max(truncate, 16)])
+    for index, value in flips:
+        if index < len(data):
+            data[index] = value
+    conn = Connection("n")
+    events = serve(conn, cut(bytes(data), cuts))
+    closing = [e for e in events if isinstance(e, Closed)]
+    assert len(closing) <= 1
+    if closing:
+        assert conn.closed or conn.state.value == "close-sent"
+        assert not closing[0].by_peer or closing[0].error is None
