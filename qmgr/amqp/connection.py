@@ -96,6 +96,17 @@ class State(enum.Enum):
     CLOSED = "closed"
 
 
+_HANDSHAKE = frozenset(
+    {
+        State.EXPECT_HEADER,
+        State.SASL_INIT,
+        State.SASL_PENDING,
+        State.EXPECT_AMQP_HEADER,
+        State.EXPECT_OPEN,
+    }
+)
+
+
 @dataclass(eq=False)
 class Delivery:
     """A delivery this server sent and the peer has not settled yet."""
@@ -319,6 +330,7 @@ class Connection:
         sasl_mechanisms: tuple[str, ...] = ("ANONYMOUS", "PLAIN"),
         require_sasl: bool = False,
         close_timeout: float = 5.0,
+        handshake_timeout: float | None = 30.0,
     ) -> None:
         if max_frame_size < MIN_MAX_FRAME_SIZE:
             raise ValueError(f"max_frame_size must be at least {MIN_MAX_FRAME_SIZE}")
@@ -353,6 +365,8 @@ class Connection:
         self._last_received = now
         self._last_sent = now
         self._close_sent_at = now
+        self._started_at = now
+        self.handshake_timeout = handshake_timeout
 
     # ----------------------------------------------------------------- driver side
 
@@ -403,13 +417,18 @@ class Connection:
                 self.state = State.CLOSED
                 return None
             deadlines.append(self._close_sent_at + self.close_timeout)
+        if self.state in _HANDSHAKE and self.handshake_timeout is not None:
+            expires = self._started_at + self.handshake_timeout
+            if now >= expires:  # half-open or stalled before open: give the socket back
+                self._fail("amqp:resource-limit-exceeded", "no open within the handshake timeout")
+                return None
+            deadlines.append(expires)
         if self.state is not State.OPENED:
             return min(deadlines) if deadlines else None
         if self.idle_timeout:
             expires = self._last_received + self.idle_timeout
             if now >= expires:
                 self._fail("amqp:resource-limit-exceeded", "local-idle-timeout expired")
-                self.state = State.CLOSED
                 return None
             deadlines.append(expires)
         if self.remote_idle_timeout:
@@ -421,7 +440,8 @@ class Connection:
         return min(deadlines) if deadlines else None
 
     def events(self) -> list[Event]:
-        """Events made by server calls (e.g. a link error found while sending); rarely any."""
+        """Events made outside :meth:`receive_data`: a refused SASL verdict, a timeout in
+        :meth:`tick` (each a :class:`Closed`)."""
         events, self._events = self._events, []
         return events
 

@@ -106,7 +106,7 @@ def attach(name: str, handle: int, role: bool, address: str, **kw: Any) -> pf.At
 def link_flow(handle: int, credit: int, delivery_count: int = 0, **kw: Any) -> pf.FlowFrame:
     return pf.FlowFrame(
         next_incoming_id=kw.pop("next_incoming_id", 0),
-        incoming_window=65536,
+        incoming_window=kw.pop("incoming_window", 65536),
         next_outgoing_id=kw.pop("next_outgoing_id", 0),
         outgoing_window=65536,
         handle=handle,
@@ -778,3 +778,47 @@ def test_corrupted_input_never_raises(
     if closing:
         assert conn.closed or conn.state.value == "close-sent"
         assert not closing[0].by_peer or closing[0].error is None
+
+
+def test_half_open_connection_gives_up_after_the_handshake_timeout() -> None:
+    conn = Connection("n", now=0.0, handshake_timeout=10.0)
+    conn.receive_data(SASL_HEADER[:5], now=1.0)
+    assert conn.tick(5.0) == 10.0
+    assert conn.tick(10.0) is None
+    assert conn.closed
+    (event,) = conn.events()
+    assert isinstance(event, Closed) and event.error.condition == "amqp:resource-limit-exceeded"
+    assert conn.data_to_send() == b""  # nothing to say to a peer that never spoke AMQP
+    # after the open the handshake timeout no longer applies
+    opened_conn = Connection("n", now=0.0, handshake_timeout=10.0)
+    opened_conn.receive_data(AMQP_HEADER + frame(OPEN_FRAME), now=1.0)
+    assert opened_conn.tick(50.0) is None and not opened_conn.closed
+
+
+def test_session_window_holds_sending_until_the_peer_opens_it() -> None:
+    conn = Connection("n")
+    small = BEGIN_FRAME._replace(incoming_window=2)
+    conn.receive_data(AMQP_HEADER + frame(OPEN_FRAME) + frame(small))
+    link = attached(conn, "r", 0, RECEIVER, "amqps://h/q")
+    conn.receive_data(frame(link_flow(0, 10, incoming_window=2)))
+    conn.send_transfer(link, b"1", b"x")
+    conn.send_transfer(link, b"2", b"x")
+    assert link.credit == 8 and not link.can_send
+    session_flow = link_flow(0, 0)._replace(
+        next_incoming_id=2, next_outgoing_id=0, handle=None, delivery_count=None, link_credit=None
+    )
+    (event,) = conn.receive_data(frame(session_flow._replace(incoming_window=5)))
+    assert event == CreditChanged(link, 8, False)
+    assert link.can_send
+
+
+def test_peer_session_window_is_topped_up() -> None:
+    conn = opened(incoming_window=4)
+    link = attached(conn, "s", 0, SENDER, "amqps://h/q")
+    conn.flow(link, 10)
+    conn.data_to_send()
+    for i in range(3):
+        conn.receive_data(frame(transfer(0, i, b"%d" % i, b"x", settled=True)))
+    flows = frames_of(conn.data_to_send(), FLOW)
+    assert flows and flows[-1][4] is None  # a session flow
+    assert flows[-1][0] == 3 and flows[-1][1] == 4  # next-incoming-id, incoming-window
