@@ -10,7 +10,9 @@ close, exactly as 7.15.0 speaks them.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import socket
 import threading
 import time
@@ -23,9 +25,15 @@ import pytest
 
 pytest.importorskip("azure.servicebus")
 
-from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusReceiveMode  # noqa: E402
+from azure.servicebus import (  # noqa: E402
+    NEXT_AVAILABLE_SESSION,
+    ServiceBusClient,
+    ServiceBusMessage,
+    ServiceBusReceiveMode,
+)
 from azure.servicebus._pyamqp import _decode, _encode  # noqa: E402
 from azure.servicebus._pyamqp.message import Header, Message, Properties  # noqa: E402
+from azure.servicebus.exceptions import OperationTimeoutError  # noqa: E402
 
 from qmgr.amqp import performatives as p  # noqa: E402
 from qmgr.amqp.connection import (  # noqa: E402
@@ -39,6 +47,7 @@ from qmgr.amqp.connection import (  # noqa: E402
     SaslInit,
     TransferReceived,
 )
+from qmgr.amqp.types import Long, Symbol  # noqa: E402
 
 
 def _address(terminus: Any) -> str:
@@ -49,6 +58,10 @@ def _encode_message(msg: Message) -> bytes:
     out = bytearray()
     _encode.encode_payload(out, msg)
     return bytes(out)
+
+
+SESSION_FILTER = "com.microsoft:session-filter"
+LOCKED_UNTIL = "com.microsoft:locked-until-utc"
 
 
 def delivery(lock: uuid.UUID, data: bytes, sequence_number: int) -> bytes:
@@ -147,6 +160,19 @@ class MiniServer:
             return conn.receive_data(b"")
         if isinstance(event, LinkAttached):
             link = event.link
+            filters = getattr(link.source, "filter", None) or {}
+            if SESSION_FILTER in filters:
+                if filters[SESSION_FILTER] is None:  # next available: none here, so time out
+                    timeout = p.Error(condition="com.microsoft:timeout", description="no session")
+                    conn.refuse_attach(link, timeout)
+                    return []
+                # grant the session asked for; the lock in .NET ticks
+                ticks = 621355968000000000 + (int(time.time() * 1000) + 60000) * 10000
+                source = dataclasses.replace(
+                    link.source, filter={Symbol(SESSION_FILTER): filters[SESSION_FILTER]}
+                )
+                conn.attach_reply(link, source=source, properties={LOCKED_UNTIL: Long(ticks)})
+                return []
             conn.attach_reply(link, properties={"com.microsoft:tracking-id": "t"})
             if not link.is_sender:
                 conn.flow(link, 100)
@@ -283,3 +309,41 @@ def test_real_sdk_large_messages_cross_in_many_frames() -> None:
     ((_, payload),) = server.received
     assert b"".join(_decode.decode_payload(memoryview(payload)).data) == body
     assert b"".join(got.body) == big
+
+
+def test_real_sdk_session_receiver_gets_the_session_or_times_out() -> None:
+    with (
+        mini_server(to_deliver=1) as server,
+        ServiceBusClient.from_connection_string(server.conn_str, retry_total=0) as client,
+    ):
+        with client.get_queue_receiver("q", session_id="s-1", max_wait_time=5) as receiver:
+            assert receiver.session.session_id == "s-1"
+            locked = receiver.session.locked_until_utc
+            assert locked is not None and locked > datetime.now(UTC)
+            (got,) = receiver.receive_messages(max_message_count=1, max_wait_time=5)
+            receiver.complete_message(got)
+        receiver = client.get_queue_receiver(
+            "q", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=1
+        )
+        with pytest.raises(OperationTimeoutError), receiver:
+            receiver.receive_messages(max_message_count=1, max_wait_time=1)
+
+
+def test_real_async_sdk_sends_receives_and_settles() -> None:
+    from azure.servicebus.aio import ServiceBusClient as AsyncClient
+
+    async def run(server: MiniServer) -> list[str]:
+        async with AsyncClient.from_connection_string(server.conn_str) as client:
+            async with client.get_queue_sender("q") as sender:
+                await sender.send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+            async with client.get_queue_receiver("q", max_wait_time=5) as receiver:
+                got = await receiver.receive_messages(max_message_count=1, max_wait_time=5)
+                locks = [str(m.lock_token) for m in got]
+                for m in got:
+                    await receiver.abandon_message(m)
+        return locks
+
+    with mini_server(to_deliver=1) as server:
+        locks = asyncio.run(run(server))
+    assert [f for f, _ in server.received] == [0x80013700]
+    assert [(str(uuid.UUID(bytes_le=t)), o) for t, o in server.settled] == [(locks[0], "Modified")]
