@@ -69,15 +69,6 @@ def _serial_diff(a: int, b: int) -> int:
     return d - (1 << 32) if d & 0x80000000 else d
 
 
-class ProtocolViolation(Exception):
-    """Raised inside the machine to close the connection with an AMQP error condition."""
-
-    def __init__(self, condition: str, description: str) -> None:
-        super().__init__(f"{condition}: {description}")
-        self.condition = condition
-        self.description = description
-
-
 class LocalProtocolError(Exception):
     """The server called a method that the protocol state does not allow (a bug in the caller)."""
 
@@ -356,9 +347,7 @@ class Connection:
         self._open_sent = False
         self._buffer = bytearray()
         self._decoder = FrameDecoder(max_frame_size=max_frame_size)
-        self._pending: deque[ProtocolHeader | Frame | ProtocolHeaderError | ProtocolViolation] = (
-            deque()
-        )
+        self._pending: deque[ProtocolHeader | Frame | FramingError] = deque()
         self._out: list[bytes] = []
         self._events: list[Event] = []
         self._now = now
@@ -394,7 +383,7 @@ class Connection:
         self._buffer += data
         try:
             self._process()
-        except ProtocolViolation as e:
+        except FramingError as e:
             self._fail(e.condition, e.description)
         events, self._events = self._events, []
         return events
@@ -755,15 +744,13 @@ class Connection:
             self._buffer.clear()
             try:
                 self._pending.extend(self._decoder.feed(data))
-            except ProtocolHeaderError as e:
+            except FramingError as e:  # handled after what is already pending
                 self._pending.append(e)
-            except FramingError as e:
-                self._pending.append(ProtocolViolation(e.condition, e.description))
         while self._pending and self.state not in (State.CLOSED, State.SASL_PENDING):
             item = self._pending.popleft()
             if isinstance(item, ProtocolHeaderError):
                 self._header_mismatch()
-            elif isinstance(item, ProtocolViolation):
+            elif isinstance(item, FramingError):
                 raise item
             elif isinstance(item, ProtocolHeader):
                 self._on_header(item)
@@ -786,7 +773,7 @@ class Connection:
         elif self.state in (State.EXPECT_HEADER, State.EXPECT_AMQP_HEADER):
             self._header_mismatch()
         else:
-            raise ProtocolViolation(FRAMING_ERROR, "protocol header out of place")
+            raise FramingError(FRAMING_ERROR, "protocol header out of place")
 
     def _header_mismatch(self) -> None:
         """Answer a header we do not speak with the one we do, then close (part 2, 2.2)."""
@@ -811,7 +798,7 @@ class Connection:
         perf = frame.performative
         if self.state is State.SASL_INIT:
             if not isinstance(perf, p.SaslInit):
-                raise ProtocolViolation(FRAMING_ERROR, "expected sasl-init")
+                raise FramingError(FRAMING_ERROR, "expected sasl-init")
             mech = str(perf.mechanism)
             if mech not in self.sasl_mechanisms:
                 self._send_sasl(p.SaslOutcome(code=SASL_AUTH, additional_data=None))
@@ -841,31 +828,29 @@ class Connection:
         if getattr(frame, "sasl", False) or isinstance(
             perf, (p.SaslInit, p.SaslMechanisms, p.SaslOutcome, p.SaslChallenge, p.SaslResponse)
         ):
-            raise ProtocolViolation(FRAMING_ERROR, "SASL frame after SASL")
+            raise FramingError(FRAMING_ERROR, "SASL frame after SASL")
         if self.state is State.CLOSE_SENT:
             if isinstance(perf, p.Close):
                 self.state = State.CLOSED
             return
         if self.state is State.EXPECT_OPEN:
             if not isinstance(perf, p.Open):
-                raise ProtocolViolation(
-                    "amqp:not-allowed", f"expected open, got {type(perf).__name__}"
-                )
+                raise FramingError("amqp:not-allowed", f"expected open, got {type(perf).__name__}")
             self._on_open(perf)
             return
         handler = _HANDLERS.get(type(perf))
         if handler is None:
-            raise ProtocolViolation("amqp:not-allowed", f"unexpected {type(perf).__name__}")
+            raise FramingError("amqp:not-allowed", f"unexpected {type(perf).__name__}")
         handler(self, frame.channel, perf, frame.payload)
 
     def _on_open(self, perf: Any) -> None:
         if perf.container_id is None:
-            raise ProtocolViolation("amqp:invalid-field", "open without container-id")
+            raise FramingError("amqp:invalid-field", "open without container-id")
         self.remote_container_id = perf.container_id
         self.remote_hostname = perf.hostname
         remote_max = perf.max_frame_size if perf.max_frame_size is not None else _U32
         if remote_max < MIN_MAX_FRAME_SIZE:
-            raise ProtocolViolation(
+            raise FramingError(
                 "amqp:invalid-field", f"max-frame-size {remote_max} below {MIN_MAX_FRAME_SIZE}"
             )
         self.remote_max_frame_size = min(remote_max, _U32)
@@ -888,23 +873,23 @@ class Connection:
     def _session(self, channel: int) -> Session | None:
         session = self.sessions.get(channel)
         if session is None:
-            raise ProtocolViolation("amqp:not-allowed", f"no session on channel {channel}")
+            raise FramingError("amqp:not-allowed", f"no session on channel {channel}")
         if session.ending:  # discarding until the peer's End
             return None
         return session
 
     def _on_open_again(self, channel: int, perf: Any, payload: bytes) -> None:
-        raise ProtocolViolation("amqp:not-allowed", "open received twice")
+        raise FramingError("amqp:not-allowed", "open received twice")
 
     def _on_begin(self, channel: int, perf: Any, payload: bytes) -> None:
         if channel > self.channel_max:
-            raise ProtocolViolation(
+            raise FramingError(
                 FRAMING_ERROR, f"channel {channel} above channel-max {self.channel_max}"
             )
         if perf.remote_channel is not None:
-            raise ProtocolViolation("amqp:not-allowed", "begin answering a session we never began")
+            raise FramingError("amqp:not-allowed", "begin answering a session we never began")
         if channel in self.sessions:
-            raise ProtocolViolation("amqp:not-allowed", f"channel {channel} already in use")
+            raise FramingError("amqp:not-allowed", f"channel {channel} already in use")
         local = channel if channel not in self._local_channels else self._free_channel()
         handle_max = perf.handle_max if perf.handle_max is not None else _U32
         session = Session(
@@ -939,7 +924,7 @@ class Connection:
         for c in range(self.channel_max + 1):
             if c not in self._local_channels:
                 return c
-        raise ProtocolViolation("amqp:resource-limit-exceeded", "no free channel")
+        raise FramingError("amqp:resource-limit-exceeded", "no free channel")
 
     def _on_attach(self, channel: int, perf: Any, payload: bytes) -> None:
         session = self._session(channel)
@@ -947,14 +932,14 @@ class Connection:
             return
         handle = perf.handle
         if handle > session.handle_max:
-            raise ProtocolViolation(
+            raise FramingError(
                 FRAMING_ERROR, f"handle {handle} above handle-max {session.handle_max}"
             )
         if handle in session.links:
             self._end_with(session, "amqp:session:handle-in-use", f"handle {handle} in use")
             return
         if perf.role is None or perf.name is None:
-            raise ProtocolViolation("amqp:invalid-field", "attach without name or role")
+            raise FramingError("amqp:invalid-field", "attach without name or role")
         output = handle if handle not in session.output_handles else self._free_handle(session)
         link = Link(
             session=session,
@@ -991,11 +976,11 @@ class Connection:
         for h in range(session.handle_max + 1):
             if h not in session.output_handles:
                 return h
-        raise ProtocolViolation("amqp:resource-limit-exceeded", "no free handle")
+        raise FramingError("amqp:resource-limit-exceeded", "no free handle")
 
     def _link(self, session: Session, handle: int | None) -> Link | None:
         if handle is None:
-            raise ProtocolViolation("amqp:invalid-field", "frame without a handle")
+            raise FramingError("amqp:invalid-field", "frame without a handle")
         link = session.links.get(handle)
         if link is None:
             self._end_with(
@@ -1053,7 +1038,7 @@ class Connection:
             return
         if link._partial is None:
             if perf.delivery_id is None or perf.delivery_tag is None:
-                raise ProtocolViolation(
+                raise FramingError(
                     "amqp:invalid-field", "first transfer of a delivery without delivery-id or tag"
                 )
             session.next_incoming_id = (perf.delivery_id + 1) & _U32
@@ -1078,7 +1063,7 @@ class Connection:
             and link._partial_meta is not None
             and perf.delivery_id != link._partial_meta[0]
         ):
-            raise ProtocolViolation("amqp:invalid-field", "delivery-id changed inside a delivery")
+            raise FramingError("amqp:invalid-field", "delivery-id changed inside a delivery")
         if session.incoming_window < session.target_incoming_window // 2:
             session.incoming_window = session.target_incoming_window
             self._send_flow(session, None)
@@ -1138,7 +1123,7 @@ class Connection:
     def _find_unsettled(self, session: Session, first: int, last: int) -> list[Delivery]:
         span = _serial_diff(last, first)
         if span < 0:
-            raise ProtocolViolation("amqp:invalid-field", f"disposition range {first}..{last}")
+            raise FramingError("amqp:invalid-field", f"disposition range {first}..{last}")
         if span < len(session.unsettled):
             found = (session.unsettled.get((first + i) & _U32) for i in range(span + 1))
             return [d for d in found if d is not None]
@@ -1210,7 +1195,7 @@ class Connection:
     def _on_end(self, channel: int, perf: Any, payload: bytes) -> None:
         session = self.sessions.get(channel)
         if session is None:
-            raise ProtocolViolation("amqp:not-allowed", f"no session on channel {channel}")
+            raise FramingError("amqp:not-allowed", f"no session on channel {channel}")
         del self.sessions[channel]
         del self._local_channels[session.channel]
         session.mapped = False
