@@ -22,6 +22,7 @@ A Service Bus batch is a transfer with ``message-format = 0x80013700`` whose mes
   back (``int`` → long, ``Int32`` → int).
 - the body: one ``data`` section is ``body`` with ``body_type = "data"``; any other body is kept
   as its encoded sections with ``body_type`` ``amqp-data``, ``amqp-sequence`` or ``amqp-value``.
+  A body another client sent with some other ``body_type`` goes out as one ``data`` section.
 - ``extra`` keeps, store-friendly, what the namespace does not use: ``amqp-header`` (durable,
   priority, first-acquirer), ``amqp-properties`` (the other property fields and a message-id or
   correlation-id that is not a string, as encoded bytes), ``amqp-annotations`` (other message
@@ -80,6 +81,7 @@ _SECTION_NAMES = {
     "amqp:footer:map": FOOTER,
 }
 BATCH_FORMAT = 0x80013700
+_AMQP_BODIES = frozenset({"amqp-data", "amqp-sequence", "amqp-value"})
 TIMESPAN = Symbol("com.microsoft:timespan")
 URI = Symbol("com.microsoft:uri")
 DATETIME_OFFSET = Symbol("com.microsoft:datetime-offset")
@@ -308,6 +310,17 @@ def _ms(seconds: float) -> Timestamp:
     return Timestamp(round(seconds * 1000))
 
 
+def timestamp(seconds: float) -> Timestamp:
+    """An AMQP timestamp (ms) for epoch ``seconds``."""
+    return _ms(seconds)
+
+
+def dotnet_ticks(seconds: float) -> Long:
+    """Epoch ``seconds`` as .NET ticks (100 ns since 0001-01-01), for the link property
+    ``com.microsoft:locked-until-utc`` of a session receiver (whole milliseconds, as Service Bus)."""
+    return Long(_TICKS_AT_EPOCH + round(seconds * 1000) * 10_000)
+
+
 def _to_sb_value(v: Any) -> Any:
     if isinstance(v, Int):
         return Int32(int(v))
@@ -352,7 +365,9 @@ def _to_amqp_value(v: Any) -> Any:
         return [_to_amqp_value(x) for x in v]
     if isinstance(v, dict):
         return {_to_amqp_value(k): _to_amqp_value(x) for k, x in v.items()}
-    return v
+    if v is None or isinstance(v, float | str | bytes | uuid.UUID):
+        return v
+    return str(v)  # a value no AMQP type holds (a property set by some other client): its text
 
 
 def _id_text(v: Any) -> str | None:
@@ -491,13 +506,9 @@ def to_amqp(
         else None,
         footer=_map(extra["amqp-footer"]) if "amqp-footer" in extra else None,
     )
-    if sb.body_type == "data":
-        body = b"\x00\x53\x75" + encode(sb.body)
-    elif sb.body_type.startswith("amqp-"):
-        body = sb.body
-    else:
-        raise ValueError(f"a body kept as {sb.body_type!r} has no AMQP form")
-    return encode_message(message, body)
+    # "data", and bodies other clients named otherwise, go out as one data section
+    data_section = sb.body_type not in _AMQP_BODIES
+    return encode_message(message, b"\x00\x53\x75" + encode(sb.body) if data_section else sb.body)
 
 
 def _described(raw: bytes) -> Described:

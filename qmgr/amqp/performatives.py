@@ -116,7 +116,11 @@ FIELDS = Kind("fields", _enc_fields, _dec_map)
 MAP = Kind("map", lambda v: v, _dec_map)
 ANY = Kind("*", _enc_composite, _dec_composite)
 TIMESTAMP = _typed(Timestamp, int)
-MESSAGE_ID = _ident_checked("message-id", str, bytes, uuid.UUID, ULong)
+MESSAGE_ID = Kind(
+    "message-id",  # string, uuid, binary or ulong (a plain int is a message-id-ulong)
+    lambda v: ULong(v) if type(v) is int else v,
+    _ident_checked("message-id", str, bytes, uuid.UUID, ULong).dec,
+)
 
 
 class Composite:

@@ -29,7 +29,9 @@ Python                    AMQP
 
 Encoding picks the compact forms (``uint0``, ``smalluint``, ``list0``, ``list8``, ``str8`` ...);
 decoding accepts every form and returns the typed wrappers, so ``decode(encode(v)) == v`` with the
-same types. Malformed input raises ``DecodeError``; values that have no encoding raise
+same types. An empty array is written with its element constructor, as the specification says;
+azure-servicebus's ``_pyamqp`` writes it without one and reads it as if it had none (so an empty
+array sent to that client shifts what follows: send it none). Both forms are read here. Malformed input raises ``DecodeError``; values that have no encoding raise
 ``EncodeError``.
 """
 
@@ -213,6 +215,9 @@ def encode(value: Any) -> bytes:
 
 def encode_into(out: bytearray, value: Any) -> None:
     """Append the encoding of ``value`` to ``out``."""
+    if value is None:
+        out.append(0x40)
+        return
     enc = _ENCODERS.get(type(value))
     if enc is None:
         enc = _encoder_for(value)
@@ -490,6 +495,9 @@ def _enc_array(out: bytearray, v: Array) -> None:
                     count += 1
             body += _pack_II(len(part) + 4, count)
             body += part
+    elif not v:  # an empty array of no known type: the constructor-less form it was read in
+        out += b"\xe0\x01\x00"
+        return
     else:
         raise EncodeError(f"no AMQP array of {element.__name__}")
     payload = constructor + body
@@ -642,6 +650,8 @@ def _decode_body(code: int, buf: bytes, pos: int, depth: int) -> tuple[Any, int]
 
 def _decode_array(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple[Array, int]:
     if pos >= end:
+        if count == 0:  # azure-servicebus's _pyamqp writes an empty array without a constructor
+            return Array([], object), pos
         raise DecodeError("array without a constructor")
     descriptor = None
     code = buf[pos]

@@ -174,3 +174,33 @@ def test_layer_tracks_the_last_header():
     assert decoder.layer == 3
     decoder.feed(AMQP_HEADER)
     assert decoder.layer == 0
+
+
+@given(st.binary(max_size=200))
+def test_garbage_after_the_header_is_a_framing_error_or_frames(data):
+    decoder = FrameDecoder(4096)
+    try:
+        decoder.feed(AMQP_HEADER + data)
+    except FramingError as e:
+        assert e.condition in (FRAMING_ERROR, DECODE_ERROR)
+
+
+def test_the_sdks_sasl_exchange_decodes():
+    from azure.servicebus._pyamqp import _encode as sdk_encode
+    from azure.servicebus._pyamqp import performatives as sdk_perf
+
+    header, body = sdk_encode.encode_frame(
+        sdk_perf.SASLInit(mechanism=b"ANONYMOUS", initial_response=b"", hostname="localhost"),
+        frame_type=b"\x01",
+    )
+    out = FrameDecoder().feed(SASL_HEADER + header + b"\x00\x00" + body + AMQP_HEADER)
+    assert out == [
+        ProtocolHeader(3),
+        Frame(
+            0,
+            p.SaslInit(mechanism="ANONYMOUS", initial_response=b"", hostname="localhost"),
+            b"",
+            True,
+        ),
+        ProtocolHeader(0),
+    ]

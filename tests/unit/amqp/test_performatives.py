@@ -338,3 +338,27 @@ def test_we_read_any_sdk_disposition(frame):
     assert got == p.Disposition(
         frame.role, frame.first, frame.last, frame.settled, None, frame.batchable
     )
+
+
+@pytest.mark.parametrize("session", ["s-1", None])
+def test_we_read_the_sdks_session_receiver_attach(session):
+    from azure.servicebus._pyamqp.endpoints import Target as SdkTarget
+    from azure.servicebus._transport._pyamqp_transport import PyamqpTransport
+
+    from qmgr.amqp.framing import AMQP_HEADER, FrameDecoder
+
+    source = PyamqpTransport.create_source("amqps://localhost:5672/q", session)
+    attach = sdk_perf.AttachFrame(
+        name="receiver-link-1", handle=2, role=True, send_settle_mode=0, rcv_settle_mode=1,
+        source=source, target=SdkTarget(address="receiver-link-1"), unsettled=None,
+        incomplete_unsettled=False, initial_delivery_count=None, max_message_size=None,
+        offered_capabilities=None, desired_capabilities=None,
+        properties={"com.microsoft:receiver-name": "r", "com.microsoft:timeout": 5000},
+    )  # fmt: skip
+    got = FrameDecoder().feed(AMQP_HEADER + _sdk_frame(attach))[1].performative
+    assert isinstance(got, p.Attach) and isinstance(got.source, p.Source)
+    assert got.role is p.RECEIVER and got.rcv_settle_mode == p.RCV_SECOND
+    assert got.source.address == "amqps://localhost:5672/q"
+    # next available session: the key with a null value; a given session: the id as a string
+    assert got.source.filter == {Symbol("com.microsoft:session-filter"): session}
+    assert got.properties[Symbol("com.microsoft:timeout")] == 5000  # sent as an int, not a uint

@@ -322,3 +322,30 @@ def test_sdk_arrays_and_symbols_decode():
     out = bytearray()
     sdk_encode.encode_value(out, {"TYPE": "TIMESTAMP", "VALUE": 1234})
     assert decode(bytes(out)) == Timestamp(1234)
+
+
+@pytest.mark.parametrize(
+    ("value", "plain"),
+    [
+        (Array([Long(1), Long(-2)], Long), [1, -2]),
+        (Array([U, U], uuid.UUID), [U, U]),
+        (Array([Symbol("a"), Symbol("b" * 300)], Symbol), [b"a", b"b" * 300]),
+        (Array([Timestamp(5)], Timestamp), [5]),
+        (Array([Int(i) for i in range(300)], Int), list(range(300))),
+    ],
+)
+def test_sdk_decodes_our_arrays(value, plain):
+    data = memoryview(encode(value))
+    rest, decoded = sdk_decode._DECODE_BY_CONSTRUCTOR[data[0]](data[1:])
+    assert len(rest) == 0 and decoded == plain
+
+
+def test_empty_arrays_in_both_forms():
+    assert encode(Array([], Long)).hex() == "e0020081"  # with its element constructor (the spec)
+    assert decode(bytes.fromhex("e0020081")) == []
+    out = bytearray()
+    sdk_encode.encode_value(out, {"TYPE": "ARRAY", "VALUE": []})
+    assert bytes(out).hex() == "e00100"  # the SDK's: no constructor
+    assert decode(bytes(out)) == []
+    assert encode(decode(bytes(out))) == bytes(out)
+    assert decode(bytes.fromhex("c00502e00100" + "41")) == [[], True]
