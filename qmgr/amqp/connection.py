@@ -25,7 +25,25 @@ the peer's receivers and every settlement.
 
 Protocol errors close the connection with the AMQP error that names them (framing and decode
 errors, frames out of order, channels and handles out of range, ...); errors that belong to one
-link detach that link (credit exceeded, oversize message) and leave the rest serving.
+link detach that link (credit exceeded, oversize message) and leave the rest serving. Events are
+returned after a whole read is processed, so an event can name a link or session that a later
+frame of the same read already detached or ended: calls on it then do nothing (``Link.live``),
+and :attr:`Link.can_send` says whether a delivery may go out now.
+
+A driver, in outline::
+
+    conn = Connection("node", now=loop.time(), idle_timeout=None)
+    while not conn.closed:
+        data = await read()  # b"" at EOF -> conn.receive_eof()
+        events = conn.receive_data(data, now=loop.time())
+        while events:
+            event = events.pop(0)
+            if isinstance(event, SaslInit):
+                conn.accept_sasl()
+                events += conn.receive_data(b"")
+            ...  # LinkAttached -> attach_reply (+ flow for the peer's senders), and so on
+        write(conn.data_to_send())
+        # and when the deadline conn.tick(now) returned comes: tick again, write, check closed
 """
 
 from __future__ import annotations
