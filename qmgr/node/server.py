@@ -22,6 +22,7 @@ from qmgr.node.config import (
     TlsSettings,
     channel_settings,
 )
+from qmgr.node.amqp_server import AmqpServer
 from qmgr.node.runtime import NodeRuntime
 from qmgr.node.sbport import ServiceBusPort, server_context
 from qmgr.security.users import Users, UsersFileError
@@ -135,7 +136,13 @@ async def _servicebus_port(
         context = server_context(
             config.data_dir, tls.cert if tls else None, tls.key if tls else None
         )
-        sb = ServiceBusPort(runtime, config.servicebus_host, config.servicebus_port, context)
+        sb = ServiceBusPort(
+            runtime,
+            config.servicebus_host,
+            config.servicebus_port,
+            context,
+            amqp_handler=AmqpServer(runtime).handle,
+        )
         bound = await sb.start()
     except (OSError, ValueError) as exc:
         return None, str(exc)
