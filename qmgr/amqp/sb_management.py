@@ -8,11 +8,11 @@ symbol the SDK turns into its exception class: ``_common/mgmt_handlers.py`` and
 ``_transport/_pyamqp_transport.py`` ``_ERROR_CODE_TO_ERROR_MAPPING`` in azure-servicebus
 7.15.0), an AMQP-value map body, and ``correlation-id`` = the request's ``message-id``.
 
-``handle(namespace, entity_path, request)`` answers one request; it is pure: no I/O, and the
-time is the namespace's own clock (the one it settles locks and schedules by), so the answer
-agrees with the state it describes. ``Reply.changed`` says that the request may have changed
-state: the driver then calls ``runtime.servicebus.changed()`` and awaits durability before it
-sends ``Reply.message``.
+``handle(namespace, entity_path, request, now)`` returns the answer; ``respond(namespace,
+entity_path, request)`` returns it in a ``Reply`` whose ``changed`` says that the request may
+have changed state (the driver then calls ``runtime.servicebus.changed()`` and awaits
+durability before it sends the answer). Pure: no I/O, and the time is the namespace's own clock
+(the one it settles locks and schedules by), so the answer agrees with the state it describes.
 
 Operations (reference §F): renew-lock, update-disposition, receive-by-sequence-number,
 peek-message, schedule-message, cancel-scheduled-message, get-session-state,
@@ -361,7 +361,18 @@ def _response(
     )
 
 
-def handle(namespace: Namespace, entity_path: str, request: Message) -> Reply:
+def handle(
+    namespace: Namespace, entity_path: str, request: Message, now: float | None = None
+) -> Message:
+    """The answer to one ``$management`` request addressed to ``<entity_path>/$management``
+    (``respond`` also says whether state may have changed).
+
+    ``now`` is the driver's time of the request; the operations read the namespace's own clock
+    (the node's, the same one), so they agree with the locks and schedules they act on."""
+    return respond(namespace, entity_path, request).message
+
+
+def respond(namespace: Namespace, entity_path: str, request: Message) -> Reply:
     """Answer one ``$management`` request addressed to ``<entity_path>/$management``.
 
     Never raises for a bad request or a refused operation: the answer carries the status and

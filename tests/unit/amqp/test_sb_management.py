@@ -27,7 +27,7 @@ from azure.servicebus.exceptions import (
 )
 
 from qmgr.amqp.message import decode_message, encode_message
-from qmgr.amqp.sb_management import Reply, handle
+from qmgr.amqp.sb_management import Reply, handle, respond
 from qmgr.core.clock import ManualClock
 from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.message import MessageState, SbMessage
@@ -90,7 +90,7 @@ def test_response_correlates_with_the_request_and_carries_int_status(ns: Namespa
     req = request(
         "peek-message", {"from-sequence-number": T.AMQP_LONG_VALUE(1), "message-count": 1}
     )
-    reply = handle(ns, "q", req)
+    reply = respond(ns, "q", req)
     status, m, description = sdk_view(reply)
     assert status == 200 and isinstance(status, int)
     assert m.properties.correlation_id == req.properties.message_id
@@ -100,7 +100,7 @@ def test_response_correlates_with_the_request_and_carries_int_status(ns: Namespa
 
 
 def test_unknown_operation_is_refused_and_changes_nothing(ns: Namespace) -> None:
-    reply = handle(ns, "q", request("frobnicate", {}))
+    reply = respond(ns, "q", request("frobnicate", {}))
     with pytest.raises(ServiceBusError):
         call(mgmt_handlers.default, reply)
     assert reply.status == 400 and reply.changed is False
@@ -110,7 +110,7 @@ def test_unknown_entity_maps_to_entity_not_found(ns: Namespace) -> None:
     req = request(
         "peek-message", {"from-sequence-number": T.AMQP_LONG_VALUE(1), "message-count": 1}
     )
-    reply = handle(ns, "nope", req)
+    reply = respond(ns, "nope", req)
     assert reply.status == 404
     with pytest.raises(MessagingEntityNotFoundError):
         call(mgmt_handlers.peek_op, reply, receiver=SimpleNamespace())
@@ -125,7 +125,7 @@ def test_unknown_entity_maps_to_entity_not_found(ns: Namespace) -> None:
     ],
 )
 def test_malformed_peek_is_an_argument_error(ns: Namespace, body: dict[str, Any]) -> None:
-    reply = handle(ns, "q", request("peek-message", body))
+    reply = respond(ns, "q", request("peek-message", body))
     assert (reply.status, reply.condition) == (400, "com.microsoft:argument-error")
     with pytest.raises(ServiceBusError):
         call(mgmt_handlers.peek_op, reply, receiver=SimpleNamespace())
@@ -134,11 +134,11 @@ def test_malformed_peek_is_an_argument_error(ns: Namespace, body: dict[str, Any]
 def test_a_body_that_is_not_a_map_is_refused(ns: Namespace) -> None:
     req = request("peek-message", {})
     req.body = [1, 2]
-    assert handle(ns, "q", req).status == 400
+    assert respond(ns, "q", req).status == 400
 
 
 def test_rule_operations_are_not_implemented(ns: Namespace) -> None:
-    reply = handle(ns, "q", request("enumerate-rules", {"top": 10, "skip": 0}))
+    reply = respond(ns, "q", request("enumerate-rules", {"top": 10, "skip": 0}))
     assert (reply.status, reply.condition) == (501, "amqp:not-implemented")
 
 
@@ -150,7 +150,7 @@ def test_peek_returns_messages_the_sdk_parses(ns: Namespace) -> None:
     req = request(
         "peek-message", {"from-sequence-number": T.AMQP_LONG_VALUE(2), "message-count": 5}
     )
-    got = call(mgmt_handlers.peek_op, handle(ns, "q", req), receiver=SimpleNamespace())
+    got = call(mgmt_handlers.peek_op, respond(ns, "q", req), receiver=SimpleNamespace())
     assert [m.sequence_number for m in got] == seqs[1:]
     assert [b"".join(m.body) for m in got] == [b"m1", b"m2"]
     assert ns.get_queue("q").active == 3  # nothing removed
@@ -161,7 +161,7 @@ def test_peek_with_nothing_is_204_and_an_empty_list(ns: Namespace) -> None:
     req = request(
         "peek-message", {"from-sequence-number": T.AMQP_LONG_VALUE(1), "message-count": 5}
     )
-    reply = handle(ns, "q", req)
+    reply = respond(ns, "q", req)
     assert reply.status == 204
     assert call(mgmt_handlers.peek_op, reply, receiver=SimpleNamespace()) == []
 
@@ -172,7 +172,7 @@ def test_peek_in_a_session(ns: Namespace) -> None:
     body = {"from-sequence-number": T.AMQP_LONG_VALUE(1), "message-count": 10, "session-id": "b"}
     got = call(
         mgmt_handlers.peek_op,
-        handle(ns, "s", request("peek-message", body)),
+        respond(ns, "s", request("peek-message", body)),
         receiver=SimpleNamespace(),
     )
     assert [m.session_id for m in got] == ["b", "b"]
@@ -186,7 +186,7 @@ def test_renew_lock_returns_expirations_the_sdk_reads(ns: Namespace, clock: Manu
     got = ns.receive("q", 2, ReceiveMode.PEEK_LOCK)
     clock.advance(10)
     body = {"lock-tokens": T.AMQP_ARRAY_VALUE([s.lock_token for s in got])}
-    reply = handle(ns, "q", request("renew-lock", body))
+    reply = respond(ns, "q", request("renew-lock", body))
     value = call(mgmt_handlers.message_lock_renew_op, reply)
     assert value[b"expirations"] == [int((clock.now() + 30) * 1000)] * 2
     assert reply.changed
@@ -198,7 +198,7 @@ def test_renew_of_a_lost_lock_is_message_lock_lost(ns: Namespace, clock: ManualC
     clock.advance(31)
     ns.tick()
     body = {"lock-tokens": T.AMQP_ARRAY_VALUE([got.lock_token])}
-    reply = handle(ns, "q", request("renew-lock", body))
+    reply = respond(ns, "q", request("renew-lock", body))
     assert reply.condition == "com.microsoft:message-lock-lost"
     with pytest.raises(MessageLockLostError):
         call(mgmt_handlers.message_lock_renew_op, reply)
@@ -220,7 +220,7 @@ def test_update_disposition(
     [got] = ns.receive("q", 1, ReceiveMode.PEEK_LOCK)
     body = {"disposition-status": status, "lock-tokens": T.AMQP_ARRAY_VALUE([got.lock_token])}
     body.update(extra)
-    reply = handle(ns, "q", request("update-disposition", body))
+    reply = respond(ns, "q", request("update-disposition", body))
     assert call(mgmt_handlers.default, reply) == {}
     assert reply.changed
     info = ns.get_queue("q")
@@ -233,7 +233,7 @@ def test_update_disposition(
 
 def test_update_disposition_with_a_lost_lock(ns: Namespace) -> None:
     body = {"disposition-status": "completed", "lock-tokens": T.AMQP_ARRAY_VALUE([uuid.uuid4()])}
-    reply = handle(ns, "q", request("update-disposition", body))
+    reply = respond(ns, "q", request("update-disposition", body))
     with pytest.raises(MessageLockLostError):
         call(mgmt_handlers.default, reply)
 
@@ -242,7 +242,7 @@ def test_update_disposition_with_a_bad_status(ns: Namespace) -> None:
     send(ns, n=1)
     [got] = ns.receive("q", 1, ReceiveMode.PEEK_LOCK)
     body = {"disposition-status": "done", "lock-tokens": T.AMQP_ARRAY_VALUE([got.lock_token])}
-    reply = handle(ns, "q", request("update-disposition", body))
+    reply = respond(ns, "q", request("update-disposition", body))
     assert reply.status == 400 and not reply.changed
     [still] = ns.peek("q", 1, 10)
     assert still.lock_token == got.lock_token and still.state is MessageState.ACTIVE
@@ -265,14 +265,16 @@ def test_receive_deferred_peek_lock_then_settle_through_management(ns: Namespace
         "sequence-numbers": T.AMQP_ARRAY_VALUE([T.AMQP_LONG_VALUE(s) for s in seqs]),
         "receiver-settle-mode": T.AMQP_UINT_VALUE(1),
     }
-    reply = handle(ns, "q", request("receive-by-sequence-number", body))
+    reply = respond(ns, "q", request("receive-by-sequence-number", body))
     got = call(mgmt_handlers.deferred_message_op, reply, receiver=SimpleNamespace())
     assert [m.sequence_number for m in got] == seqs
     assert all(m.lock_token for m in got)
     assert got[0].locked_until_utc is not None
     tokens = [uuid.UUID(str(m.lock_token)) for m in got]
     settle = {"disposition-status": "completed", "lock-tokens": T.AMQP_ARRAY_VALUE(tokens)}
-    assert call(mgmt_handlers.default, handle(ns, "q", request("update-disposition", settle))) == {}
+    assert (
+        call(mgmt_handlers.default, respond(ns, "q", request("update-disposition", settle))) == {}
+    )
     assert ns.peek("q", 1, 10) == []
 
 
@@ -282,7 +284,7 @@ def test_receive_deferred_receive_and_delete(ns: Namespace) -> None:
         "sequence-numbers": T.AMQP_ARRAY_VALUE([T.AMQP_LONG_VALUE(s) for s in seqs]),
         "receiver-settle-mode": T.AMQP_UINT_VALUE(0),
     }
-    reply = handle(ns, "q", request("receive-by-sequence-number", body))
+    reply = respond(ns, "q", request("receive-by-sequence-number", body))
     got = call(
         mgmt_handlers.deferred_message_op,
         reply,
@@ -299,7 +301,7 @@ def test_receive_deferred_of_a_missing_number_is_message_not_found(ns: Namespace
         "sequence-numbers": T.AMQP_ARRAY_VALUE([T.AMQP_LONG_VALUE(s) for s in [*seqs, 99]]),
         "receiver-settle-mode": T.AMQP_UINT_VALUE(1),
     }
-    reply = handle(ns, "q", request("receive-by-sequence-number", body))
+    reply = respond(ns, "q", request("receive-by-sequence-number", body))
     with pytest.raises(MessageNotFoundError):
         call(mgmt_handlers.deferred_message_op, reply, receiver=SimpleNamespace())
     [still] = ns.peek("q", 1, 10)
@@ -313,7 +315,7 @@ def test_schedule_and_cancel(ns: Namespace, clock: ManualClock) -> None:
     at = dt.datetime.fromtimestamp(clock.now() + 60, dt.UTC)
     msgs = [ServiceBusMessage(b"x", message_id="a"), ServiceBusMessage(b"y", message_id="b")]
     body, _ = ServiceBusSender._build_schedule_request(at, T, {}, *msgs)
-    reply = handle(ns, "q", request("schedule-message", body))
+    reply = respond(ns, "q", request("schedule-message", body))
     seqs = call(mgmt_handlers.schedule_op, reply)
     assert len(seqs) == 2 and reply.changed
     peeked = ns.peek("q", 1, 10)
@@ -321,7 +323,7 @@ def test_schedule_and_cancel(ns: Namespace, clock: ManualClock) -> None:
     assert [p.message.message_id for p in peeked] == ["a", "b"]
     cancel = {"sequence-numbers": T.AMQP_ARRAY_VALUE([T.AMQP_LONG_VALUE(s) for s in seqs])}
     assert (
-        call(mgmt_handlers.default, handle(ns, "q", request("cancel-scheduled-message", cancel)))
+        call(mgmt_handlers.default, respond(ns, "q", request("cancel-scheduled-message", cancel)))
         == {}
     )
     assert ns.peek("q", 1, 10) == []
@@ -329,15 +331,15 @@ def test_schedule_and_cancel(ns: Namespace, clock: ManualClock) -> None:
 
 def test_cancel_an_unknown_number_is_message_not_found(ns: Namespace) -> None:
     cancel = {"sequence-numbers": T.AMQP_ARRAY_VALUE([T.AMQP_LONG_VALUE(7)])}
-    reply = handle(ns, "q", request("cancel-scheduled-message", cancel))
+    reply = respond(ns, "q", request("cancel-scheduled-message", cancel))
     with pytest.raises(MessageNotFoundError):
         call(mgmt_handlers.default, reply)
 
 
 def test_schedule_without_a_time_or_with_garbage_is_refused(ns: Namespace) -> None:
     body = {"messages": [{"message-id": "a", "message": bytearray(b"\x00garbage")}]}
-    assert handle(ns, "q", request("schedule-message", body)).status == 400
-    assert handle(ns, "q", request("schedule-message", {"messages": []})).status == 400
+    assert respond(ns, "q", request("schedule-message", body)).status == 400
+    assert respond(ns, "q", request("schedule-message", {"messages": []})).status == 400
     assert ns.peek("q", 1, 10) == []
 
 
@@ -348,16 +350,16 @@ def test_session_state_lock_and_listing(ns: Namespace, clock: ManualClock) -> No
     send(ns, "s", 1, session="a")
     assert ns.accept_session("s", "a") is not None
     set_body = {"session-id": "a", "session-state": bytearray(b"st")}
-    reply = handle(ns, "s", request("set-session-state", set_body))
+    reply = respond(ns, "s", request("set-session-state", set_body))
     assert call(mgmt_handlers.default, reply) == {} and reply.changed
     got = call(
-        mgmt_handlers.default, handle(ns, "s", request("get-session-state", {"session-id": "a"}))
+        mgmt_handlers.default, respond(ns, "s", request("get-session-state", {"session-id": "a"}))
     )
     assert got[b"session-state"] == b"st"
     clock.advance(5)
     renewed = call(
         mgmt_handlers.session_lock_renew_op,
-        handle(ns, "s", request("renew-session-lock", {"session-id": "a"})),
+        respond(ns, "s", request("renew-session-lock", {"session-id": "a"})),
     )
     assert renewed[b"expiration"] == int((clock.now() + 30) * 1000)
     listing = {
@@ -365,23 +367,23 @@ def test_session_state_lock_and_listing(ns: Namespace, clock: ManualClock) -> No
         "skip": T.AMQP_INT_VALUE(0),
         "top": T.AMQP_INT_VALUE(100),
     }
-    reply = handle(ns, "s", request("get-message-sessions", listing))
+    reply = respond(ns, "s", request("get-message-sessions", listing))
     assert call(mgmt_handlers.list_sessions_op, reply) == ["a"]
 
 
 def test_clearing_session_state(ns: Namespace) -> None:
     assert ns.accept_session("s", "a") is not None
     ns.set_session_state("s", "a", b"x")
-    handle(ns, "s", request("set-session-state", {"session-id": "a", "session-state": None}))
+    respond(ns, "s", request("set-session-state", {"session-id": "a", "session-state": None}))
     got = call(
-        mgmt_handlers.default, handle(ns, "s", request("get-session-state", {"session-id": "a"}))
+        mgmt_handlers.default, respond(ns, "s", request("get-session-state", {"session-id": "a"}))
     )
     assert got[b"session-state"] is None
 
 
 def test_no_sessions_is_204_and_an_empty_list(ns: Namespace) -> None:
     listing = {"skip": T.AMQP_INT_VALUE(0), "top": T.AMQP_INT_VALUE(100)}
-    reply = handle(ns, "s", request("get-message-sessions", listing))
+    reply = respond(ns, "s", request("get-message-sessions", listing))
     assert reply.status == 204
     assert call(mgmt_handlers.list_sessions_op, reply) == []
 
@@ -391,11 +393,20 @@ def test_session_lock_lost(ns: Namespace, clock: ManualClock) -> None:
     assert ns.accept_session("s", "a") is not None
     clock.advance(31)
     ns.tick()
-    reply = handle(ns, "s", request("renew-session-lock", {"session-id": "a"}))
+    reply = respond(ns, "s", request("renew-session-lock", {"session-id": "a"}))
     with pytest.raises(SessionLockLostError):
         call(mgmt_handlers.session_lock_renew_op, reply)
 
 
 def test_session_operation_without_a_session_id(ns: Namespace) -> None:
-    reply = handle(ns, "s", request("get-session-state", {}))
+    reply = respond(ns, "s", request("get-session-state", {}))
     assert (reply.status, reply.condition) == (400, "com.microsoft:argument-error")
+
+
+def test_handle_is_respond_message_for_the_driver(ns: Namespace, clock: ManualClock) -> None:
+    send(ns)
+    req = request(
+        "peek-message", {"from-sequence-number": T.AMQP_LONG_VALUE(1), "message-count": 2}
+    )
+    answer = handle(ns, "q", req, clock.now())
+    assert encode_message(answer) == encode_message(respond(ns, "q", req).message)
