@@ -18,9 +18,10 @@ import contextlib
 import logging
 import uuid
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from qmgr.amqp.connection import Closed, Connection, SaslInit
+from qmgr.amqp.connection import Closed, Connection, Event, SaslInit
 from qmgr.node.sb_links import POLL, SbLinks
 
 if TYPE_CHECKING:
@@ -32,14 +33,6 @@ READ_SIZE = 256 * 1024
 IDLE_TIMEOUT = 240.0  # seconds without a frame before a connection is closed
 
 
-def _management() -> object | None:
-    try:
-        from qmgr.amqp import sb_management
-    except ImportError:
-        return None
-    return getattr(sb_management, "handle", None)
-
-
 class AmqpServer:
     """Serves every AMQP connection of one node's Service Bus port."""
 
@@ -49,7 +42,6 @@ class AmqpServer:
         self.host = runtime.servicebus
         self.container_id = f"qmgr-{uuid.uuid4().hex[:12]}"
         self.connections: weakref.WeakSet[SbLinks] = weakref.WeakSet()
-        self.management = _management()
 
     def poke_all(self, but: SbLinks | None = None) -> None:
         """The namespace changed: let every connection's receivers look for messages."""
@@ -79,27 +71,15 @@ class AmqpServer:
             changed=self._changed,
             durable=durable,
             flush=flush,
-            management=self.management,  # type: ignore[arg-type]
         )
         self.connections.add(links)
         timer = loop.create_task(self._timer(conn, links, flush))
         try:
             data = first
             while not conn.closed:
-                events = conn.receive_data(data, now=loop.time())
-                while any(isinstance(e, SaslInit) for e in events):
-                    rest: list[object] = []
-                    for i, e in enumerate(events):
-                        if isinstance(e, SaslInit):
-                            conn.accept_sasl()
-                            rest = list(events[i + 1 :]) + conn.receive_data(b"")
-                            events = events[:i]
-                            break
-                    events = events + rest  # type: ignore[operator]
-                if events:
-                    await links.handle(events)
-                    if any(not isinstance(e, Closed) for e in events):
-                        self.poke_all(but=links)
+                events = self._sasl(conn, conn.receive_data(data, now=loop.time()))
+                if events and await links.handle(events):
+                    self.poke_all(but=links)
                 flush()
                 if conn.closed:
                     break
@@ -123,10 +103,23 @@ class AmqpServer:
                 flush()
                 await writer.drain()
 
+    @staticmethod
+    def _sasl(conn: Connection, events: list[Event]) -> list[Event]:
+        """Accept SASL ANONYMOUS/PLAIN at once; the machine goes on with the bytes it holds."""
+        out: list[Event] = []
+        while events:
+            event = events.pop(0)
+            if isinstance(event, SaslInit):
+                conn.accept_sasl()
+                events += conn.receive_data(b"")
+            else:
+                out.append(event)
+        return out
+
     def _changed(self) -> None:
         self.host.changed()
 
-    async def _timer(self, conn: Connection, links: SbLinks, flush: callable) -> None:  # type: ignore[valid-type]
+    async def _timer(self, conn: Connection, links: SbLinks, flush: Callable[[], None]) -> None:
         loop = asyncio.get_running_loop()
         while not conn.closed:
             deadline = conn.tick(loop.time())

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from qmgr.amqp import performatives as p
+from qmgr.amqp import sb_management
 from qmgr.amqp.connection import (
     RECEIVER,
     SND_SETTLED,
@@ -137,7 +139,6 @@ class SbLinks:
         changed: Callable[[], None],
         durable: Callable[[], Awaitable[None]],
         flush: Callable[[], None],
-        management: Callable[[Namespace, str, Message, float], Message] | None = None,
     ) -> None:
         self.conn = conn
         self.ns = namespace
@@ -145,7 +146,6 @@ class SbLinks:
         self._changed = changed
         self._durable = durable
         self.flush = flush
-        self.management = management
         self.links: dict[Link, LinkState] = {}
         self._dirty = False
         self._after: list[Callable[[], None]] = []
@@ -154,14 +154,17 @@ class SbLinks:
 
     # ------------------------------------------------------------------ events
 
-    async def handle(self, events: list[Event]) -> None:
-        """Act on one batch of events; answers that acknowledge a change wait for one commit."""
+    async def handle(self, events: list[Event]) -> bool:
+        """Act on one batch of events; answers that acknowledge a change wait for one commit.
+        Returns whether the namespace changed (other connections' receivers may look again)."""
         for event in events:
             try:
                 self._on(event)
             except ServiceBusError as exc:  # a refused operation not tied to a delivery
                 log.info("Service Bus AMQP: %s", exc)
+        changed = self._dirty
         await self.commit()
+        return changed
 
     async def commit(self) -> None:
         """Make the changes so far durable, then send the answers that waited for it."""
@@ -232,12 +235,21 @@ class SbLinks:
             else ReceiveMode.PEEK_LOCK
         )
         try:
-            self.ns._receive_source(path)
+            _, store = self.ns._receive_source(path)
         except ServiceBusError as exc:
             self.conn.refuse_attach(link, error_for(exc))
             return
         filt = getattr(ev.source, "filter", None) or {}
-        if SESSION_FILTER in filt or "com.microsoft:session-filter" in filt:
+        sessionful = SESSION_FILTER in filt or "com.microsoft:session-filter" in filt
+        if sessionful != store.sessions_enabled:
+            text = (
+                f"'{path}' requires sessions: receive with a session receiver"
+                if store.sessions_enabled
+                else f"'{path}' is not session-enabled: receive without a session"
+            )
+            self.conn.refuse_attach(link, p.Error(condition="amqp:not-allowed", description=text))
+            return
+        if sessionful:
             wanted = filt.get(SESSION_FILTER, filt.get("com.microsoft:session-filter"))
             if isinstance(wanted, Described):
                 wanted = wanted.value
@@ -338,10 +350,8 @@ class SbLinks:
 
     def _send(self, st: LinkState, ev: TransferReceived) -> None:
         try:
-            if ev.message_format == BATCH_FORMAT:
-                parts = split_batch(ev.payload)
-            else:
-                parts = [ev.payload]
+            batch = ev.message_format == BATCH_FORMAT
+            parts = split_batch(ev.payload) if batch else [ev.payload]
             messages = [to_sb_message(part, message_id=uuid.uuid4().hex) for part in parts]
         except (DecodeError, ValueError) as exc:
             self._answer(
@@ -381,9 +391,11 @@ class SbLinks:
             body=None,
         )
         self._reply_on(
-            "cbs", None, ev.link, encode_message(reply), request.properties.reply_to
-            if request.properties
-            else None,
+            "cbs",
+            None,
+            ev.link,
+            encode_message(reply),
+            request.properties.reply_to if request.properties else None,
         )
 
     def _mgmt(self, st: LinkState, ev: TransferReceived) -> None:
@@ -395,20 +407,10 @@ class SbLinks:
             )
             return
         self._answer(ev, p.Accepted())
-        if self.management is None:
-            msg_id = request.properties.message_id if request.properties else None
-            response = Message(
-                properties=Properties(correlation_id=msg_id),
-                application_properties={
-                    "statusCode": Int(501),
-                    "statusDescription": "management operations are not served yet",
-                    "errorCondition": Symbol("amqp:not-implemented"),
-                },
-                body=None,
-            )
-        else:
-            response = self.management(self.ns, st.path, request, self.now())
-            self._mark()  # an operation may have changed the namespace
+        reply = sb_management.respond(self.ns, st.path, request)
+        if reply.changed:
+            self._mark()
+        response = reply.message
         reply_to = request.properties.reply_to if request.properties else None
         data = encode_message(response)
         self._after.append(lambda: self._reply_on("mgmt", st.path, ev.link, data, reply_to))
@@ -514,9 +516,7 @@ class SbLinks:
                 self._mark()  # an expired lock may have changed the message
             if not ev.settled:
                 link, did = delivery.link, delivery.delivery_id
-                self._after.append(
-                    lambda link=link, did=did, echo=echo: self.conn.settle(link, did, echo)
-                )
+                self._after.append(functools.partial(self.conn.settle, link, did, echo))
 
     def _settle(self, path: str, token: uuid.UUID, state: Any) -> None:
         ns = self.ns
@@ -565,9 +565,7 @@ class SbLinks:
         for task in list(self._tasks):
             task.cancel()
         for link in list(self.links):
-            tags = [
-                d.tag for d in link.session.unsettled.values() if d.link is link
-            ]
+            tags = [d.tag for d in link.session.unsettled.values() if d.link is link]
             self._gone(link, tags)
 
 

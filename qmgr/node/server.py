@@ -15,6 +15,7 @@ from dataclasses import replace
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from qmgr.node.amqp_server import AmqpServer
 from qmgr.node.config import (
     ClusterSettings,
     ConfigError,
@@ -22,7 +23,6 @@ from qmgr.node.config import (
     TlsSettings,
     channel_settings,
 )
-from qmgr.node.amqp_server import AmqpServer
 from qmgr.node.runtime import NodeRuntime
 from qmgr.node.sbport import ServiceBusPort, server_context
 from qmgr.security.users import Users, UsersFileError

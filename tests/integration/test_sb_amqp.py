@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 import warnings
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 pytest.importorskip("azure.servicebus")
 
 from azure.servicebus import (  # noqa: E402
+    NEXT_AVAILABLE_SESSION,
     ServiceBusClient,
     ServiceBusMessage,
     ServiceBusReceiveMode,
@@ -116,9 +119,7 @@ def test_abandon_defer_dead_letter_and_the_dead_letter_queue(sb_node: NodeProces
             by_body = {str(m): m for m in first}
             receiver.abandon_message(by_body["a"])
             receiver.defer_message(by_body["d"])
-            receiver.dead_letter_message(
-                by_body["x"], reason="bad", error_description="it was bad"
-            )
+            receiver.dead_letter_message(by_body["x"], reason="bad", error_description="it was bad")
             again = receiver.receive_messages(max_message_count=1, max_wait_time=5)
             assert [str(m) for m in again] == ["a"]
             assert again[0].delivery_count == 1
@@ -131,34 +132,39 @@ def test_abandon_defer_dead_letter_and_the_dead_letter_queue(sb_node: NodeProces
             assert dead[0].dead_letter_reason == "bad"
             assert dead[0].dead_letter_error_description == "it was bad"
             dlq.complete_message(dead[0])
+        with client.get_queue_receiver("work", max_wait_time=5) as receiver:
+            (deferred,) = receiver.receive_deferred_messages([by_body["d"].sequence_number])
+            assert str(deferred) == "d"
+            receiver.complete_message(deferred)
     props = _admin(sb_node).get_queue_runtime_properties("work")
-    assert props.deferred_message_count == 1
-    assert props.dead_letter_message_count == 0
+    assert props.total_message_count == 0
 
 
 def test_settling_after_the_lock_expired_raises_lock_lost(sb_node: NodeProcess) -> None:
-    from datetime import timedelta
-
-    _admin(sb_node).create_queue("short", lock_duration=timedelta(seconds=1))
+    _admin(sb_node).create_queue("short", lock_duration=timedelta(seconds=5))
     with _client(sb_node) as client:
         with client.get_queue_sender("short") as sender:
             sender.send_messages(ServiceBusMessage("m"))
         with client.get_queue_receiver("short", max_wait_time=5) as receiver:
             (msg,) = receiver.receive_messages(max_message_count=1, max_wait_time=5)
-            # the client refuses to settle after locked_until itself; wait past it on the server
-            import time
-
-            time.sleep(1.5)
-            msg._locked_until_utc = None  # let the request reach the server
-            with pytest.raises((MessageLockLostError, ServiceBusError)):
+            time.sleep(5.5)
+            # the client refuses by itself to settle past locked-until: make it ask the node
+            msg._expiry = datetime.now(UTC) + timedelta(minutes=5)
+            with pytest.raises(MessageLockLostError):
                 receiver.complete_message(msg)
+            (again,) = receiver.receive_messages(max_message_count=1, max_wait_time=5)
+            assert str(again) == "m"
+            assert again.delivery_count == 1
+            receiver.complete_message(again)
 
 
 def test_unknown_entity_is_refused(sb_node: NodeProcess) -> None:
-    with _client(sb_node) as client:
-        with pytest.raises(ServiceBusError):
-            with client.get_queue_sender("nope") as sender:
-                sender.send_messages(ServiceBusMessage("m"))
+    with (
+        _client(sb_node) as client,
+        pytest.raises(ServiceBusError),
+        client.get_queue_sender("nope") as sender,
+    ):
+        sender.send_messages(ServiceBusMessage("m"))
 
 
 def test_async_client_send_receive_complete(sb_node: NodeProcess) -> None:
@@ -195,7 +201,9 @@ def test_sessions_named_and_next_available(sb_node: NodeProcess) -> None:
             msgs = receiver.receive_messages(max_message_count=5, max_wait_time=5)
             assert [str(m) for m in msgs] == ["s2-0"]
             receiver.complete_message(msgs[0])
-        with client.get_queue_receiver("sq", session_id=None, max_wait_time=5) as receiver:
+        with client.get_queue_receiver(
+            "sq", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=5
+        ) as receiver:
             assert receiver.session.session_id == "s1"
             msgs = []
             while len(msgs) < 2:
@@ -205,9 +213,19 @@ def test_sessions_named_and_next_available(sb_node: NodeProcess) -> None:
             for m in msgs:
                 receiver.complete_message(m)
             assert [str(m) for m in msgs] == ["s1-0", "s1-1"]
-        with pytest.raises(OperationTimeoutError):
-            with client.get_queue_receiver("sq", session_id=None, max_wait_time=2) as receiver:
-                receiver.receive_messages(max_message_count=1, max_wait_time=1)
+        with (
+            pytest.raises(OperationTimeoutError),
+            client.get_queue_receiver(
+                "sq", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=2
+            ) as receiver,
+        ):
+            receiver.receive_messages(max_message_count=1, max_wait_time=1)
+        # a session-enabled queue needs a session receiver
+        with (
+            pytest.raises(ServiceBusError),
+            client.get_queue_receiver("sq", max_wait_time=2) as receiver,
+        ):
+            receiver.receive_messages(max_message_count=1, max_wait_time=1)
 
 
 def test_garbage_on_the_port_harms_no_other_connection(sb_node: NodeProcess) -> None:
@@ -243,15 +261,17 @@ def test_kill_9_loses_nothing_acknowledged(sb_node: NodeProcess) -> None:
                 done += len(batch)
     sb_node.kill()
     sb_node.start()
-    with _client(sb_node) as client:
-        with client.get_queue_receiver(
+    with (
+        _client(sb_node) as client,
+        client.get_queue_receiver(
             "durable", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, max_wait_time=5
-        ) as receiver:
-            left: list[str] = []
-            while True:
-                batch = receiver.receive_messages(max_message_count=100, max_wait_time=3)
-                if not batch:
-                    break
-                left += [str(m) for m in batch]
+        ) as receiver,
+    ):
+        left: list[str] = []
+        while True:
+            batch = receiver.receive_messages(max_message_count=100, max_wait_time=3)
+            if not batch:
+                break
+            left += [str(m) for m in batch]
     expected = [f"d{i}-{j}" for i in range(20) for j in range(5)][30:]
     assert left == expected
