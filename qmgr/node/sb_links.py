@@ -196,7 +196,7 @@ class SbLinks:
             self._gone(event.link, [d.tag for d in event.unsettled])
         elif isinstance(event, SessionEnded):
             for link in event.links:
-                self._gone(link, [])
+                self._gone(link, self._unsettled_tags(link))
 
     def poke(self) -> None:
         """Something may be available now: serve the receivers that hold credit."""
@@ -565,8 +565,11 @@ class SbLinks:
         for task in list(self._tasks):
             task.cancel()
         for link in list(self.links):
-            tags = [d.tag for d in link.session.unsettled.values() if d.link is link]
-            self._gone(link, tags)
+            self._gone(link, self._unsettled_tags(link))
+
+    @staticmethod
+    def _unsettled_tags(link: Link) -> list[bytes]:
+        return [d.tag for d in link.session.unsettled.values() if d.link is link]
 
 
 def _app_props(annotations: Any) -> dict[str, Any] | None:

@@ -275,3 +275,83 @@ def test_kill_9_loses_nothing_acknowledged(sb_node: NodeProcess) -> None:
             left += [str(m) for m in batch]
     expected = [f"d{i}-{j}" for i in range(20) for j in range(5)][30:]
     assert left == expected
+
+
+def test_peek_schedule_cancel_and_renew_lock(sb_node: NodeProcess) -> None:
+    _admin(sb_node).create_queue("mq")
+    with _client(sb_node) as client:
+        with client.get_queue_sender("mq") as sender:
+            sender.send_messages([ServiceBusMessage(f"p{i}") for i in range(3)])
+            later = datetime.now(UTC) + timedelta(hours=1)
+            seqs = sender.schedule_messages(
+                [ServiceBusMessage("s1"), ServiceBusMessage("s2")], later
+            )
+            assert len(seqs) == 2
+            sender.cancel_scheduled_messages(seqs[0])
+        with client.get_queue_receiver("mq", max_wait_time=5) as receiver:
+            peeked = receiver.peek_messages(max_message_count=10)
+            assert [str(m) for m in peeked] == ["p0", "p1", "p2", "s2"]
+            (msg,) = receiver.receive_messages(max_message_count=1, max_wait_time=5)
+            before = msg.locked_until_utc
+            assert before is not None
+            after = receiver.renew_message_lock(msg)
+            assert after >= before
+            receiver.complete_message(msg)
+    props = _admin(sb_node).get_queue_runtime_properties("mq")
+    assert props.active_message_count == 2
+    assert props.scheduled_message_count == 1
+
+
+def test_session_state_and_topic_subscriptions(sb_node: NodeProcess) -> None:
+    admin = _admin(sb_node)
+    admin.create_queue("ss", requires_session=True)
+    admin.create_topic("events")
+    admin.create_subscription("events", "all")
+    admin.create_subscription("events", "also")
+    with _client(sb_node) as client:
+        with client.get_queue_sender("ss") as sender:
+            sender.send_messages(ServiceBusMessage("x", session_id="abc"))
+        with client.get_queue_receiver("ss", session_id="abc", max_wait_time=5) as receiver:
+            assert receiver.session.get_state() is None
+            receiver.session.set_state(b"progress=1")
+            assert receiver.session.get_state() == b"progress=1"
+            receiver.session.renew_lock()
+            (m,) = receiver.receive_messages(max_message_count=1, max_wait_time=5)
+            receiver.complete_message(m)
+        with client.get_topic_sender("events") as sender:
+            sender.send_messages([ServiceBusMessage("e1"), ServiceBusMessage("e2")])
+        for sub in ("all", "also"):
+            with client.get_subscription_receiver("events", sub, max_wait_time=5) as receiver:
+                got: list[str] = []
+                while len(got) < 2:
+                    batch = receiver.receive_messages(max_message_count=5, max_wait_time=5)
+                    assert batch
+                    for m in batch:
+                        receiver.complete_message(m)
+                    got += [str(m) for m in batch]
+                assert got == ["e1", "e2"]
+
+
+def test_a_waiting_receiver_gets_what_another_connection_sends(sb_node: NodeProcess) -> None:
+    _admin(sb_node).create_queue("wait")
+
+    async def run() -> list[str]:
+        async with (
+            AsyncServiceBusClient.from_connection_string(_conn(sb_node)) as rc,
+            AsyncServiceBusClient.from_connection_string(_conn(sb_node)) as sc,
+        ):
+            async with rc.get_queue_receiver("wait", max_wait_time=10) as receiver:
+
+                async def send_later() -> None:
+                    await asyncio.sleep(1)
+                    async with sc.get_queue_sender("wait") as sender:
+                        await sender.send_messages(ServiceBusMessage("late"))
+
+                task = asyncio.create_task(send_later())
+                got = await receiver.receive_messages(max_message_count=1, max_wait_time=10)
+                await task
+                for m in got:
+                    await receiver.complete_message(m)
+                return [str(m) for m in got]
+
+    assert asyncio.run(run()) == ["late"]
