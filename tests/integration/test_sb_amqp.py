@@ -336,22 +336,21 @@ def test_a_waiting_receiver_gets_what_another_connection_sends(sb_node: NodeProc
     _admin(sb_node).create_queue("wait")
 
     async def run() -> list[str]:
+        async def send_later() -> None:
+            await asyncio.sleep(1)
+            async with sc.get_queue_sender("wait") as sender:
+                await sender.send_messages(ServiceBusMessage("late"))
+
         async with (
             AsyncServiceBusClient.from_connection_string(_conn(sb_node)) as rc,
             AsyncServiceBusClient.from_connection_string(_conn(sb_node)) as sc,
+            rc.get_queue_receiver("wait", max_wait_time=10) as receiver,
         ):
-            async with rc.get_queue_receiver("wait", max_wait_time=10) as receiver:
-
-                async def send_later() -> None:
-                    await asyncio.sleep(1)
-                    async with sc.get_queue_sender("wait") as sender:
-                        await sender.send_messages(ServiceBusMessage("late"))
-
-                task = asyncio.create_task(send_later())
-                got = await receiver.receive_messages(max_message_count=1, max_wait_time=10)
-                await task
-                for m in got:
-                    await receiver.complete_message(m)
-                return [str(m) for m in got]
+            task = asyncio.create_task(send_later())
+            got = await receiver.receive_messages(max_message_count=1, max_wait_time=10)
+            await task
+            for m in got:
+                await receiver.complete_message(m)
+            return [str(m) for m in got]
 
     assert asyncio.run(run()) == ["late"]
