@@ -24,6 +24,7 @@ from azure.servicebus import (  # noqa: E402
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient  # noqa: E402
 from azure.servicebus.exceptions import (  # noqa: E402
     MessageLockLostError,
+    MessageSizeExceededError,
     OperationTimeoutError,
     ServiceBusError,
 )
@@ -354,3 +355,13 @@ def test_a_waiting_receiver_gets_what_another_connection_sends(sb_node: NodeProc
             return [str(m) for m in got]
 
     assert asyncio.run(run()) == ["late"]
+
+
+def test_an_oversize_message_is_refused_and_nothing_changes(sb_node: NodeProcess) -> None:
+    _admin(sb_node).create_queue("big")
+    with _client(sb_node) as client, client.get_queue_sender("big") as sender:
+        with pytest.raises((MessageSizeExceededError, ServiceBusError)) as caught:
+            sender.send_messages(ServiceBusMessage(b"x" * 400_000))
+        sender.send_messages(ServiceBusMessage("small"))
+    assert isinstance(caught.value, MessageSizeExceededError), repr(caught.value)
+    assert _admin(sb_node).get_queue_runtime_properties("big").active_message_count == 1
