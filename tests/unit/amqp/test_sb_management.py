@@ -137,11 +137,6 @@ def test_a_body_that_is_not_a_map_is_refused(ns: Namespace) -> None:
     assert respond(ns, "q", req).status == 400
 
 
-def test_rule_operations_are_not_implemented(ns: Namespace) -> None:
-    reply = respond(ns, "q", request("enumerate-rules", {"top": 10, "skip": 0}))
-    assert (reply.status, reply.condition) == (501, "amqp:not-implemented")
-
-
 # --- peek -----------------------------------------------------------------------------------
 
 
@@ -410,3 +405,88 @@ def test_handle_is_respond_message_for_the_driver(ns: Namespace, clock: ManualCl
     )
     answer = handle(ns, "q", req, clock.now())
     assert encode_message(answer) == encode_message(respond(ns, "q", req).message)
+
+
+# --- rules (the .NET rule manager's shapes) -------------------------------------------------
+
+SUB = "t/Subscriptions/s"
+
+
+@pytest.fixture
+def topic_ns(ns: Namespace) -> Namespace:
+    ns.create_topic("t")
+    ns.create_subscription("t", "s")
+    return ns
+
+
+def test_add_enumerate_and_remove_rules(topic_ns: Namespace) -> None:
+    ns = topic_ns
+    sql = {
+        "rule-name": "big",
+        "rule-description": {
+            "sql-filter": {"expression": "amount > 10"},
+            "correlation-filter": None,
+            "sql-rule-action": {"expression": "SET sys.Label = 'big'"},
+            "rule-name": "big",
+        },
+    }
+    reply = respond(ns, SUB, request("add-rule", sql, SUB))
+    assert call(mgmt_handlers.default, reply) == {} and reply.changed
+    corr = {
+        "rule-name": "red",
+        "rule-description": {
+            "correlation-filter": {
+                "correlation-id": "c1",
+                "label": "x",
+                "properties": {"color": "red"},
+            },
+            "sql-rule-action": None,
+        },
+    }
+    assert respond(ns, SUB, request("add-rule", corr, SUB)).status == 200
+    rules = {r.name: r.properties for r in ns.list_rules("t", "s")}
+    assert rules["big"].sql == "amount > 10" and rules["big"].action == "SET sys.Label = 'big'"
+    assert dict(rules["red"].correlation) == {"CorrelationId": "c1", "Label": "x"}
+    assert dict(rules["red"].properties) == {"color": "red"}
+
+    listing = {"top": T.AMQP_INT_VALUE(100), "skip": T.AMQP_INT_VALUE(0)}
+    reply = respond(ns, SUB, request("enumerate-rules", listing, SUB))
+    assert not reply.changed
+    value = call(mgmt_handlers.default, reply)
+    names = [entry[b"rule-description"][2] for entry in value[b"rules"]]
+    assert names == [b"$Default", b"big", b"red"]
+    big = value[b"rules"][1][b"rule-description"]
+    assert big[0] == [b"amount > 10", 20] and big[1] == [b"SET sys.Label = 'big'", 20]
+    red = value[b"rules"][2][b"rule-description"]
+    assert red[0][0] == b"c1" and red[0][4] == b"x" and red[0][8] == {b"color": b"red"}
+    assert red[1] == []
+
+    gone = {"rule-name": "big"}
+    assert respond(ns, SUB, request("remove-rule", gone, SUB)).status == 200
+    assert [r.name for r in ns.list_rules("t", "s")] == ["$Default", "red"]
+
+
+def test_rule_errors(topic_ns: Namespace) -> None:
+    ns = topic_ns
+    dup = {"rule-name": "$Default", "rule-description": {"sql-filter": {"expression": "1=1"}}}
+    reply = respond(ns, SUB, request("add-rule", dup, SUB))
+    assert (reply.status, reply.condition) == (409, "com.microsoft:entity-already-exists")
+    bad_sql = {"rule-name": "x", "rule-description": {"sql-filter": {"expression": "a >"}}}
+    reply = respond(ns, SUB, request("add-rule", bad_sql, SUB))
+    assert (reply.status, reply.condition) == (400, "com.microsoft:argument-error")
+    both = {
+        "rule-name": "x",
+        "rule-description": {"sql-filter": {"expression": "1=1"}, "true-filter": {}},
+    }
+    assert respond(ns, SUB, request("add-rule", both, SUB)).status == 400
+    missing = respond(ns, SUB, request("remove-rule", {"rule-name": "nope"}, SUB))
+    assert (missing.status, missing.condition) == (404, "amqp:not-found")
+    on_queue = respond(ns, "q", request("remove-rule", {"rule-name": "x"}))
+    assert (on_queue.status, on_queue.condition) == (400, "amqp:not-allowed")
+    assert [r.name for r in ns.list_rules("t", "s")] == ["$Default"]
+
+
+def test_enumerate_rules_with_none_is_204(topic_ns: Namespace) -> None:
+    topic_ns.delete_rule("t", "s", "$Default")
+    listing = {"top": T.AMQP_INT_VALUE(100), "skip": T.AMQP_INT_VALUE(0)}
+    assert respond(topic_ns, SUB, request("enumerate-rules", listing, SUB)).status == 204
