@@ -212,7 +212,7 @@ def _update_disposition(ns: Namespace, path: str, body: Mapping[str, Any]) -> _A
     modify = _field(body, "properties-to-modify", required=False)
     if modify is not None and not isinstance(modify, dict):
         raise _arg("'properties-to-modify' must be a map")
-    props = {str(k): v for k, v in modify.items()} if modify else None
+    props = {str(k): _to_sb_value(v) for k, v in modify.items()} if modify else None
     for token in tokens:
         if status == "completed":
             ns.complete(path, token)
@@ -263,7 +263,7 @@ def _schedule(ns: Namespace, path: str, body: Mapping[str, Any]) -> _Answer:
             raise _arg("'message' must be binary")
         message_id = _text(entry, "message-id", required=False)
         try:
-            sb = to_sb_message(payload, message_id)
+            sb = to_sb_message(payload, message_id or uuid.uuid4().hex)  # stamped as on send
         except DecodeError as e:
             raise _arg(f"a scheduled message does not decode: {e}") from None
         if sb.scheduled_enqueue_time is None:

@@ -490,3 +490,30 @@ def test_enumerate_rules_with_none_is_204(topic_ns: Namespace) -> None:
     topic_ns.delete_rule("t", "s", "$Default")
     listing = {"top": T.AMQP_INT_VALUE(100), "skip": T.AMQP_INT_VALUE(0)}
     assert respond(topic_ns, SUB, request("enumerate-rules", listing, SUB)).status == 204
+
+
+def test_update_disposition_modifies_properties(ns: Namespace) -> None:
+    send(ns, n=1)
+    [got] = ns.receive("q", 1, ReceiveMode.PEEK_LOCK)
+    body = {
+        "disposition-status": "abandoned",
+        "lock-tokens": T.AMQP_ARRAY_VALUE([got.lock_token]),
+        "properties-to-modify": {
+            "reason": "busy",
+            "tries": T.AMQP_INT_VALUE(2),
+            "big": T.AMQP_LONG_VALUE(2**40),
+        },
+    }
+    assert respond(ns, "q", request("update-disposition", body)).status == 200
+    [again] = ns.peek("q", 1, 1)
+    assert again.message.properties == {"reason": "busy", "tries": 2, "big": 2**40}
+    assert type(again.message.properties["tries"]).__name__ == "Int32"
+
+
+def test_a_scheduled_message_without_an_id_gets_one(ns: Namespace, clock: ManualClock) -> None:
+    at = dt.datetime.fromtimestamp(clock.now() + 60, dt.UTC)
+    body, _ = ServiceBusSender._build_schedule_request(at, T, {}, ServiceBusMessage(b"x"))
+    body["messages"][0]["message-id"] = None
+    assert respond(ns, "q", request("schedule-message", body)).status == 200
+    [p] = ns.peek("q", 1, 1)
+    assert p.message.message_id
