@@ -41,12 +41,17 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
-@pytest.fixture
-def ns(clock: ManualClock) -> Namespace:
+def namespace(clock: ManualClock) -> Namespace:
+    """Queue ``q`` and session queue ``s``, both with a 30 s lock."""
     n = Namespace(clock=clock)
     n.create_queue("q", QueueProperties(lock_duration=30.0))
     n.create_queue("s", QueueProperties(requires_session=True, lock_duration=30.0))
     return n
+
+
+@pytest.fixture
+def ns(clock: ManualClock) -> Namespace:
+    return namespace(clock)
 
 
 def request(operation: str, body: dict[str, Any], entity: str = "q") -> Any:

@@ -30,9 +30,9 @@ from azure.servicebus.exceptions import (
 from qmgr.amqp.message import decode_message, encode_message
 from qmgr.amqp.sb_management import respond
 from qmgr.core.clock import ManualClock
-from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.message import MessageState, SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
+from tests.unit.amqp.test_sb_management import namespace
 
 CONN = (
     "Endpoint=sb://127.0.0.1:5672;SharedAccessKeyName=RootManageSharedAccessKey;"
@@ -48,10 +48,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def ns(clock: ManualClock) -> Namespace:
-    n = Namespace(clock=clock)
-    n.create_queue("q", QueueProperties(lock_duration=30.0))
-    n.create_queue("s", QueueProperties(requires_session=True, lock_duration=30.0))
-    return n
+    return namespace(clock)
 
 
 @pytest.fixture
