@@ -70,6 +70,7 @@ ENUMERATE_RULES = VENDOR + "enumerate-rules"
 NOT_FOUND = "amqp:not-found"  # MessagingEntityNotFoundError
 NOT_ALLOWED = "amqp:not-allowed"
 NOT_IMPLEMENTED = "amqp:not-implemented"
+INTERNAL_ERROR = "amqp:internal-error"
 RESOURCE_LIMIT_EXCEEDED = "amqp:resource-limit-exceeded"  # ServiceBusQuotaExceededError
 MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"  # MessageSizeExceededError
 MESSAGE_LOCK_LOST = VENDOR + "message-lock-lost"  # MessageLockLostError
@@ -546,6 +547,9 @@ def respond(namespace: Namespace, entity_path: str, request: Message) -> Reply:
             e.code.status,
             condition,
         )
+    except Exception as e:  # a bug here must not take the client's connection down
+        text = f"internal error: {type(e).__name__}: {e}"
+        return Reply(_response(request, 500, text, {}, INTERNAL_ERROR), True, 500, INTERNAL_ERROR)
     description = "OK" if answer.status == 200 else "No Content"
     return Reply(
         _response(request, answer.status, description, answer.body, None),

@@ -25,9 +25,11 @@ from azure.servicebus.exceptions import (
     ServiceBusError,
     SessionLockLostError,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from qmgr.amqp.message import decode_message, encode_message
-from qmgr.amqp.sb_management import Reply, handle, respond
+from qmgr.amqp.message import Message, Properties, decode_message, encode_message
+from qmgr.amqp.sb_management import OPERATIONS, Reply, handle, respond
 from qmgr.core.clock import ManualClock
 from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.message import MessageState, SbMessage
@@ -522,3 +524,68 @@ def test_a_scheduled_message_without_an_id_gets_one(ns: Namespace, clock: Manual
     assert respond(ns, "q", request("schedule-message", body)).status == 200
     [p] = ns.peek("q", 1, 1)
     assert p.message.message_id
+
+
+# --- whatever arrives, an answer and no exception ---------------------------------------------
+
+_KEYS = [
+    "lock-tokens", "disposition-status", "deadletter-reason", "deadletter-description",
+    "properties-to-modify", "session-id", "sequence-numbers", "receiver-settle-mode",
+    "from-sequence-number", "message-count", "messages", "message", "message-id",
+    "session-state", "skip", "top", "last-updated-time", "rule-name", "rule-description",
+]  # fmt: skip
+_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.text(max_size=8)
+    | st.binary(max_size=8)
+    | st.uuids()
+    | st.sampled_from(["completed", "abandoned", "defered", "suspended", "s", "a"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(_KEYS + ["expression"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(
+    max_examples=150,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    operation=st.sampled_from(sorted(OPERATIONS)),
+    body=st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=5),
+    entity=st.sampled_from(["q", "s", "t/Subscriptions/s", "q/$DeadLetterQueue", "zz"]),
+)
+def test_any_body_gets_an_answer(
+    ns: Namespace, operation: str, body: dict[str, Any], entity: str
+) -> None:
+    if not ns.list_topics():
+        ns.create_topic("t")
+        ns.create_subscription("t", "s")
+    sent = Message(
+        properties=Properties(message_id="m1"),
+        application_properties={"operation": operation, "type": "entity-mgmt"},
+        body=body,
+    )
+    reply = respond(ns, entity, decode_message(encode_message(sent)))
+    app = reply.message.application_properties
+    assert app is not None and isinstance(app["statusCode"], int)
+    assert sdk_view(reply)[0] == reply.status
+    assert reply.status != 500, reply.message.application_properties
+
+
+def test_a_failure_inside_is_answered_500(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(ns, "peek", broken)
+    req = request(
+        "peek-message", {"from-sequence-number": T.AMQP_LONG_VALUE(1), "message-count": 1}
+    )
+    reply = respond(ns, "q", req)
+    assert (reply.status, reply.condition) == (500, "amqp:internal-error")
+    with pytest.raises(ServiceBusError):
+        call(mgmt_handlers.peek_op, reply, receiver=SimpleNamespace())
