@@ -5,6 +5,7 @@ management link itself is replaced: each request is encoded by the SDK, decoded 
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import time
 import uuid
@@ -20,6 +21,11 @@ from azure.servicebus._servicebus_receiver import ServiceBusReceiver
 from azure.servicebus._servicebus_sender import ServiceBusSender
 from azure.servicebus._session_browser import _SessionBrowser
 from azure.servicebus._transport._pyamqp_transport import PyamqpTransport
+from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient
+from azure.servicebus.aio._servicebus_receiver_async import ServiceBusReceiver as AsyncReceiver
+from azure.servicebus.aio._servicebus_sender_async import ServiceBusSender as AsyncSender
+from azure.servicebus.aio._session_browser_async import _SessionBrowserAsync as AsyncSessionBrowser
+from azure.servicebus.aio._transport._pyamqp_transport_async import PyamqpTransportAsync
 from azure.servicebus.exceptions import (
     MessageLockLostError,
     MessageNotFoundError,
@@ -51,6 +57,35 @@ def ns(clock: ManualClock) -> Namespace:
     return namespace(clock)
 
 
+def _exchange(
+    ns: Namespace,
+    seen: list[Any],
+    transport: Any,
+    mgmt_msg: Any,
+    operation: bytes,
+    operation_type: bytes,
+    node: bytes,
+    callback: Callable[..., Any],
+) -> Any:
+    """What the transport's mgmt_client_request and ManagementLink.execute add to the request,
+    then the wire both ways."""
+    app = mgmt_msg.application_properties
+    app["operation"] = amqp_string_value(operation.decode("UTF-8"))
+    app["type"] = amqp_string_value(operation_type)
+    mgmt_msg = mgmt_msg._replace(properties=mgmt_msg.properties._replace(message_id=uuid.uuid4()))
+    request = decode_message(bytes(encode_payload(bytearray(), mgmt_msg)))
+    seen.append(request)
+    path = node.decode()
+    assert path.endswith("/$management")
+    reply = respond(ns, path[: -len("/$management")], request)
+    response = decode_payload(memoryview(encode_message(reply.message)))
+    assert response.properties.correlation_id == mgmt_msg.properties.message_id
+    app = response.application_properties
+    return callback(
+        app[b"statusCode"], response, app.get(b"statusDescription"), amqp_transport=transport
+    )
+
+
 @pytest.fixture
 def client(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServiceBusClient]:
     seen: list[Any] = []
@@ -65,27 +100,8 @@ def client(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServiceBu
         timeout: Any,
         callback: Callable[..., Any],
     ) -> Any:
-        # what the transport's mgmt_client_request and ManagementLink.execute add, then the
-        # wire both ways
-        app = mgmt_msg.application_properties
-        app["operation"] = amqp_string_value(operation.decode("UTF-8"))
-        app["type"] = amqp_string_value(operation_type)
-        mgmt_msg = mgmt_msg._replace(
-            properties=mgmt_msg.properties._replace(message_id=uuid.uuid4())
-        )
-        request = decode_message(bytes(encode_payload(bytearray(), mgmt_msg)))
-        seen.append(request)
-        path = node.decode()
-        assert path.endswith("/$management")
-        reply = respond(ns, path[: -len("/$management")], request)
-        response = decode_payload(memoryview(encode_message(reply.message)))
-        assert response.properties.correlation_id == mgmt_msg.properties.message_id
-        app = response.application_properties
-        return callback(
-            app[b"statusCode"],
-            response,
-            app.get(b"statusDescription"),
-            amqp_transport=PyamqpTransport,
+        return _exchange(
+            ns, seen, PyamqpTransport, mgmt_msg, operation, operation_type, node, callback
         )
 
     monkeypatch.setattr(PyamqpTransport, "mgmt_client_request", staticmethod(mgmt_client_request))
@@ -94,6 +110,35 @@ def client(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServiceBu
     c = ServiceBusClient.from_connection_string(CONN, retry_total=0)
     c.seen = seen  # type: ignore[attr-defined]
     yield c
+
+
+@pytest.fixture
+def async_client(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> AsyncServiceBusClient:
+    async def mgmt_client_request_async(
+        mgmt_client: Any,
+        mgmt_msg: Any,
+        *,
+        operation: bytes,
+        operation_type: bytes,
+        node: bytes,
+        timeout: Any,
+        callback: Callable[..., Any],
+    ) -> Any:
+        return _exchange(
+            ns, [], PyamqpTransportAsync, mgmt_msg, operation, operation_type, node, callback
+        )
+
+    async def opened(self: Any, timeout: float | None = None) -> None:
+        self._running = True
+
+    monkeypatch.setattr(
+        PyamqpTransportAsync,
+        "mgmt_client_request_async",
+        staticmethod(mgmt_client_request_async),
+    )
+    for handler in (AsyncReceiver, AsyncSender, AsyncSessionBrowser):
+        monkeypatch.setattr(handler, "_open", opened)
+    return AsyncServiceBusClient.from_connection_string(CONN, retry_total=0)
 
 
 def _opened(self: Any, timeout: float | None = None) -> None:
@@ -217,3 +262,26 @@ def test_requests_carry_what_the_reference_says(client: ServiceBusClient, ns: Na
     assert app["type"] == "entity-mgmt"
     assert "com.microsoft:server-timeout" in app
     assert request.properties.reply_to == "q/$management"
+
+
+def test_the_async_client(
+    async_client: AsyncServiceBusClient, ns: Namespace, clock: ManualClock
+) -> None:
+    seqs = _send(ns, n=2)
+    _send(ns, "s", 1, session="a")
+    assert ns.accept_session("s", "a") is not None
+
+    async def run() -> None:
+        rx = async_client.get_queue_receiver("q")
+        assert [m.sequence_number for m in await rx.peek_messages(max_message_count=5)] == seqs
+        tx = async_client.get_queue_sender("q")
+        at = dt.datetime.fromtimestamp(clock.now() + 60, dt.UTC)
+        [scheduled] = await tx.schedule_messages(ServiceBusMessage("later"), at)
+        await tx.cancel_scheduled_messages(scheduled)
+        session_rx = async_client.get_queue_receiver("s", session_id="a")
+        await session_rx.session.set_state(b"st")
+        assert await session_rx.session.get_state() == b"st"
+        assert sorted([sid async for sid in async_client.list_queue_sessions("s")]) == ["a"]
+
+    asyncio.run(run())
+    assert [p.sequence_number for p in ns.peek("q", 1, 10)] == seqs
