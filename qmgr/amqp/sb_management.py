@@ -24,6 +24,13 @@ enumerate-rules answers described lists (rule description 0x0000013700000004: fi
 name, created time). get-message-sessions does not apply ``last-updated-time``: the namespace
 keeps no time per session state, so it lists the sessions with messages or a state.
 
+Statuses: 200 with a body; 204 when peek, deferred receive, session listing or rule listing
+find nothing (the SDK reads that as an empty list); a refused operation gets the ``Code``'s
+HTTP status and the condition in ``CONDITIONS`` (lock lost, message not found, entity not
+found, ...); a malformed request 400 ``com.microsoft:argument-error``; an unknown operation
+400 ``amqp:not-implemented``; an unexpected failure 500 ``amqp:internal-error``, so one bad
+request never takes the client's connection down.
+
 Written by hand because no library implements the server side of Microsoft's management
 dialect; the encodings are ``qmgr.amqp``'s.
 """

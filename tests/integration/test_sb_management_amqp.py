@@ -3,6 +3,7 @@ azure-servicebus 7.15.0 client: peek, deferred messages, lock renewal, schedulin
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import warnings
 from collections.abc import Callable, Iterator
@@ -13,6 +14,7 @@ pytest.importorskip("azure.servicebus")
 pytest.importorskip("qmgr.node.amqp_server", reason="the node's AMQP driver is not in this tree")
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
+from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient  # noqa: E402
 from azure.servicebus.exceptions import MessageNotFoundError  # noqa: E402
 from azure.servicebus.management import ServiceBusAdministrationClient  # noqa: E402
 
@@ -98,3 +100,18 @@ def test_session_state_lock_and_listing(conn: str) -> None:
             assert session.renew_lock() > dt.datetime.now(dt.UTC)
             [m] = receiver.receive_messages(max_message_count=1, max_wait_time=5)
             receiver.complete_message(m)
+
+
+def test_the_async_client(conn: str) -> None:
+    async def run() -> None:
+        async with AsyncServiceBusClient.from_connection_string(conn) as client:
+            async with client.get_queue_sender("flows") as sender:
+                await sender.send_messages(ServiceBusMessage("y", session_id="b"))
+            receiver = client.get_queue_receiver("flows", session_id="b", max_wait_time=5)
+            async with receiver:
+                await receiver.session.set_state(b"s1")
+                assert await receiver.session.get_state() == b"s1"
+                [peeked] = await receiver.peek_messages(max_message_count=5)
+                assert str(peeked) == "y"
+
+    asyncio.run(run())
