@@ -21,6 +21,7 @@ from azure.servicebus._transport._pyamqp_transport import PyamqpTransport as T
 from azure.servicebus.exceptions import (
     MessageLockLostError,
     MessageNotFoundError,
+    MessageSizeExceededError,
     MessagingEntityNotFoundError,
     ServiceBusError,
     SessionLockLostError,
@@ -589,3 +590,13 @@ def test_a_failure_inside_is_answered_500(ns: Namespace, monkeypatch: pytest.Mon
     assert (reply.status, reply.condition) == (500, "amqp:internal-error")
     with pytest.raises(ServiceBusError):
         call(mgmt_handlers.peek_op, reply, receiver=SimpleNamespace())
+
+
+def test_oversize_session_state_is_message_size_exceeded(ns: Namespace) -> None:
+    assert ns.accept_session("s", "a") is not None
+    big = {"session-id": "a", "session-state": bytearray(300 * 1024)}
+    reply = respond(ns, "s", request("set-session-state", big, "s"))
+    assert (reply.status, reply.condition) == (400, "amqp:link:message-size-exceeded")
+    with pytest.raises(MessageSizeExceededError):
+        call(mgmt_handlers.default, reply)
+    assert ns.get_session_state("s", "a") is None
