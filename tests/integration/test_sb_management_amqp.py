@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -16,31 +15,22 @@ pytest.importorskip("qmgr.node.amqp_server", reason="the node's AMQP driver is n
 from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient  # noqa: E402
 from azure.servicebus.exceptions import MessageNotFoundError  # noqa: E402
-from azure.servicebus.management import ServiceBusAdministrationClient  # noqa: E402
 
 from tests.integration.conftest import NodeProcess  # noqa: E402
-
-NodeFactory = Callable[..., NodeProcess]
-
-
-@pytest.fixture(autouse=True)
-def _quiet_insecure_warning() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Unverified HTTPS request")
-        yield
+from tests.integration.test_sb_admin_http import (  # noqa: E402, F401 (fixtures)
+    _admin,
+    _conn,
+    _quiet_insecure_warning,
+)
 
 
 @pytest.fixture
-def conn(node_factory: NodeFactory) -> str:
+def conn(node_factory: Callable[..., NodeProcess]) -> str:
     node = node_factory("QM1", args=("--servicebus",))
-    conn = (
-        f"Endpoint=sb://{node.sb_address};SharedAccessKeyName=RootManageSharedAccessKey;"
-        "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
-    )
-    admin = ServiceBusAdministrationClient.from_connection_string(conn, connection_verify=False)
+    admin = _admin(node)
     admin.create_queue("work")
     admin.create_queue("flows", requires_session=True)
-    return conn
+    return _conn(node)
 
 
 def test_peek_defer_receive_deferred_renew_and_settle(conn: str) -> None:
