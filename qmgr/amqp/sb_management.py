@@ -16,9 +16,20 @@ durability before it sends the answer). Pure: no I/O, and the time is the namesp
 
 Operations (reference §F): renew-lock, update-disposition, receive-by-sequence-number,
 peek-message, schedule-message, cancel-scheduled-message, get-session-state,
-set-session-state, renew-session-lock, get-message-sessions. The rule operations (add-rule,
-remove-rule, enumerate-rules: used by the .NET rule manager, not by the Python SDK, which
-manages rules over HTTP) are answered 501 ``amqp:not-implemented`` for now.
+set-session-state, renew-session-lock, get-message-sessions, and the rule operations add-rule,
+remove-rule and enumerate-rules (used by the .NET rule manager; the Python SDK manages rules
+over HTTP), whose shapes follow Microsoft's "request-response operations" page: add-rule takes
+a ``rule-description`` map (``sql-filter``/``correlation-filter`` maps, ``sql-rule-action``),
+enumerate-rules answers described lists (rule description 0x0000013700000004: filter, action,
+name, created time). get-message-sessions does not apply ``last-updated-time``: the namespace
+keeps no time per session state, so it lists the sessions with messages or a state.
+
+Statuses: 200 with a body; 204 when peek, deferred receive, session listing or rule listing
+find nothing (the SDK reads that as an empty list); a refused operation gets the ``Code``'s
+HTTP status and the condition in ``CONDITIONS`` (lock lost, message not found, entity not
+found, ...); a malformed request 400 ``com.microsoft:argument-error``; an unknown operation
+400 ``amqp:not-implemented``; an unexpected failure 500 ``amqp:internal-error``, so one bad
+request never takes the client's connection down.
 
 Written by hand because no library implements the server side of Microsoft's management
 dialect; the encodings are ``qmgr.amqp``'s.
@@ -31,11 +42,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from qmgr.amqp.message import Message, Properties, timestamp, to_amqp, to_sb_message
-from qmgr.amqp.types import Array, DecodeError, Int, Long, Symbol, Timestamp
+from qmgr.amqp.message import (
+    Message,
+    Properties,
+    _to_amqp_value,
+    _to_sb_value,
+    timestamp,
+    to_amqp,
+    to_sb_message,
+)
+from qmgr.amqp.types import Array, DecodeError, Described, Int, Long, Symbol, Timestamp, ULong
+from qmgr.servicebus.entities import FilterType, RuleProperties
 from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.message import SbMessage, Stored
-from qmgr.servicebus.namespace import Namespace, ReceiveMode
+from qmgr.servicebus.names import EntityPath
+from qmgr.servicebus.namespace import Namespace, ReceiveMode, RuleInfo
 
 VENDOR = "com.microsoft:"
 RENEW_LOCK = VENDOR + "renew-lock"
@@ -56,6 +77,7 @@ ENUMERATE_RULES = VENDOR + "enumerate-rules"
 NOT_FOUND = "amqp:not-found"  # MessagingEntityNotFoundError
 NOT_ALLOWED = "amqp:not-allowed"
 NOT_IMPLEMENTED = "amqp:not-implemented"
+INTERNAL_ERROR = "amqp:internal-error"
 RESOURCE_LIMIT_EXCEEDED = "amqp:resource-limit-exceeded"  # ServiceBusQuotaExceededError
 MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"  # MessageSizeExceededError
 MESSAGE_LOCK_LOST = VENDOR + "message-lock-lost"  # MessageLockLostError
@@ -198,7 +220,7 @@ def _update_disposition(ns: Namespace, path: str, body: Mapping[str, Any]) -> _A
     modify = _field(body, "properties-to-modify", required=False)
     if modify is not None and not isinstance(modify, dict):
         raise _arg("'properties-to-modify' must be a map")
-    props = {str(k): v for k, v in modify.items()} if modify else None
+    props = {str(k): _to_sb_value(v) for k, v in modify.items()} if modify else None
     for token in tokens:
         if status == "completed":
             ns.complete(path, token)
@@ -249,7 +271,7 @@ def _schedule(ns: Namespace, path: str, body: Mapping[str, Any]) -> _Answer:
             raise _arg("'message' must be binary")
         message_id = _text(entry, "message-id", required=False)
         try:
-            sb = to_sb_message(payload, message_id)
+            sb = to_sb_message(payload, message_id or uuid.uuid4().hex)  # stamped as on send
         except DecodeError as e:
             raise _arg(f"a scheduled message does not decode: {e}") from None
         if sb.scheduled_enqueue_time is None:
@@ -320,8 +342,133 @@ def _get_message_sessions(ns: Namespace, path: str, body: Mapping[str, Any]) -> 
     return _Answer({"skip": Int(skip + len(ids)), "sessions-ids": Array(ids, str)})
 
 
-def _not_implemented(ns: Namespace, path: str, body: Mapping[str, Any]) -> _Answer:
-    raise _Refused(501, NOT_IMPLEMENTED, "the rule operations are served over HTTP (ATOM) only")
+# --- rules (the .NET rule manager; described types from Microsoft's request-response page) ----
+
+RULE_DESCRIPTION = 0x0000013700000004
+EMPTY_ACTION = 0x0000013700000005
+SQL_FILTER = 0x0000013700000006  # also the SQL rule action's descriptor
+SQL_ACTION = 0x0000013700000006
+TRUE_FILTER = 0x0000013700000007
+FALSE_FILTER = 0x0000013700000008
+CORRELATION_FILTER = 0x0000013700000009
+_COMPATIBILITY_LEVEL = 20
+
+# correlation-filter map keys and list positions, and the namespace's names for them
+_CORRELATION_KEYS = (
+    ("correlation-id", "CorrelationId"),
+    ("message-id", "MessageId"),
+    ("to", "To"),
+    ("reply-to", "ReplyTo"),
+    ("label", "Label"),
+    ("session-id", "SessionId"),
+    ("reply-to-session-id", "ReplyToSessionId"),
+    ("content-type", "ContentType"),
+)
+
+
+def _subscription(path: str) -> tuple[str, str]:
+    p = EntityPath.parse(path)
+    if p.subscription is None or p.dlq:
+        raise _Refused(400, NOT_ALLOWED, f"rules belong to subscriptions; '{path}' is not one")
+    return p.entity, p.subscription
+
+
+def _rule_name(body: Mapping[str, Any]) -> str:
+    name = _text(body, "rule-name")
+    assert name is not None
+    return name
+
+
+def _expression(value: Any, what: str) -> str:
+    if not isinstance(value, dict) or not isinstance(value.get("expression"), str):
+        raise _arg(f"'{what}' must be a map with a string 'expression'")
+    return str(value["expression"])
+
+
+def _rule_properties(description: Any) -> RuleProperties:
+    if not isinstance(description, dict) or not all(isinstance(k, str) for k in description):
+        raise _arg("'rule-description' must be a map with string keys")
+    filters = [
+        k
+        for k in ("sql-filter", "correlation-filter", "true-filter", "false-filter")
+        if description.get(k) is not None
+    ]
+    if len(filters) > 1:
+        raise _arg(f"a rule has one filter, got {', '.join(filters)}")
+    raw_action = description.get("sql-rule-action")
+    action = None if raw_action is None else _expression(raw_action, "sql-rule-action")
+    kind = filters[0] if filters else "true-filter"
+    if kind == "sql-filter":
+        sql = _expression(description["sql-filter"], "sql-filter")
+        return RuleProperties(filter_type=FilterType.SQL, sql=sql, action=action)
+    if kind == "correlation-filter":
+        raw = description["correlation-filter"]
+        if not isinstance(raw, dict):
+            raise _arg("'correlation-filter' must be a map")
+        correlation: dict[str, str] = {}
+        for wire, name in _CORRELATION_KEYS:
+            v = raw.get(wire)
+            if v is not None:
+                if not isinstance(v, str):
+                    raise _arg(f"correlation-filter '{wire}' must be a string")
+                correlation[name] = str(v)
+        props = raw.get("properties") or {}
+        if not isinstance(props, dict):
+            raise _arg("correlation-filter 'properties' must be a map")
+        return RuleProperties(
+            filter_type=FilterType.CORRELATION,
+            correlation=correlation,
+            properties={str(k): _to_sb_value(v) for k, v in props.items()},
+            action=action,
+        )
+    filter_type = FilterType.TRUE if kind == "true-filter" else FilterType.FALSE
+    return RuleProperties(filter_type=filter_type, action=action)
+
+
+def _add_rule(ns: Namespace, path: str, body: Mapping[str, Any]) -> _Answer:
+    topic, sub = _subscription(path)
+    name = _rule_name(body)
+    ns.create_rule(topic, sub, name, _rule_properties(_field(body, "rule-description")))
+    return _Answer()
+
+
+def _remove_rule(ns: Namespace, path: str, body: Mapping[str, Any]) -> _Answer:
+    topic, sub = _subscription(path)
+    ns.delete_rule(topic, sub, _rule_name(body))
+    return _Answer()
+
+
+def _described_rule(info: RuleInfo) -> Described:
+    r = info.properties
+    if r.filter_type is FilterType.SQL:
+        flt = Described(ULong(SQL_FILTER), [r.sql, Int(_COMPATIBILITY_LEVEL)])
+    elif r.filter_type is FilterType.CORRELATION:
+        values: list[Any] = [r.correlation.get(name) for _, name in _CORRELATION_KEYS]
+        values.append({k: _to_amqp_value(v) for k, v in r.properties.items()})
+        flt = Described(ULong(CORRELATION_FILTER), values)
+    elif r.filter_type is FilterType.TRUE:
+        flt = Described(ULong(TRUE_FILTER), [])
+    else:
+        flt = Described(ULong(FALSE_FILTER), [])
+    if r.action:
+        action = Described(ULong(SQL_ACTION), [r.action, Int(_COMPATIBILITY_LEVEL)])
+    else:
+        action = Described(ULong(EMPTY_ACTION), [])
+    return Described(ULong(RULE_DESCRIPTION), [flt, action, info.name, timestamp(info.created_at)])
+
+
+def _enumerate_rules(ns: Namespace, path: str, body: Mapping[str, Any]) -> _Answer:
+    topic, sub = _subscription(path)
+    skip = _int(body, "skip", required=False) or 0
+    top = _int(body, "top", required=False)
+    if skip < 0 or (top is not None and top < 0):
+        raise _arg("'skip' and 'top' must not be negative")
+    rules = ns.list_rules(topic, sub)[skip:]
+    if top is not None:
+        rules = rules[:top]
+    if not rules:
+        return _Answer(status=204)
+    return _Answer({"rules": [{"rule-description": _described_rule(r)} for r in rules]})
 
 
 _Op = Callable[[Namespace, str, Mapping[str, Any]], _Answer]
@@ -337,9 +484,9 @@ OPERATIONS: dict[str, tuple[_Op, bool]] = {  # operation: (handler, may change s
     SET_SESSION_STATE: (_set_session_state, True),
     RENEW_SESSION_LOCK: (_renew_session_lock, True),
     GET_MESSAGE_SESSIONS: (_get_message_sessions, False),
-    ADD_RULE: (_not_implemented, False),
-    REMOVE_RULE: (_not_implemented, False),
-    ENUMERATE_RULES: (_not_implemented, False),
+    ADD_RULE: (_add_rule, True),
+    REMOVE_RULE: (_remove_rule, True),
+    ENUMERATE_RULES: (_enumerate_rules, False),
 }
 
 
@@ -407,6 +554,9 @@ def respond(namespace: Namespace, entity_path: str, request: Message) -> Reply:
             e.code.status,
             condition,
         )
+    except Exception as e:  # a bug here must not take the client's connection down
+        text = f"internal error: {type(e).__name__}: {e}"
+        return Reply(_response(request, 500, text, {}, INTERNAL_ERROR), True, 500, INTERNAL_ERROR)
     description = "OK" if answer.status == 200 else "No Content"
     return Reply(
         _response(request, answer.status, description, answer.body, None),

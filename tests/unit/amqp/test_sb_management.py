@@ -21,13 +21,16 @@ from azure.servicebus._transport._pyamqp_transport import PyamqpTransport as T
 from azure.servicebus.exceptions import (
     MessageLockLostError,
     MessageNotFoundError,
+    MessageSizeExceededError,
     MessagingEntityNotFoundError,
     ServiceBusError,
     SessionLockLostError,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from qmgr.amqp.message import decode_message, encode_message
-from qmgr.amqp.sb_management import Reply, handle, respond
+from qmgr.amqp.message import Message, Properties, decode_message, encode_message
+from qmgr.amqp.sb_management import OPERATIONS, Reply, handle, respond
 from qmgr.core.clock import ManualClock
 from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.message import MessageState, SbMessage
@@ -41,12 +44,17 @@ def clock() -> ManualClock:
     return ManualClock()
 
 
-@pytest.fixture
-def ns(clock: ManualClock) -> Namespace:
+def namespace(clock: ManualClock) -> Namespace:
+    """Queue ``q`` and session queue ``s``, both with a 30 s lock."""
     n = Namespace(clock=clock)
     n.create_queue("q", QueueProperties(lock_duration=30.0))
     n.create_queue("s", QueueProperties(requires_session=True, lock_duration=30.0))
     return n
+
+
+@pytest.fixture
+def ns(clock: ManualClock) -> Namespace:
+    return namespace(clock)
 
 
 def request(operation: str, body: dict[str, Any], entity: str = "q") -> Any:
@@ -135,11 +143,6 @@ def test_a_body_that_is_not_a_map_is_refused(ns: Namespace) -> None:
     req = request("peek-message", {})
     req.body = [1, 2]
     assert respond(ns, "q", req).status == 400
-
-
-def test_rule_operations_are_not_implemented(ns: Namespace) -> None:
-    reply = respond(ns, "q", request("enumerate-rules", {"top": 10, "skip": 0}))
-    assert (reply.status, reply.condition) == (501, "amqp:not-implemented")
 
 
 # --- peek -----------------------------------------------------------------------------------
@@ -410,3 +413,190 @@ def test_handle_is_respond_message_for_the_driver(ns: Namespace, clock: ManualCl
     )
     answer = handle(ns, "q", req, clock.now())
     assert encode_message(answer) == encode_message(respond(ns, "q", req).message)
+
+
+# --- rules (the .NET rule manager's shapes) -------------------------------------------------
+
+SUB = "t/Subscriptions/s"
+
+
+@pytest.fixture
+def topic_ns(ns: Namespace) -> Namespace:
+    ns.create_topic("t")
+    ns.create_subscription("t", "s")
+    return ns
+
+
+def test_add_enumerate_and_remove_rules(topic_ns: Namespace) -> None:
+    ns = topic_ns
+    sql = {
+        "rule-name": "big",
+        "rule-description": {
+            "sql-filter": {"expression": "amount > 10"},
+            "correlation-filter": None,
+            "sql-rule-action": {"expression": "SET sys.Label = 'big'"},
+            "rule-name": "big",
+        },
+    }
+    reply = respond(ns, SUB, request("add-rule", sql, SUB))
+    assert call(mgmt_handlers.default, reply) == {} and reply.changed
+    corr = {
+        "rule-name": "red",
+        "rule-description": {
+            "correlation-filter": {
+                "correlation-id": "c1",
+                "label": "x",
+                "properties": {"color": "red"},
+            },
+            "sql-rule-action": None,
+        },
+    }
+    assert respond(ns, SUB, request("add-rule", corr, SUB)).status == 200
+    rules = {r.name: r.properties for r in ns.list_rules("t", "s")}
+    assert rules["big"].sql == "amount > 10" and rules["big"].action == "SET sys.Label = 'big'"
+    assert dict(rules["red"].correlation) == {"CorrelationId": "c1", "Label": "x"}
+    assert dict(rules["red"].properties) == {"color": "red"}
+
+    listing = {"top": T.AMQP_INT_VALUE(100), "skip": T.AMQP_INT_VALUE(0)}
+    reply = respond(ns, SUB, request("enumerate-rules", listing, SUB))
+    assert not reply.changed
+    value = call(mgmt_handlers.default, reply)
+    names = [entry[b"rule-description"][2] for entry in value[b"rules"]]
+    assert names == [b"$Default", b"big", b"red"]
+    big = value[b"rules"][1][b"rule-description"]
+    assert big[0] == [b"amount > 10", 20] and big[1] == [b"SET sys.Label = 'big'", 20]
+    red = value[b"rules"][2][b"rule-description"]
+    assert red[0][0] == b"c1" and red[0][4] == b"x" and red[0][8] == {b"color": b"red"}
+    assert red[1] == []
+
+    gone = {"rule-name": "big"}
+    assert respond(ns, SUB, request("remove-rule", gone, SUB)).status == 200
+    assert [r.name for r in ns.list_rules("t", "s")] == ["$Default", "red"]
+
+
+def test_rule_errors(topic_ns: Namespace) -> None:
+    ns = topic_ns
+    dup = {"rule-name": "$Default", "rule-description": {"sql-filter": {"expression": "1=1"}}}
+    reply = respond(ns, SUB, request("add-rule", dup, SUB))
+    assert (reply.status, reply.condition) == (409, "com.microsoft:entity-already-exists")
+    bad_sql = {"rule-name": "x", "rule-description": {"sql-filter": {"expression": "a >"}}}
+    reply = respond(ns, SUB, request("add-rule", bad_sql, SUB))
+    assert (reply.status, reply.condition) == (400, "com.microsoft:argument-error")
+    both = {
+        "rule-name": "x",
+        "rule-description": {"sql-filter": {"expression": "1=1"}, "true-filter": {}},
+    }
+    assert respond(ns, SUB, request("add-rule", both, SUB)).status == 400
+    missing = respond(ns, SUB, request("remove-rule", {"rule-name": "nope"}, SUB))
+    assert (missing.status, missing.condition) == (404, "amqp:not-found")
+    on_queue = respond(ns, "q", request("remove-rule", {"rule-name": "x"}))
+    assert (on_queue.status, on_queue.condition) == (400, "amqp:not-allowed")
+    assert [r.name for r in ns.list_rules("t", "s")] == ["$Default"]
+
+
+def test_enumerate_rules_with_none_is_204(topic_ns: Namespace) -> None:
+    topic_ns.delete_rule("t", "s", "$Default")
+    listing = {"top": T.AMQP_INT_VALUE(100), "skip": T.AMQP_INT_VALUE(0)}
+    assert respond(topic_ns, SUB, request("enumerate-rules", listing, SUB)).status == 204
+
+
+def test_update_disposition_modifies_properties(ns: Namespace) -> None:
+    send(ns, n=1)
+    [got] = ns.receive("q", 1, ReceiveMode.PEEK_LOCK)
+    body = {
+        "disposition-status": "abandoned",
+        "lock-tokens": T.AMQP_ARRAY_VALUE([got.lock_token]),
+        "properties-to-modify": {
+            "reason": "busy",
+            "tries": T.AMQP_INT_VALUE(2),
+            "big": T.AMQP_LONG_VALUE(2**40),
+        },
+    }
+    assert respond(ns, "q", request("update-disposition", body)).status == 200
+    [again] = ns.peek("q", 1, 1)
+    assert again.message.properties == {"reason": "busy", "tries": 2, "big": 2**40}
+    assert type(again.message.properties["tries"]).__name__ == "Int32"
+
+
+def test_a_scheduled_message_without_an_id_gets_one(ns: Namespace, clock: ManualClock) -> None:
+    at = dt.datetime.fromtimestamp(clock.now() + 60, dt.UTC)
+    body, _ = ServiceBusSender._build_schedule_request(at, T, {}, ServiceBusMessage(b"x"))
+    body["messages"][0]["message-id"] = None
+    assert respond(ns, "q", request("schedule-message", body)).status == 200
+    [p] = ns.peek("q", 1, 1)
+    assert p.message.message_id
+
+
+# --- whatever arrives, an answer and no exception ---------------------------------------------
+
+_KEYS = [
+    "lock-tokens", "disposition-status", "deadletter-reason", "deadletter-description",
+    "properties-to-modify", "session-id", "sequence-numbers", "receiver-settle-mode",
+    "from-sequence-number", "message-count", "messages", "message", "message-id",
+    "session-state", "skip", "top", "last-updated-time", "rule-name", "rule-description",
+]  # fmt: skip
+_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.text(max_size=8)
+    | st.binary(max_size=8)
+    | st.uuids()
+    | st.sampled_from(["completed", "abandoned", "defered", "suspended", "s", "a"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(_KEYS + ["expression"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(
+    max_examples=150,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    operation=st.sampled_from(sorted(OPERATIONS)),
+    body=st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=5),
+    entity=st.sampled_from(["q", "s", "t/Subscriptions/s", "q/$DeadLetterQueue", "zz"]),
+)
+def test_any_body_gets_an_answer(
+    ns: Namespace, operation: str, body: dict[str, Any], entity: str
+) -> None:
+    if not ns.list_topics():
+        ns.create_topic("t")
+        ns.create_subscription("t", "s")
+    sent = Message(
+        properties=Properties(message_id="m1"),
+        application_properties={"operation": operation, "type": "entity-mgmt"},
+        body=body,
+    )
+    reply = respond(ns, entity, decode_message(encode_message(sent)))
+    app = reply.message.application_properties
+    assert app is not None and isinstance(app["statusCode"], int)
+    assert sdk_view(reply)[0] == reply.status
+    assert reply.status != 500, reply.message.application_properties
+
+
+def test_a_failure_inside_is_answered_500(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(ns, "peek", broken)
+    req = request(
+        "peek-message", {"from-sequence-number": T.AMQP_LONG_VALUE(1), "message-count": 1}
+    )
+    reply = respond(ns, "q", req)
+    assert (reply.status, reply.condition) == (500, "amqp:internal-error")
+    with pytest.raises(ServiceBusError):
+        call(mgmt_handlers.peek_op, reply, receiver=SimpleNamespace())
+
+
+def test_oversize_session_state_is_message_size_exceeded(ns: Namespace) -> None:
+    assert ns.accept_session("s", "a") is not None
+    big = {"session-id": "a", "session-state": bytearray(300 * 1024)}
+    reply = respond(ns, "s", request("set-session-state", big, "s"))
+    assert (reply.status, reply.condition) == (400, "amqp:link:message-size-exceeded")
+    with pytest.raises(MessageSizeExceededError):
+        call(mgmt_handlers.default, reply)
+    assert ns.get_session_state("s", "a") is None
