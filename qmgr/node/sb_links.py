@@ -382,15 +382,22 @@ class SbLinks:
         if not ev.settled:
             self._after.append(lambda: self.conn.settle(ev.link, ev.delivery_id, p.Accepted()))
 
-    def _cbs(self, ev: TransferReceived) -> None:
+    def _request(self, ev: TransferReceived) -> Message | None:
+        """A request on a ``$cbs`` or ``$management`` link, accepted; None (rejected) if bad."""
         try:
             request = decode_message(ev.payload)
         except DecodeError as exc:
             self._answer(
                 ev, p.Rejected(error=p.Error(condition="amqp:decode-error", description=str(exc)))
             )
-            return
+            return None
         self._answer(ev, p.Accepted())
+        return request
+
+    def _cbs(self, ev: TransferReceived) -> None:
+        request = self._request(ev)
+        if request is None:
+            return
         msg_id = request.properties.message_id if request.properties else None
         reply = Message(
             properties=Properties(correlation_id=msg_id),
@@ -406,14 +413,9 @@ class SbLinks:
         )
 
     def _mgmt(self, st: LinkState, ev: TransferReceived) -> None:
-        try:
-            request = decode_message(ev.payload)
-        except DecodeError as exc:
-            self._answer(
-                ev, p.Rejected(error=p.Error(condition="amqp:decode-error", description=str(exc)))
-            )
+        request = self._request(ev)
+        if request is None:
             return
-        self._answer(ev, p.Accepted())
         reply = sb_management.respond(self.ns, st.path, request)
         if reply.changed:
             self._mark()

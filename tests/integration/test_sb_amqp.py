@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-import warnings
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -28,36 +26,14 @@ from azure.servicebus.exceptions import (  # noqa: E402
     OperationTimeoutError,
     ServiceBusError,
 )
-from azure.servicebus.management import ServiceBusAdministrationClient  # noqa: E402
 
+from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
+from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
 
-NodeFactory = Callable[..., NodeProcess]
-
-
-@pytest.fixture(autouse=True)
-def _quiet_insecure_warning() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Unverified HTTPS request")
-        yield
-
-
-@pytest.fixture
-def sb_node(node_factory: NodeFactory) -> NodeProcess:
-    return node_factory("QM1", args=("--servicebus",))
-
-
-def _conn(node: NodeProcess) -> str:
-    return (
-        f"Endpoint=sb://{node.sb_address};SharedAccessKeyName=RootManageSharedAccessKey;"
-        "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
-    )
-
-
-def _admin(node: NodeProcess) -> ServiceBusAdministrationClient:
-    return ServiceBusAdministrationClient.from_connection_string(
-        _conn(node), connection_verify=False
-    )
+# the admin test's fixtures: its node hosting a namespace, and quiet self-signed HTTPS warnings
+sb_node = admin_http.sb_node
+_quiet_insecure_warning = admin_http._quiet_insecure_warning
 
 
 def _client(node: NodeProcess) -> ServiceBusClient:
