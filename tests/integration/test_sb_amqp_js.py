@@ -1,5 +1,6 @@
 """@azure/service-bus (the JavaScript SDK, which sends no message-id and needs one back) against a
-node: batched and single sends, peek-lock receive and complete. Installed by the test with npm
+node: batched and single sends, peek-lock receive and complete, the next available session
+(drained empty, then its state set and read). Installed by the test with npm
 into a temporary directory; skipped with the reason when Node.js, npm or the package is missing."""
 
 from __future__ import annotations
@@ -42,6 +43,23 @@ const { ServiceBusClient } = require("@azure/service-bus");
   out.ids = got.map((m) => !!m.messageId);
   out.seq = got.map((m) => Number(m.sequenceNumber));
   await receiver.close();
+  const ss = client.createSender("jss");
+  await ss.sendMessages([{ body: "s-a", sessionId: "s1" }, { body: "s-b", sessionId: "s1" }]);
+  await ss.close();
+  const sr = await client.acceptNextSession("jss");
+  out.session = sr.sessionId;
+  const sgot = [];
+  while (sgot.length < 2) {
+    const batch = await sr.receiveMessages(10, { maxWaitTimeInMs: 3000 });
+    if (!batch.length) break;
+    for (const m of batch) { await sr.completeMessage(m); sgot.push(m.body); }
+  }
+  const empty = await sr.receiveMessages(1, { maxWaitTimeInMs: 1000 });
+  out.sessionBodies = sgot;
+  out.emptyAfter = empty.length;
+  await sr.setSessionState("done");
+  out.state = String(await sr.getSessionState());
+  await sr.close();
   await client.close();
   console.log(JSON.stringify(out));
 })().catch((e) => { console.error(e); process.exit(1); });
@@ -68,7 +86,9 @@ def js_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_js_sdk_sends_receives_and_completes(sb_node: NodeProcess, js_client: Path) -> None:
-    _admin(sb_node).create_queue("js")
+    admin = _admin(sb_node)
+    admin.create_queue("js")
+    admin.create_queue("jss", requires_session=True)
     done = subprocess.run(
         ["node", str(js_client), _conn(sb_node)],
         cwd=js_client.parent,
@@ -78,5 +98,13 @@ def test_js_sdk_sends_receives_and_completes(sb_node: NodeProcess, js_client: Pa
     )
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out == {"bodies": ["j1", "j2", "j3"], "ids": [True, True, True], "seq": [1, 2, 3]}
-    assert _admin(sb_node).get_queue_runtime_properties("js").total_message_count == 0
+    assert out == {
+        "bodies": ["j1", "j2", "j3"],
+        "ids": [True, True, True],
+        "seq": [1, 2, 3],
+        "session": "s1",
+        "sessionBodies": ["s-a", "s-b"],
+        "emptyAfter": 0,  # a drain on an empty session answered: no session lock lost
+        "state": "done",
+    }
+    assert admin.get_queue_runtime_properties("js").total_message_count == 0
