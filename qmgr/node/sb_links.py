@@ -230,8 +230,8 @@ class SbLinks:
         if client_sends:
             try:
                 self.ns._send_target(path)
-            except ServiceBusError as exc:
-                self.conn.refuse_attach(link, error_for(exc))
+            except ServiceBusError as exc:  # as Service Bus refuses: no terminus, then detach
+                self.conn.refuse_attach(link, error_for(exc), target=None)
                 return
             self.links[link] = LinkState("send", path, link)
             self._reply_attach(link, True)
@@ -244,7 +244,7 @@ class SbLinks:
         try:
             _, store = self.ns._receive_source(path)
         except ServiceBusError as exc:
-            self.conn.refuse_attach(link, error_for(exc))
+            self.conn.refuse_attach(link, error_for(exc), source=None)
             return
         filt = getattr(ev.source, "filter", None) or {}
         sessionful = SESSION_FILTER in filt or "com.microsoft:session-filter" in filt
@@ -254,7 +254,8 @@ class SbLinks:
                 if store.sessions_enabled
                 else f"'{path}' is not session-enabled: receive without a session"
             )
-            self.conn.refuse_attach(link, p.Error(condition="amqp:not-allowed", description=text))
+            error = p.Error(condition="amqp:not-allowed", description=text)
+            self.conn.refuse_attach(link, error, source=None)
             return
         if sessionful:
             wanted = filt.get(SESSION_FILTER, filt.get("com.microsoft:session-filter"))

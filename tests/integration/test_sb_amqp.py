@@ -23,6 +23,7 @@ from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient  # no
 from azure.servicebus.exceptions import (  # noqa: E402
     MessageLockLostError,
     MessageSizeExceededError,
+    MessagingEntityNotFoundError,
     OperationTimeoutError,
     ServiceBusError,
 )
@@ -138,10 +139,31 @@ def test_settling_after_the_lock_expired_raises_lock_lost(sb_node: NodeProcess) 
 def test_unknown_entity_is_refused(sb_node: NodeProcess) -> None:
     with (
         _client(sb_node) as client,
-        pytest.raises(ServiceBusError),
+        pytest.raises(MessagingEntityNotFoundError),
         client.get_queue_sender("nope") as sender,
     ):
         sender.send_messages(ServiceBusMessage("m"))
+    with (
+        _client(sb_node) as client,
+        pytest.raises(MessagingEntityNotFoundError),
+        client.get_queue_receiver("nope", max_wait_time=2) as receiver,
+    ):
+        receiver.receive_messages(max_message_count=1, max_wait_time=1)
+
+
+def test_a_half_open_connection_does_not_stop_the_others(sb_node: NodeProcess) -> None:
+    _admin(sb_node).create_queue("h")
+    host, port = sb_node.sb_address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as stalled:
+        stalled.sendall(b"AMQP\x03\x01\x00\x00")  # SASL header, then nothing more
+        with _client(sb_node) as client:
+            with client.get_queue_sender("h") as sender:
+                sender.send_messages(ServiceBusMessage("through"))
+            with client.get_queue_receiver(
+                "h", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, max_wait_time=5
+            ) as receiver:
+                got = receiver.receive_messages(max_message_count=1, max_wait_time=5)
+        assert [str(m) for m in got] == ["through"]
 
 
 def test_async_client_send_receive_complete(sb_node: NodeProcess) -> None:
