@@ -35,6 +35,8 @@ from azure.servicebus import (  # noqa: E402
     ServiceBusClient,
     ServiceBusMessage,
     ServiceBusReceiveMode,
+    ServiceBusReceiver,
+    ServiceBusSender,
 )
 from azure.servicebus.management import ServiceBusAdministrationClient  # noqa: E402
 
@@ -66,10 +68,23 @@ def measure(name: str, n: int, node_pid: int, run: Callable[[], None]) -> None:
     )
 
 
-def send_all(client: ServiceBusClient, queue: str, n: int, session: str | None = None) -> None:
-    with client.get_queue_sender(queue) as sender:
-        for _ in range(n // 100):
-            sender.send_messages([ServiceBusMessage(BODY, session_id=session) for _ in range(100)])
+def send_all(sender: ServiceBusSender, n: int, session: str | None = None) -> None:
+    for _ in range(n // 100):
+        sender.send_messages([ServiceBusMessage(BODY, session_id=session) for _ in range(100)])
+
+
+def settle_all(receiver: ServiceBusReceiver, n: int) -> None:
+    got = 0
+    while got < n:
+        for m in receiver.receive_messages(max_message_count=32, max_wait_time=5):
+            receiver.complete_message(m)
+            got += 1
+
+
+def drain_all(receiver: ServiceBusReceiver, n: int) -> None:
+    got = 0
+    while got < n:
+        got += len(receiver.receive_messages(max_message_count=100, max_wait_time=5))
 
 
 def main() -> None:
@@ -97,45 +112,24 @@ def main() -> None:
         admin.create_queue("bench-sessions", requires_session=True)
         pid = node.proc.pid
         with ServiceBusClient.from_connection_string(conn) as client:
-            measure("batched send (100)", n, pid, lambda: send_all(client, "bench", n))
-
-            def peek_lock() -> None:
+            # links are opened before and closed after each measure: only the traffic is timed
+            with client.get_queue_sender("bench") as sender:
+                measure("batched send (100)", n, pid, lambda: send_all(sender, n))
                 with client.get_queue_receiver("bench", prefetch_count=100) as receiver:
-                    got = 0
-                    while got < n:
-                        for m in receiver.receive_messages(max_message_count=32, max_wait_time=5):
-                            receiver.complete_message(m)
-                            got += 1
-
-            measure("peek-lock receive + complete", n, pid, peek_lock)
-            send_all(client, "bench", n)
-
-            def receive_and_delete() -> None:
+                    measure("peek-lock receive + complete", n, pid, lambda: settle_all(receiver, n))
+                send_all(sender, n)
                 with client.get_queue_receiver(
                     "bench",
                     receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE,
                     prefetch_count=100,
                 ) as receiver:
-                    got = 0
-                    while got < n:
-                        got += len(
-                            receiver.receive_messages(max_message_count=100, max_wait_time=5)
-                        )
-
-            measure("receive-and-delete", n, pid, receive_and_delete)
-            send_all(client, "bench-sessions", n, session="s")
-
-            def session_receive() -> None:
-                with client.get_queue_receiver(
-                    "bench-sessions", session_id="s", prefetch_count=100
-                ) as receiver:
-                    got = 0
-                    while got < n:
-                        for m in receiver.receive_messages(max_message_count=32, max_wait_time=5):
-                            receiver.complete_message(m)
-                            got += 1
-
-            measure("session receive + complete", n, pid, session_receive)
+                    measure("receive-and-delete", n, pid, lambda: drain_all(receiver, n))
+            with client.get_queue_sender("bench-sessions") as sender:
+                send_all(sender, n, session="s")
+            with client.get_queue_receiver(
+                "bench-sessions", session_id="s", prefetch_count=100
+            ) as receiver:
+                measure("session receive + complete", n, pid, lambda: settle_all(receiver, n))
     finally:
         node.proc.send_signal(signal.SIGTERM)
         node.proc.wait(30)

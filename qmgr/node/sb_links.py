@@ -172,9 +172,9 @@ class SbLinks:
 
     async def commit(self) -> None:
         """Make the changes so far durable, then send the answers that waited for it."""
-        if self._touched:
-            self._touched = False
-            self._changed()
+        # a settlement moves no deadline earlier (the namespace timer need not look again); its
+        # journal entries go with the committer's next group commit
+        self._touched = False
         if self._dirty:
             self._dirty = False
             self._changed()
