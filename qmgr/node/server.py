@@ -15,6 +15,7 @@ from dataclasses import replace
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from qmgr.node.amqp_server import AmqpServer
 from qmgr.node.config import (
     ClusterSettings,
     ConfigError,
@@ -135,7 +136,13 @@ async def _servicebus_port(
         context = server_context(
             config.data_dir, tls.cert if tls else None, tls.key if tls else None
         )
-        sb = ServiceBusPort(runtime, config.servicebus_host, config.servicebus_port, context)
+        sb = ServiceBusPort(
+            runtime,
+            config.servicebus_host,
+            config.servicebus_port,
+            context,
+            amqp_handler=AmqpServer(runtime).handle,
+        )
         bound = await sb.start()
     except (OSError, ValueError) as exc:
         return None, str(exc)

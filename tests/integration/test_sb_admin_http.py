@@ -283,8 +283,8 @@ def test_garbage_and_half_open_connections_do_not_harm_others(sb_node: NodeProce
     assert _closed(garbage)
     garbage.close()
     amqp = socket.create_connection(address, timeout=10)
-    amqp.sendall(b"AMQP\x03\x01\x00\x00")
-    assert _closed(amqp)  # no AMQP yet
+    amqp.sendall(b"AMQP\x09\x01\x00\x00")  # an unknown AMQP protocol id
+    assert _closed(amqp)  # answered with the header the node speaks, then closed
     amqp.close()
     bad_http = socket.create_connection(address, timeout=10)
     bad_http.sendall(b"GET / HTTP/1.1\r\nno colon here\r\n\r\n")

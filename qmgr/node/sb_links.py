@@ -1,0 +1,587 @@
+"""Service Bus over one AMQP connection: what the links of the real SDKs mean to the namespace.
+
+The protocol is :class:`qmgr.amqp.connection.Connection` (sans-IO); the asyncio driver
+(:mod:`qmgr.node.amqp_server`) feeds it bytes and hands its events here. This module gives them
+their Service Bus meaning (reference ``servicebus-amqp.md`` §B–G):
+
+- ``$cbs``: a link pair; every ``put-token`` is accepted and answered with ``status-code`` 202 on
+  the ``$cbs`` receiver link, ``correlation-id`` = the request's message-id.
+- ``<entity>/$management``: a link pair; each request goes to
+  :func:`qmgr.amqp.sb_management.handle` and its answer back on the client's receiver link whose
+  address is the request's ``reply-to``.
+- sender links (the client sends): each transfer (a ``0x80013700`` batch split into its inner
+  messages) goes to ``Namespace.send`` (or ``schedule``); ``accepted`` is sent only after the
+  change is durable; a refused send is ``rejected`` with the condition the SDK maps to its
+  exception class.
+- receiver links (the client receives): messages go out as credit allows. Peek-lock: the lock
+  token is the delivery tag (a .NET Guid, ``bytes_le``) and ``x-opt-locked-until`` is set;
+  receive-and-delete: sent pre-settled, after the removal is durable. Dispositions complete,
+  abandon, defer, dead-letter or release, and are echoed settled with the same outcome (a
+  ``rejected`` with ``com.microsoft:message-lock-lost`` when the lock was lost). A drain is always
+  answered; what a link had not settled when it went is released.
+- session receivers: the source filter ``com.microsoft:session-filter`` names a session or asks
+  for the next available one; the Attach reply puts the granted id in the filter and
+  ``com.microsoft:locked-until-utc`` (.NET ticks) in the link properties; when no session comes
+  within the link's ``com.microsoft:timeout`` the link is attached and detached with
+  ``com.microsoft:timeout``.
+
+Every change to the namespace is followed by ``changed()`` (the node's timer looks again). The
+answers that acknowledge a send or a receive-and-delete wait for ``durable()`` (the answers of one
+batch of events share one commit), so nothing acknowledged is lost. Settlements of peek-locked
+messages are echoed at once and journaled with the next group commit: a ``kill -9`` in between
+can bring a completed message back (delivered again: at-least-once, never lost), and waiting for
+the disk on every complete of a client that settles one message at a time halved its rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from qmgr.amqp import performatives as p
+from qmgr.amqp import sb_management
+from qmgr.amqp.connection import (
+    RECEIVER,
+    SND_SETTLED,
+    Connection,
+    CreditChanged,
+    DispositionReceived,
+    Event,
+    Link,
+    LinkAttached,
+    LinkDetached,
+    SessionEnded,
+    TransferReceived,
+)
+from qmgr.amqp.message import (
+    BATCH_FORMAT,
+    Message,
+    Properties,
+    decode_message,
+    dotnet_ticks,
+    encode_message,
+    split_batch,
+    to_amqp,
+    to_sb_message,
+)
+from qmgr.amqp.types import DecodeError, Described, Int, Symbol
+from qmgr.servicebus.errors import Code, ServiceBusError
+from qmgr.servicebus.namespace import Namespace, ReceiveMode
+
+log = logging.getLogger("qmgr.servicebus.amqp")
+
+SESSION_FILTER = Symbol("com.microsoft:session-filter")
+LOCKED_UNTIL_UTC = Symbol("com.microsoft:locked-until-utc")
+LINK_TIMEOUT = Symbol("com.microsoft:timeout")
+SENDER_CREDIT = 500  # credit kept granted to a client's sender link
+DEFAULT_SESSION_WAIT = 60.0  # seconds, when the link names no com.microsoft:timeout
+POLL = 0.2  # seconds between looks for messages the timer made available
+
+# ServiceBusError codes → the AMQP error conditions the SDK turns into its exception classes
+CONDITIONS: dict[Code, str] = {
+    Code.ENTITY_NOT_FOUND: "amqp:not-found",
+    Code.ENTITY_ALREADY_EXISTS: "com.microsoft:entity-already-exists",
+    Code.ENTITY_DISABLED: "com.microsoft:entity-disabled",
+    Code.QUOTA_EXCEEDED: "amqp:resource-limit-exceeded",
+    Code.MESSAGE_SIZE_EXCEEDED: "amqp:link:message-size-exceeded",
+    Code.MESSAGE_LOCK_LOST: "com.microsoft:message-lock-lost",
+    Code.MESSAGE_NOT_FOUND: "com.microsoft:message-not-found",
+    Code.SESSION_LOCK_LOST: "com.microsoft:session-lock-lost",
+    Code.SESSION_CANNOT_BE_LOCKED: "com.microsoft:session-cannot-be-locked",
+    Code.INVALID_OPERATION: "amqp:not-allowed",
+    Code.BAD_ARGUMENT: "com.microsoft:argument-error",
+}
+
+
+def error_for(exc: ServiceBusError) -> p.Error:
+    return p.Error(condition=CONDITIONS.get(exc.code, "amqp:internal-error"), description=str(exc))
+
+
+def entity_path(address: Any) -> str:
+    """``amqps://host:port/queue`` (or a bare ``queue``) → ``queue``."""
+    if isinstance(address, Described):
+        address = address.value
+    text = "" if address is None else str(address)
+    if "://" in text:
+        text = text.split("://", 1)[1]
+        text = text.split("/", 1)[1] if "/" in text else ""
+    return text.strip("/")
+
+
+def _address(terminus: Any) -> str:
+    return entity_path(getattr(terminus, "address", None))
+
+
+@dataclass(eq=False)
+class LinkState:
+    kind: str  # "cbs", "mgmt", "send" (the client sends), "receive" (the client receives)
+    path: str
+    link: Link
+    mode: ReceiveMode = ReceiveMode.PEEK_LOCK
+    session_id: str | None = None
+    pending: list[bytes] = field(default_factory=list)  # replies waiting for credit
+    delivering: bool = False
+
+
+class SbLinks:
+    """The Service Bus meaning of one AMQP connection's events."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        namespace: Namespace,
+        *,
+        now: Callable[[], float],
+        changed: Callable[[], None],
+        durable: Callable[[], Awaitable[None]],
+        flush: Callable[[], None],
+    ) -> None:
+        self.conn = conn
+        self.ns = namespace
+        self.now = now
+        self._changed = changed
+        self._durable = durable
+        self.flush = flush
+        self.links: dict[Link, LinkState] = {}
+        self._dirty = False
+        self._touched = False
+        self._after: list[Callable[[], None]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.closed = False
+
+    # ------------------------------------------------------------------ events
+
+    async def handle(self, events: list[Event]) -> bool:
+        """Act on one batch of events; answers that acknowledge a change wait for one commit.
+        Returns whether the namespace changed (other connections' receivers may look again)."""
+        for event in events:
+            try:
+                self._on(event)
+            except ServiceBusError as exc:  # a refused operation not tied to a delivery
+                log.info("Service Bus AMQP: %s", exc)
+        changed = self._dirty or self._touched
+        await self.commit()
+        return changed
+
+    async def commit(self) -> None:
+        """Make the changes so far durable, then send the answers that waited for it."""
+        # a settlement moves no deadline earlier (the namespace timer need not look again); its
+        # journal entries go with the committer's next group commit
+        self._touched = False
+        if self._dirty:
+            self._dirty = False
+            self._changed()
+            await self._durable()
+        after, self._after = self._after, []
+        for action in after:
+            action()
+        self.flush()
+
+    def _mark(self) -> None:
+        self._dirty = True
+
+    def _on(self, event: Event) -> None:
+        if isinstance(event, LinkAttached):
+            self._attached(event)
+        elif isinstance(event, TransferReceived):
+            self._transfer(event)
+        elif isinstance(event, CreditChanged):
+            st = self.links.get(event.link)
+            if st is not None:
+                self._credit(st, event.drain)
+        elif isinstance(event, DispositionReceived):
+            if event.role is RECEIVER:
+                self._disposition(event)
+        elif isinstance(event, LinkDetached):
+            self._gone(event.link, [d.tag for d in event.unsettled])
+        elif isinstance(event, SessionEnded):
+            for link in event.links:
+                self._gone(link, self._unsettled_tags(link))
+
+    def poke(self) -> None:
+        """Something may be available now: serve the receivers that hold credit."""
+        for st in list(self.links.values()):
+            if st.kind == "receive" and st.link.credit > 0 and not st.delivering:
+                self._deliver(st)
+
+    # ------------------------------------------------------------------ attach
+
+    def _attached(self, ev: LinkAttached) -> None:
+        link = ev.link
+        client_sends = ev.role is not RECEIVER  # the peer's role: SENDER = it sends
+        terminus = ev.target if client_sends else ev.source
+        path = _address(terminus)
+        low = path.lower()
+        if low == "$cbs":
+            self.links[link] = LinkState("cbs", path, link)
+            self._reply_attach(link, client_sends)
+            return
+        if low.endswith("/$management"):
+            self.links[link] = LinkState("mgmt", path[: -len("/$management")], link)
+            self._reply_attach(link, client_sends)
+            return
+        if client_sends:
+            try:
+                self.ns._send_target(path)
+            except ServiceBusError as exc:  # as Service Bus refuses: no terminus, then detach
+                self.conn.refuse_attach(link, error_for(exc), target=None)
+                return
+            self.links[link] = LinkState("send", path, link)
+            self._reply_attach(link, True)
+            return
+        mode = (
+            ReceiveMode.RECEIVE_AND_DELETE
+            if ev.snd_settle_mode == SND_SETTLED
+            else ReceiveMode.PEEK_LOCK
+        )
+        try:
+            _, store = self.ns._receive_source(path)
+        except ServiceBusError as exc:
+            self.conn.refuse_attach(link, error_for(exc), source=None)
+            return
+        filt = getattr(ev.source, "filter", None) or {}
+        sessionful = SESSION_FILTER in filt or "com.microsoft:session-filter" in filt
+        if sessionful != store.sessions_enabled:
+            text = (
+                f"'{path}' requires sessions: receive with a session receiver"
+                if store.sessions_enabled
+                else f"'{path}' is not session-enabled: receive without a session"
+            )
+            error = p.Error(condition="amqp:not-allowed", description=text)
+            self.conn.refuse_attach(link, error, source=None)
+            return
+        if sessionful:
+            wanted = filt.get(SESSION_FILTER, filt.get("com.microsoft:session-filter"))
+            if isinstance(wanted, Described):
+                wanted = wanted.value
+            self._accept_session(ev, path, mode, None if wanted is None else str(wanted))
+            return
+        self.links[link] = LinkState("receive", path, link, mode)
+        self._reply_attach(link, False)
+
+    def _reply_attach(self, link: Link, client_sends: bool) -> None:
+        self.conn.attach_reply(link)
+        if client_sends:
+            self.conn.flow(link, SENDER_CREDIT)
+
+    def _accept_session(
+        self, ev: LinkAttached, path: str, mode: ReceiveMode, wanted: str | None
+    ) -> None:
+        link = ev.link
+        try:
+            lock = self.ns.accept_session(path, wanted)
+        except ServiceBusError as exc:
+            self.conn.refuse_attach(link, error_for(exc))
+            return
+        if lock is not None:
+            self._grant(ev, path, mode, lock.session_id, lock.locked_until)
+            return
+        timeout_ms = (ev.properties or {}).get(LINK_TIMEOUT)
+        wait = DEFAULT_SESSION_WAIT if not timeout_ms else int(timeout_ms) / 1000
+        task = asyncio.get_running_loop().create_task(self._wait_session(ev, path, mode, wait))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _wait_session(
+        self, ev: LinkAttached, path: str, mode: ReceiveMode, wait: float
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while not self.closed and ev.link.live:
+            await asyncio.sleep(min(POLL, max(0.0, deadline - loop.time())))
+            if self.closed or not ev.link.live:
+                return
+            try:
+                lock = self.ns.accept_session(path, None)
+            except ServiceBusError as exc:
+                self.conn.refuse_attach(ev.link, error_for(exc))
+                self.flush()
+                return
+            if lock is not None:
+                self._grant(ev, path, mode, lock.session_id, lock.locked_until)
+                self.flush()
+                return
+            if loop.time() >= deadline:
+                self.conn.refuse_attach(
+                    ev.link,
+                    p.Error(
+                        condition="com.microsoft:timeout",
+                        description="no session available within the timeout",
+                    ),
+                )
+                self.flush()
+                return
+
+    def _grant(
+        self, ev: LinkAttached, path: str, mode: ReceiveMode, session_id: str, until: float
+    ) -> None:
+        source = ev.source
+        filt = dict(getattr(source, "filter", None) or {})
+        key = SESSION_FILTER if SESSION_FILTER in filt else "com.microsoft:session-filter"
+        filt[key] = session_id
+        with contextlib.suppress(TypeError):
+            source = dataclasses.replace(source, filter=filt)
+        props = dict(ev.properties or {})
+        props[LOCKED_UNTIL_UTC] = dotnet_ticks(until)
+        st = LinkState("receive", path, ev.link, mode, session_id=session_id)
+        self.links[ev.link] = st
+        self.conn.attach_reply(ev.link, source=source, properties=props)
+        if ev.link.credit > 0:
+            self._deliver(st)
+
+    # ------------------------------------------------------------------ transfers in
+
+    def _transfer(self, ev: TransferReceived) -> None:
+        st = self.links.get(ev.link)
+        link = ev.link
+        if link.credit < SENDER_CREDIT // 2 and link.live:
+            self.conn.flow(link, SENDER_CREDIT)
+        if st is None:
+            return
+        if st.kind == "cbs":
+            self._cbs(ev)
+        elif st.kind == "mgmt":
+            self._mgmt(st, ev)
+        elif st.kind == "send":
+            self._send(st, ev)
+
+    def _answer(self, ev: TransferReceived, state: Any) -> None:
+        if not ev.settled:
+            self.conn.settle(ev.link, ev.delivery_id, state)
+
+    def _send(self, st: LinkState, ev: TransferReceived) -> None:
+        try:
+            batch = ev.message_format == BATCH_FORMAT
+            parts = split_batch(ev.payload) if batch else [ev.payload]
+            messages = [to_sb_message(part, message_id=uuid.uuid4().hex) for part in parts]
+        except (DecodeError, ValueError) as exc:
+            self._answer(
+                ev,
+                p.Rejected(error=p.Error(condition="amqp:decode-error", description=str(exc))),
+            )
+            return
+        now = self.now()
+        try:
+            scheduled = [m for m in messages if m.scheduled_enqueue_time is not None]
+            if scheduled and len(scheduled) == len(messages):
+                at = scheduled[0].scheduled_enqueue_time
+                assert at is not None
+                self.ns.schedule(st.path, messages, at if at > now else now)
+            else:
+                self.ns.send(st.path, messages)
+        except ServiceBusError as exc:
+            self._answer(ev, p.Rejected(error=error_for(exc)))
+            return
+        self._mark()
+        if not ev.settled:
+            self._after.append(lambda: self.conn.settle(ev.link, ev.delivery_id, p.Accepted()))
+
+    def _request(self, ev: TransferReceived) -> Message | None:
+        """A request on a ``$cbs`` or ``$management`` link, accepted; None (rejected) if bad."""
+        try:
+            request = decode_message(ev.payload)
+        except DecodeError as exc:
+            self._answer(
+                ev, p.Rejected(error=p.Error(condition="amqp:decode-error", description=str(exc)))
+            )
+            return None
+        self._answer(ev, p.Accepted())
+        return request
+
+    def _cbs(self, ev: TransferReceived) -> None:
+        request = self._request(ev)
+        if request is None:
+            return
+        msg_id = request.properties.message_id if request.properties else None
+        reply = Message(
+            properties=Properties(correlation_id=msg_id),
+            application_properties={"status-code": Int(202), "status-description": "Accepted"},
+            body=None,
+        )
+        self._reply_on(
+            "cbs",
+            None,
+            ev.link,
+            encode_message(reply),
+            request.properties.reply_to if request.properties else None,
+        )
+
+    def _mgmt(self, st: LinkState, ev: TransferReceived) -> None:
+        request = self._request(ev)
+        if request is None:
+            return
+        reply = sb_management.respond(self.ns, st.path, request)
+        if reply.changed:
+            self._mark()
+        response = reply.message
+        reply_to = request.properties.reply_to if request.properties else None
+        data = encode_message(response)
+        self._after.append(lambda: self._reply_on("mgmt", st.path, ev.link, data, reply_to))
+
+    def _reply_on(
+        self, kind: str, path: str | None, request_link: Link, data: bytes, reply_to: Any
+    ) -> None:
+        """Send a response on the client's receiver link of the same node."""
+        target = None
+        wanted = None if reply_to is None else entity_path(reply_to).lower()
+        for st in self.links.values():
+            if st.kind != kind or not st.link.is_sender or not st.link.live:
+                continue
+            if kind == "mgmt" and (st.path.lower() != (path or "").lower()):
+                continue
+            if wanted and _address(st.link.source).lower() == wanted:
+                target = st
+                break
+            if st.link.session is request_link.session or target is None:
+                target = st
+        if target is None:
+            log.info("Service Bus AMQP: no %s receiver link to answer on", kind)
+            return
+        target.pending.append(data)
+        self._send_pending(target)
+
+    def _send_pending(self, st: LinkState) -> None:
+        while st.pending and st.link.can_send:
+            data = st.pending.pop(0)
+            self.conn.send_transfer(st.link, uuid.uuid4().bytes, data, settled=True)
+
+    # ------------------------------------------------------------------ transfers out
+
+    def _credit(self, st: LinkState, drain: bool) -> None:
+        if st.kind in ("cbs", "mgmt"):
+            self._send_pending(st)
+        elif st.kind == "receive" and not st.delivering:
+            self._deliver(st)
+        if drain:
+            if st.delivering:  # answered once the delivery in flight is out
+                self._after.append(lambda: self.conn.flow(st.link))
+            else:
+                self.conn.flow(st.link)
+
+    def _deliver(self, st: LinkState) -> None:
+        link = st.link
+        if not link.can_send or not link.attached:
+            return
+        try:
+            got = self.ns.receive(st.path, link.credit, st.mode, session=st.session_id)
+        except ServiceBusError as exc:
+            if exc.code in (Code.SESSION_LOCK_LOST, Code.ENTITY_NOT_FOUND):
+                self.conn.detach(link, error_for(exc))
+                self.links.pop(link, None)
+            else:
+                log.info("Service Bus AMQP: receive on %s: %s", st.path, exc)
+            return
+        if not got:
+            return
+        if st.mode is ReceiveMode.PEEK_LOCK:
+            for stored in got:
+                token = stored.lock_token
+                assert token is not None
+                data = to_amqp(stored, lock_token=token, locked_until=stored.locked_until)
+                self.conn.send_transfer(link, token.bytes_le, data)
+            return
+        # receive-and-delete: the removal is made durable before the messages go out
+        self._mark()
+        st.delivering = True
+
+        def out() -> None:
+            st.delivering = False
+            for stored in got:
+                if not link.can_send:
+                    log.warning(
+                        "Service Bus AMQP: receive-and-delete link %s went away; message %s of "
+                        "%s was removed",
+                        link.name,
+                        stored.sequence_number,
+                        st.path,
+                    )
+                    continue
+                self.conn.send_transfer(link, uuid.uuid4().bytes, to_amqp(stored), settled=True)
+
+        self._after.append(out)
+
+    # ------------------------------------------------------------------ settlement
+
+    def _disposition(self, ev: DispositionReceived) -> None:
+        state = ev.state
+        for delivery in ev.deliveries:
+            st = self.links.get(delivery.link)
+            if st is None or st.kind != "receive" or st.mode is not ReceiveMode.PEEK_LOCK:
+                continue
+            token = uuid.UUID(bytes_le=bytes(delivery.tag))
+            # a dead-letter is echoed as a plain rejected: one with an error means failure
+            echo: Any = p.Rejected() if isinstance(state, p.Rejected) else state
+            try:
+                self._settle(st.path, token, state)
+            except ServiceBusError as exc:
+                echo = p.Rejected(error=error_for(exc))
+            self._touched = True  # journaled with the next commit; the echo does not wait
+            if not ev.settled:
+                link, did = delivery.link, delivery.delivery_id
+                self._after.append(functools.partial(self.conn.settle, link, did, echo))
+
+    def _settle(self, path: str, token: uuid.UUID, state: Any) -> None:
+        ns = self.ns
+        if isinstance(state, p.Accepted):
+            ns.complete(path, token)
+        elif isinstance(state, p.Modified):
+            props = _app_props(state.message_annotations)
+            if state.undeliverable_here:
+                ns.defer(path, token, props)
+            else:
+                ns.abandon(path, token, props)
+        elif isinstance(state, p.Rejected):
+            info = (state.error.info if state.error is not None else None) or {}
+            reason = info.get("DeadLetterReason", info.get(Symbol("DeadLetterReason")))
+            desc = info.get(
+                "DeadLetterErrorDescription", info.get(Symbol("DeadLetterErrorDescription"))
+            )
+            ns.dead_letter(
+                path,
+                token,
+                None if reason is None else str(reason),
+                None if desc is None else str(desc),
+            )
+        else:  # released, or no outcome
+            ns.release(path, token)
+
+    # ------------------------------------------------------------------ links gone
+
+    def _gone(self, link: Link, unsettled: list[bytes]) -> None:
+        st = self.links.pop(link, None)
+        if st is None or st.kind != "receive":
+            return
+        if st.mode is ReceiveMode.PEEK_LOCK:
+            for tag in unsettled:
+                with contextlib.suppress(ServiceBusError):
+                    self.ns.release(st.path, uuid.UUID(bytes_le=bytes(tag)))
+                    self._mark()
+        if st.session_id is not None:
+            with contextlib.suppress(ServiceBusError):
+                self.ns.release_session(st.path, st.session_id)
+                self._mark()
+
+    def close(self) -> None:
+        """The connection is over: release what its receivers held."""
+        self.closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        for link in list(self.links):
+            self._gone(link, self._unsettled_tags(link))
+
+    @staticmethod
+    def _unsettled_tags(link: Link) -> list[bytes]:
+        return [d.tag for d in link.session.unsettled.values() if d.link is link]
+
+
+def _app_props(annotations: Any) -> dict[str, Any] | None:
+    if not annotations:
+        return None
+    return {str(k): v for k, v in annotations.items()}
