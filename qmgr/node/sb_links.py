@@ -26,11 +26,9 @@ their Service Bus meaning (reference ``servicebus-amqp.md`` §B–G):
   ``com.microsoft:timeout``.
 
 Every change to the namespace is followed by ``changed()`` (the node's timer looks again). The
-answers that acknowledge a send or a receive-and-delete wait for ``durable()`` (the answers of one
-batch of events share one commit), so nothing acknowledged is lost. Settlements of peek-locked
-messages are echoed at once and journaled with the next group commit: a ``kill -9`` in between
-can bring a completed message back (delivered again: at-least-once, never lost), and waiting for
-the disk on every complete of a client that settles one message at a time halved its rate.
+answers that acknowledge a send, a receive-and-delete or a settlement wait for ``durable()`` (the
+answers of one batch of events share one commit), so nothing acknowledged is lost and a message
+whose complete was echoed never comes back after a ``kill -9``.
 """
 
 from __future__ import annotations
@@ -151,7 +149,6 @@ class SbLinks:
         self.flush = flush
         self.links: dict[Link, LinkState] = {}
         self._dirty = False
-        self._touched = False
         self._after: list[Callable[[], None]] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self.closed = False
@@ -166,15 +163,12 @@ class SbLinks:
                 self._on(event)
             except ServiceBusError as exc:  # a refused operation not tied to a delivery
                 log.info("Service Bus AMQP: %s", exc)
-        changed = self._dirty or self._touched
+        changed = self._dirty
         await self.commit()
         return changed
 
     async def commit(self) -> None:
         """Make the changes so far durable, then send the answers that waited for it."""
-        # a settlement moves no deadline earlier (the namespace timer need not look again); its
-        # journal entries go with the committer's next group commit
-        self._touched = False
         if self._dirty:
             self._dirty = False
             self._changed()
@@ -520,9 +514,9 @@ class SbLinks:
             echo: Any = p.Rejected() if isinstance(state, p.Rejected) else state
             try:
                 self._settle(st.path, token, state)
+                self._mark()  # the echo waits until the settlement is on disk
             except ServiceBusError as exc:
                 echo = p.Rejected(error=error_for(exc))
-            self._touched = True  # journaled with the next commit; the echo does not wait
             if not ev.settled:
                 link, did = delivery.link, delivery.delivery_id
                 self._after.append(functools.partial(self.conn.settle, link, did, echo))
