@@ -321,7 +321,8 @@ def dotnet_ticks(seconds: float) -> Long:
     return Long(_TICKS_AT_EPOCH + round(seconds * 1000) * 10_000)
 
 
-def _to_sb_value(v: Any) -> Any:
+def to_sb_value(v: Any) -> Any:
+    """An AMQP property value as the namespace holds it (typed wrappers to Python values)."""
     if isinstance(v, Int):
         return Int32(int(v))
     if isinstance(v, Timestamp):
@@ -339,15 +340,16 @@ def _to_sb_value(v: Any) -> Any:
             return str(v.value)
         if v.descriptor == DATETIME_OFFSET and isinstance(v.value, int):
             return dt.datetime.fromtimestamp((int(v.value) - _TICKS_AT_EPOCH) / 10_000_000, dt.UTC)
-        return _to_sb_value(v.value)
+        return to_sb_value(v.value)
     if isinstance(v, list):
-        return [_to_sb_value(x) for x in v]
+        return [to_sb_value(x) for x in v]
     if isinstance(v, dict):
-        return {_to_sb_value(k): _to_sb_value(x) for k, x in v.items()}
+        return {to_sb_value(k): to_sb_value(x) for k, x in v.items()}
     return v
 
 
-def _to_amqp_value(v: Any) -> Any:
+def to_amqp_value(v: Any) -> Any:
+    """A namespace property value as AMQP encodes it (the inverse of ``to_sb_value``)."""
     if isinstance(v, Int32):
         return Int(v)
     if isinstance(v, bool):
@@ -362,9 +364,9 @@ def _to_amqp_value(v: Any) -> Any:
         ticks = (v.days * 86400 + v.seconds) * 10_000_000 + v.microseconds * 10
         return Described(TIMESPAN, Long(ticks))
     if isinstance(v, list):
-        return [_to_amqp_value(x) for x in v]
+        return [to_amqp_value(x) for x in v]
     if isinstance(v, dict):
-        return {_to_amqp_value(k): _to_amqp_value(x) for k, x in v.items()}
+        return {to_amqp_value(k): to_amqp_value(x) for k, x in v.items()}
     if v is None or isinstance(v, float | str | bytes | uuid.UUID):
         return v
     return str(v)  # a value no AMQP type holds (a property set by some other client): its text
@@ -434,7 +436,7 @@ def to_sb_message(
     if rest_annotations:
         extra["amqp-annotations"] = encode(rest_annotations)
     if m.application_properties:
-        sb.properties = {str(k): _to_sb_value(v) for k, v in m.application_properties.items()}
+        sb.properties = {str(k): to_sb_value(v) for k, v in m.application_properties.items()}
     if m.footer:
         extra["amqp-footer"] = encode(m.footer)
     sb.extra = extra
@@ -501,7 +503,7 @@ def to_amqp(
         delivery_annotations=None if lock_token is None else {LOCK_TOKEN: lock_token},
         message_annotations=annotations,
         properties=props,
-        application_properties={k: _to_amqp_value(v) for k, v in sb.properties.items()}
+        application_properties={k: to_amqp_value(v) for k, v in sb.properties.items()}
         if sb.properties
         else None,
         footer=_map(extra["amqp-footer"]) if "amqp-footer" in extra else None,

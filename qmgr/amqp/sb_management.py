@@ -45,11 +45,11 @@ from typing import Any
 from qmgr.amqp.message import (
     Message,
     Properties,
-    _to_amqp_value,
-    _to_sb_value,
     timestamp,
     to_amqp,
+    to_amqp_value,
     to_sb_message,
+    to_sb_value,
 )
 from qmgr.amqp.types import Array, DecodeError, Described, Int, Long, Symbol, Timestamp, ULong
 from qmgr.servicebus.entities import FilterType, RuleProperties
@@ -220,7 +220,7 @@ def _update_disposition(ns: Namespace, path: str, body: Mapping[str, Any]) -> _A
     modify = _field(body, "properties-to-modify", required=False)
     if modify is not None and not isinstance(modify, dict):
         raise _arg("'properties-to-modify' must be a map")
-    props = {str(k): _to_sb_value(v) for k, v in modify.items()} if modify else None
+    props = {str(k): to_sb_value(v) for k, v in modify.items()} if modify else None
     for token in tokens:
         if status == "completed":
             ns.complete(path, token)
@@ -418,7 +418,7 @@ def _rule_properties(description: Any) -> RuleProperties:
         return RuleProperties(
             filter_type=FilterType.CORRELATION,
             correlation=correlation,
-            properties={str(k): _to_sb_value(v) for k, v in props.items()},
+            properties={str(k): to_sb_value(v) for k, v in props.items()},
             action=action,
         )
     filter_type = FilterType.TRUE if kind == "true-filter" else FilterType.FALSE
@@ -444,7 +444,7 @@ def _described_rule(info: RuleInfo) -> Described:
         flt = Described(ULong(SQL_FILTER), [r.sql, Int(_COMPATIBILITY_LEVEL)])
     elif r.filter_type is FilterType.CORRELATION:
         values: list[Any] = [r.correlation.get(name) for _, name in _CORRELATION_KEYS]
-        values.append({k: _to_amqp_value(v) for k, v in r.properties.items()})
+        values.append({k: to_amqp_value(v) for k, v in r.properties.items()})
         flt = Described(ULong(CORRELATION_FILTER), values)
     elif r.filter_type is FilterType.TRUE:
         flt = Described(ULong(TRUE_FILTER), [])

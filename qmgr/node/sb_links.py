@@ -223,7 +223,7 @@ class SbLinks:
             return
         if client_sends:
             try:
-                self.ns._send_target(path)
+                self.ns.check_sender(path)
             except ServiceBusError as exc:  # as Service Bus refuses: no terminus, then detach
                 self.conn.refuse_attach(link, error_for(exc), target=None)
                 return
@@ -236,16 +236,16 @@ class SbLinks:
             else ReceiveMode.PEEK_LOCK
         )
         try:
-            _, store = self.ns._receive_source(path)
+            sessions = self.ns.check_receiver(path)
         except ServiceBusError as exc:
             self.conn.refuse_attach(link, error_for(exc), source=None)
             return
         filt = getattr(ev.source, "filter", None) or {}
         sessionful = SESSION_FILTER in filt or "com.microsoft:session-filter" in filt
-        if sessionful != store.sessions_enabled:
+        if sessionful != sessions:
             text = (
                 f"'{path}' requires sessions: receive with a session receiver"
-                if store.sessions_enabled
+                if sessions
                 else f"'{path}' is not session-enabled: receive without a session"
             )
             error = p.Error(condition="amqp:not-allowed", description=text)

@@ -804,6 +804,16 @@ class Namespace:
         self._paths[path] = hit
         return hit
 
+    def check_sender(self, path: str) -> None:
+        """Raise the error a send to ``path`` would meet (unknown entity, a subscription or
+        dead-letter queue, sending disabled); a protocol edge checks a link with it."""
+        self._send_target(path)
+
+    def check_receiver(self, path: str) -> bool:
+        """Raise the error a receive from ``path`` would meet; returns whether the entity
+        requires sessions."""
+        return self._receive_source(path)[1].sessions_enabled
+
     def _send_target(self, path: str) -> _Queue | _Topic:
         entity, store = self._resolve(path)
         if isinstance(entity, _Subscription) or store.dead_letter:
