@@ -159,6 +159,12 @@ def _int(body: Mapping[str, Any], name: str, required: bool = True) -> int | Non
     return int(v)
 
 
+# Python's SDK reads an empty array without its element constructor and rhea (the JavaScript
+# SDK's AMQP library) with it, so no encoding of an empty array reads right in both: a request
+# whose answer would be an empty array is refused instead.
+_EMPTY = "'{}' must hold at least one element"
+
+
 def _ints(body: Mapping[str, Any], name: str) -> list[int]:
     v = _field(body, name)
     if not isinstance(v, list) or not all(
@@ -172,6 +178,8 @@ def _tokens(body: Mapping[str, Any]) -> list[uuid.UUID]:
     v = _field(body, "lock-tokens")
     if not isinstance(v, list) or not all(isinstance(x, uuid.UUID) for x in v):
         raise _arg("'lock-tokens' must be an array of uuids")
+    if not v:
+        raise _arg(_EMPTY.format("lock-tokens"))
     return list(v)
 
 

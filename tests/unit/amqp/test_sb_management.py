@@ -195,6 +195,16 @@ def test_renew_lock_returns_expirations_the_sdk_reads(ns: Namespace, clock: Manu
     assert reply.changed
 
 
+def test_renew_of_no_lock_tokens_is_a_clear_argument_error(ns: Namespace) -> None:
+    """An empty answer array reads differently in Python's SDK and in rhea, so it is never sent."""
+    body = {"lock-tokens": T.AMQP_ARRAY_VALUE([])}
+    reply = respond(ns, "q", request("renew-lock", body))
+    status, _, description = sdk_view(reply)
+    assert status == 400
+    assert b"lock-tokens" in description
+    assert not reply.changed
+
+
 def test_renew_of_a_lost_lock_is_message_lock_lost(ns: Namespace, clock: ManualClock) -> None:
     send(ns, n=1)
     [got] = ns.receive("q", 1, ReceiveMode.PEEK_LOCK)
