@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,6 +84,8 @@ class ServiceBusHost:
         self.namespace = Namespace(name, clock=clock, journal=journal, limits=limits)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # told at every change (the node's bridges that read from the namespace wake up)
+        self.listeners: list[Callable[[], None]] = []
         if loaded is not None and not loaded.empty:
             self._restore(loaded)
         if store is not None:
@@ -130,6 +133,8 @@ class ServiceBusHost:
     def changed(self) -> None:
         """Something may have moved the next deadline earlier: look again."""
         self._wake.set()
+        for listener in self.listeners:
+            listener()
 
     async def _timer(self) -> None:
         ns = self.namespace
