@@ -5,6 +5,9 @@ on the Service Bus side."""
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
+import subprocess
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -334,6 +337,7 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing_mq_to_servicebus(
     sb_node.kill()
     stop.set()
     publisher.join(30)
+    assert len(acked) < 4000, "the kill came after the stream ended"
     sb_node.start()
     got = Counter(int(_props(m)["LoadSeq"]) for m in _drain(sb_node, None, "load"))  # type: ignore[arg-type]
     assert not [n for n in acked if got[n] != 1], "an acknowledged message is lost or doubled"
@@ -360,6 +364,9 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing_servicebus_to_mq(
         c.mqsc("DEFINE BRIDGE(IN) DIRECTION(FROMSB) SBENTITY('inbound') TOPICSTR('In/Load')")
         wait_for("the bridge moving", lambda: _depth(c, "COLLECT") >= 200, timeout=60)
     sb_node.kill()
+    left, moved = _stored(sb_node, "inbound", "COLLECT")
+    assert left > 0 and moved > 0, "the kill came before or after the move"
+    assert left + moved == total  # what is on disk holds each message once
     sb_node.start()
     with QueueManagerClient(sb_node.address, timeout=20) as c:
         wait_for("the rest moved", lambda: _depth(c, "COLLECT") >= total, timeout=60)
@@ -372,6 +379,19 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing_servicebus_to_mq(
     assert sorted(seqs) == list(range(1, total + 1))
     assert max(seqs.values()) == 1
     assert _admin(sb_node).get_queue_runtime_properties("inbound").active_message_count == 0
+
+
+def _stored(node: NodeProcess, entity: str, queue: str) -> tuple[int, int]:
+    """(messages of Service Bus ``entity``, messages of MQ ``queue``) in the store of a node
+    that is not running."""
+    assert node.data_dir is not None
+    db = sqlite3.connect(node.data_dir / "qmgr.sqlite")
+    try:
+        sb = db.execute("SELECT COUNT(*) FROM sb_messages WHERE entity = ?", (entity,)).fetchone()
+        mq = db.execute("SELECT COUNT(*) FROM messages WHERE queue = ?", (queue,)).fetchone()
+    finally:
+        db.close()
+    return int(sb[0]), int(mq[0])
 
 
 def _depth(c: QueueManagerClient, queue: str) -> int:
@@ -425,3 +445,88 @@ def test_a_bridge_in_a_cluster_gets_publications_through_the_topic_host(
     msg = sub.receive(timeout=20)
     assert msg is not None and msg.body == b"from-sb"
     sub.close()
+
+
+# -- topology files: `qmgr cluster up` with a node hosting a namespace --------------------------
+
+CLUSTER_TOPOLOGY = """
+cluster = "BRTEST"
+
+[[node]]
+name = "BRFR1"
+role = "full"
+
+[[node]]
+name = "BRSB1"
+servicebus = "sb/Config.json"
+mqsc = '''
+DEFINE BRIDGE(ORDERS.IN) DIRECTION(FROMSB) SBENTITY('orders') TOPICSTR('Orders/In')
+'''
+"""
+
+SB_CONFIG = {
+    "UserConfig": {
+        "Namespaces": [{"Name": "sbemulatorns", "Queues": [{"Name": "orders"}], "Topics": []}],
+        "Logging": {"Type": "Console"},
+    }
+}
+
+
+def test_cluster_up_starts_a_namespace_and_records_its_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qmgr.cli.cluster_state import read_state, state_dir
+    from qmgr.cli.launch import qmgr_command
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("QMGR_HOME", str(home))
+    env = dict(os.environ)
+    (tmp_path / "sb").mkdir()
+    (tmp_path / "sb" / "Config.json").write_text(json.dumps(SB_CONFIG))
+    topology = tmp_path / "bridge.toml"
+    topology.write_text(CLUSTER_TOPOLOGY)
+
+    def qmgr(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*qmgr_command(), *args], capture_output=True, text=True, env=env, timeout=120
+        )
+
+    up = qmgr("cluster", "up", str(topology), "--timeout", "40")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        state = read_state(state_dir("BRTEST"))
+        assert state is not None
+        address = state.servicebus_address("BRSB1")
+        assert address and address.startswith("127.0.0.1:")
+        assert state.servicebus_address("BRFR1") is None
+        node = state.node("BRSB1")
+        with QueueManagerClient(node.address, timeout=20) as c:
+            sub = c.subscribe("Orders/#")
+            conn = (
+                f"Endpoint=sb://{address};SharedAccessKeyName=RootManageSharedAccessKey;"
+                "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
+            )
+            with (
+                ServiceBusClient.from_connection_string(conn) as client,
+                client.get_queue_sender("orders") as sender,
+            ):
+                sender.send_messages(ServiceBusMessage("through-the-topology"))
+            msg = sub.receive(timeout=20)
+            sub.close()
+        assert msg is not None and msg.body == b"through-the-topology"
+        status = qmgr("cluster", "status", "--output", "json")
+        assert status.returncode == 0, status.stderr
+        nodes = {n["name"]: n for n in json.loads(status.stdout)["nodes"]}
+        assert nodes["BRSB1"]["servicebus"] == address
+        (bridge,) = nodes["BRSB1"]["bridges"]
+        assert (bridge["BRIDGE"], bridge["DIRECTION"], bridge["MSGS"]) == (
+            "ORDERS.IN",
+            "FROMSB",
+            "1",
+        )
+        assert nodes["BRFR1"]["bridges"] == []
+        text = qmgr("cluster", "status")
+        assert "ORDERS.IN" in text.stdout and address in text.stdout
+    finally:
+        down = qmgr("cluster", "down", "--purge")
+        assert down.returncode == 0, down.stdout + down.stderr
