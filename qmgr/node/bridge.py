@@ -253,7 +253,7 @@ class Bridges:
     def _sent(self, status: BridgeStatus) -> None:
         status.status = "RUNNING"
         if self.rt.servicebus is not None:
-            self.rt.servicebus.changed()
+            self.rt.servicebus.arrived()
 
     def _from_servicebus(self, bridge: BridgeDef, status: BridgeStatus) -> int:
         """One batch from the entity published on the topic string; the count moved, 0 when

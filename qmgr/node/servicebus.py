@@ -86,6 +86,8 @@ class ServiceBusHost:
         self._task: asyncio.Task[None] | None = None
         # told at every change (the node's bridges that read from the namespace wake up)
         self.listeners: list[Callable[[], None]] = []
+        # told when something inside the node (a bridge) sent messages: receivers look again
+        self.on_arrival: list[Callable[[], None]] = []
         if loaded is not None and not loaded.empty:
             self._restore(loaded)
         if store is not None:
@@ -134,6 +136,12 @@ class ServiceBusHost:
         """Something may have moved the next deadline earlier: look again."""
         self._wake.set()
         for listener in self.listeners:
+            listener()
+
+    def arrived(self) -> None:
+        """Messages were sent from inside the node: the timer and the receivers look again."""
+        self.changed()
+        for listener in self.on_arrival:
             listener()
 
     async def _timer(self) -> None:
