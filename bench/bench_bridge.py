@@ -19,13 +19,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import signal
 import sys
-import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -38,9 +34,8 @@ from azure.servicebus import (  # noqa: E402
     ServiceBusMessage,
     ServiceBusReceiveMode,
 )
-from azure.servicebus.management import ServiceBusAdministrationClient  # noqa: E402
+from sb_node import servicebus_node  # noqa: E402
 
-from qmgr.cli.launch import start_node  # noqa: E402
 from qmgr.client import QueueManagerClient  # noqa: E402
 
 BODY = b"x" * 100
@@ -143,25 +138,11 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=10_000)
     args = parser.parse_args()
     n = max(100, args.messages // 100 * 100)
-    warnings.filterwarnings("ignore", message="Unverified HTTPS request")
-    base = Path(tempfile.mkdtemp(prefix="qmgr-bench-bridge-"))
-    env = {**os.environ, "QMGR_HOME": str(base / "home")}
-    node = start_node(
-        "BENCH",
-        data_dir=base / "BENCH",
-        log=base / "node.log",
-        extra_args=["--servicebus"],
-        env=env,
-    )
-    try:
-        conn = (
-            f"Endpoint=sb://{node.servicebus};SharedAccessKeyName=RootManageSharedAccessKey;"
-            "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
-        )
-        admin = ServiceBusAdministrationClient.from_connection_string(conn, connection_verify=False)
+    with servicebus_node("qmgr-bench-bridge-") as sb:
+        conn, admin = sb.conn, sb.admin
         for queue in ("out", "in", "lat", "direct"):
             admin.create_queue(queue)
-        with QueueManagerClient(node.address, timeout=60) as c:
+        with QueueManagerClient(sb.node.address, timeout=60) as c:
             c.mqsc("DEFINE QLOCAL(PLAIN) MAXDEPTH(999999999)")
             c.mqsc("DEFINE SUB(PLAIN) TOPICSTR('Plain/#') DEST(PLAIN)")
             base_rate = rate(
@@ -215,9 +196,6 @@ def main() -> None:
                 200.0,
                 lambda: mq_sender(c),
             )
-    finally:
-        node.proc.send_signal(signal.SIGTERM)
-        node.proc.wait(30)
 
 
 if __name__ == "__main__":
