@@ -21,6 +21,7 @@ from azure.servicebus import (  # noqa: E402
     ServiceBusClient,
     ServiceBusMessage,
     ServiceBusReceiveMode,
+    ServiceBusSubQueue,
 )
 from azure.servicebus.management import SqlRuleFilter  # noqa: E402
 
@@ -282,6 +283,67 @@ def test_a_node_without_a_namespace_refuses_a_bridge(node_factory: NodeFactory) 
     )
     assert not ok and codes == ["AMQ8101E"] and records[0]["REASON"] == "MQRC_ENVIRONMENT_ERROR"
     assert _mqsc(plain, "DISPLAY BRIDGE(*)") == (True, [], [])
+
+
+def test_a_missing_entity_keeps_the_messages_until_it_is_back(sb_node: NodeProcess) -> None:
+    admin = _admin(sb_node)
+    admin.create_queue("gone")
+    assert _mqsc(sb_node, "DEFINE BRIDGE(G) DIRECTION(TOSB) TOPICSTR('G/#') SBENTITY('gone')")[0]
+    admin.delete_queue("gone")
+    with QueueManagerClient(sb_node.address, timeout=20) as c:
+        for i in range(3):
+            c.publish(f"G/{i}", f"g{i}".encode(), persistent=True)
+
+    def retrying() -> dict[str, str] | None:
+        (shown,) = _mqsc(sb_node, "DISPLAY BRIDGE(G) ALL")[1]
+        return shown if shown["STATUS"] == "RETRYING" and shown["CURDEPTH"] == "3" else None
+
+    shown = wait_for("RETRYING with 3 waiting", retrying)
+    assert "MessagingEntityNotFound" in shown["LASTERR"]
+    admin.create_queue("gone")
+    assert [str(m) for m in _drain(sb_node, None, "gone")] == ["g0", "g1", "g2"]
+    (shown,) = _mqsc(sb_node, "DISPLAY BRIDGE(G) ALL")[1]
+    assert shown["STATUS"] == "RUNNING" and shown["CURDEPTH"] == "0"
+
+
+def test_a_publication_mq_refuses_is_retried_then_dead_lettered_by_servicebus(
+    sb_node: NodeProcess,
+) -> None:
+    admin = _admin(sb_node)
+    admin.create_queue("in", max_delivery_count=3)
+    with QueueManagerClient(sb_node.address, timeout=20) as c:
+        c.mqsc("DEFINE TOPIC(CLOSED) TOPICSTR('Closed') PUB(DISABLED)")
+        c.mqsc("DEFINE BRIDGE(IN) DIRECTION(FROMSB) SBENTITY('in') TOPICSTR('Closed/In')")
+        sub = c.subscribe("Closed/#")
+        with _client(sb_node) as client, client.get_queue_sender("in") as sender:
+            sender.send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
+        (shown,) = wait_for(
+            "RETRYING",
+            lambda: [
+                r for r in _mqsc(sb_node, "DISPLAY BRIDGE(IN) ALL")[1] if r["STATUS"] == "RETRYING"
+            ],
+        )
+        assert "MQRC_PUT_INHIBITED" in shown["LASTERR"]
+        # each retry counts one failed delivery of the first message only: past
+        # MaxDeliveryCount Service Bus dead-letters it, and the second waits its turn
+        dead = wait_for(
+            "the first message dead-lettered",
+            lambda: admin.get_queue_runtime_properties("in").dead_letter_message_count == 1,
+        )
+        assert dead
+        c.mqsc("ALTER TOPIC(CLOSED) PUB(ENABLED)")
+        msg = sub.receive(timeout=20)
+        assert msg is not None and msg.body == b"b"
+        assert sub.receive(timeout=1) is None
+        sub.close()
+    with (
+        _client(sb_node) as client,
+        client.get_queue_receiver(
+            "in", sub_queue=ServiceBusSubQueue.DEAD_LETTER, max_wait_time=5
+        ) as receiver,
+    ):
+        (m,) = receiver.receive_messages(max_message_count=5, max_wait_time=5)
+        assert str(m) == "a" and m.dead_letter_reason == "MaxDeliveryCountExceeded"
 
 
 def test_restart_keeps_the_bridge_and_what_it_had_not_moved(sb_node: NodeProcess) -> None:
