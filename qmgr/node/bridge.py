@@ -8,8 +8,9 @@ step on the event loop, so its two halves always land in the same commit:
 - TOSB: the batch is got (destructively) from the bridge subscription's managed queue and sent
   to the entity; if the send is refused the messages are put back where they were (and their
   removal undone in the journal) before anything else runs.
-- FROMSB: a batch is received peek-lock from the entity; each message is published on the
-  topic string and completed. A publication the MQ side refuses (a full queue, PUB(DISABLED)...)
+- FROMSB: a batch is received peek-lock from the entity (from a session-enabled one, the
+  next available session, locked for the step and released after it); each message is
+  published on the topic string and completed. A publication the MQ side refuses (a full queue, PUB(DISABLED)...)
   abandons that message (Service Bus counts the delivery and dead-letters it past
   MaxDeliveryCount), releases the rest of the batch and retries after a pause.
 
@@ -259,8 +260,23 @@ class Bridges:
         """One batch from the entity published on the topic string; the count moved, 0 when
         there was nothing, -1 when the MQ side refused one (it is abandoned, the rest released)."""
         ns = self.namespace
+        session = None
+        if ns.check_receiver(bridge.sb_entity):  # session-enabled: the next available session
+            lock = ns.accept_session(bridge.sb_entity, None)
+            if lock is None:
+                status.status = "RUNNING"
+                return 0
+            session = lock.session_id
+        try:
+            return self._publish_batch(bridge, status, session)
+        finally:
+            if session is not None:
+                ns.release_session(bridge.sb_entity, session)
+
+    def _publish_batch(self, bridge: BridgeDef, status: BridgeStatus, session: str | None) -> int:
+        ns = self.namespace
         clock = self.rt.qm.clock
-        got = ns.receive(bridge.sb_entity, BATCH, ReceiveMode.PEEK_LOCK)
+        got = ns.receive(bridge.sb_entity, BATCH, ReceiveMode.PEEK_LOCK, session=session)
         if not got:
             status.status = "RUNNING"
             return 0
@@ -312,17 +328,13 @@ class Bridges:
 
     def _check_entity(self, bridge: BridgeDef) -> None:
         """The entity must exist and suit the direction (a queue or topic to send to; a queue
-        or subscription without sessions to receive from); checked before anything changes."""
+        or subscription to receive from); checked before anything changes."""
         ns = self.namespace
         try:
             if bridge.direction == "TOSB":
                 ns.check_sender(bridge.sb_entity)
-            elif ns.check_receiver(bridge.sb_entity):
-                raise MQError(
-                    "MQRC_OPTIONS_ERROR",
-                    f"Service Bus entity '{bridge.sb_entity}' requires sessions; a FROMSB "
-                    "bridge reads a queue or subscription without sessions",
-                )
+            else:
+                ns.check_receiver(bridge.sb_entity)
         except ServiceBusError as exc:
             if exc.code is Code.ENTITY_DISABLED:
                 return  # the bridge waits until it is enabled

@@ -217,6 +217,32 @@ def test_servicebus_queue_and_subscription_to_mq_subscriptions(sb_node: NodeProc
     assert records[0]["MSGS"] == "3" and records[0]["DROPPED"] == "3"
 
 
+def test_a_session_enabled_source_keeps_the_order_within_each_session(
+    sb_node: NodeProcess,
+) -> None:
+    _admin(sb_node).create_queue("sessions", requires_session=True)
+    with _client(sb_node) as client, client.get_queue_sender("sessions") as sender:
+        sender.send_messages(
+            [
+                ServiceBusMessage(f"{s}-{n}", session_id=s)
+                for n in range(1, 151)
+                for s in ("s1", "s2", "s3")
+            ]
+        )
+    with QueueManagerClient(sb_node.address, timeout=20) as c:
+        c.mqsc("DEFINE QLOCAL(SESS) MAXDEPTH(10000)")
+        c.mqsc("DEFINE SUB(SESS) TOPICSTR('Sess/#') DEST(SESS)")
+        c.mqsc("DEFINE BRIDGE(SESS) DIRECTION(FROMSB) SBENTITY('sessions') TOPICSTR('Sess/In')")
+        wait_for("450 messages", lambda: _depth(c, "SESS") >= 450, timeout=60)
+        got = c.get_many("SESS", 1000)
+    by_session: dict[str, list[int]] = {}
+    for m in got:
+        session, n = m.body.decode().split("-")
+        assert m.properties["SbSessionId"] == session
+        by_session.setdefault(session, []).append(int(n))
+    assert by_session == {s: list(range(1, 151)) for s in ("s1", "s2", "s3")}
+
+
 # -- MQSC ----------------------------------------------------------------------------------------
 
 
@@ -244,7 +270,6 @@ def test_define_alter_display_delete_and_bad_input_changes_nothing(sb_node: Node
             "AMQ8101E"
         ),
         "DEFINE BRIDGE(B2) DIRECTION(FROMSB) TOPICSTR('A/B') SBENTITY('t1')": "AMQ8101E",
-        "DEFINE BRIDGE(B2) DIRECTION(FROMSB) TOPICSTR('A/B') SBENTITY('sess')": "AMQ8101E",
         "DEFINE BRIDGE(B2) DIRECTION(FROMSB) TOPICSTR('A/B') SBENTITY('sess') SESSPROP(X)": (
             "AMQ8427E"
         ),
