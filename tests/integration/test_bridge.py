@@ -373,15 +373,26 @@ def test_a_publication_mq_refuses_is_retried_then_dead_lettered_by_servicebus(
 
 
 def test_restart_keeps_the_bridge_and_what_it_had_not_moved(sb_node: NodeProcess) -> None:
-    _admin(sb_node).create_queue("q")
+    admin = _admin(sb_node)
+    admin.create_queue("q")
     assert _mqsc(sb_node, "DEFINE BRIDGE(KEEP) DIRECTION(TOSB) TOPICSTR('K/#') SBENTITY('q')")[0]
+    admin.delete_queue("q")  # the bridge cannot move: the publications wait on the MQ side
+    with QueueManagerClient(sb_node.address, timeout=20) as c:
+        c.publish("K/1", b"before-restart", persistent=True)
+        c.publish("K/2", b"lost-non-persistent", persistent=False)
+    wait_for(
+        "2 waiting",
+        lambda: _mqsc(sb_node, "DISPLAY BRIDGE(KEEP) CURDEPTH")[1][0]["CURDEPTH"] == "2",
+    )
     sb_node.stop()
     sb_node.start()
     ok, records, _ = _mqsc(sb_node, "DISPLAY BRIDGE(KEEP) ALL")
     assert ok and records[0]["TOPICSTR"] == "K/#" and records[0]["SBENTITY"] == "q"
+    assert records[0]["CURDEPTH"] == "1"  # the persistent one (a non-persistent one is not kept)
+    _admin(sb_node).create_queue("q")  # its Service Bus port is a new one
     with QueueManagerClient(sb_node.address, timeout=20) as c:
-        c.publish("K/1", b"after-restart", persistent=True)
-    assert [str(m) for m in _drain(sb_node, None, "q")] == ["after-restart"]
+        c.publish("K/3", b"after-restart", persistent=True)
+    assert [str(m) for m in _drain(sb_node, None, "q")] == ["before-restart", "after-restart"]
 
 
 # -- kill -9 -------------------------------------------------------------------------------------
