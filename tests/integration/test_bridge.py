@@ -398,7 +398,9 @@ def test_restart_keeps_the_bridge_and_what_it_had_not_moved(sb_node: NodeProcess
 # -- kill -9 -------------------------------------------------------------------------------------
 
 
-def _publish_stream(node: NodeProcess, total: int, acked: list[int], stop: threading.Event) -> None:
+def _publish_stream(
+    node: NodeProcess, total: int, acked: list[int], stop: threading.Event, root: str = "Load"
+) -> None:
     """Publish LoadSeq 1..total persistently in batches; ``acked`` gets each batch's seqs once
     the node acknowledged them. Ends at the first error (the node was killed)."""
     try:
@@ -409,7 +411,7 @@ def _publish_stream(node: NodeProcess, total: int, acked: list[int], stop: threa
                 batch = list(range(seq + 1, min(seq + 50, total) + 1))
                 for n in batch:
                     publisher.publish(
-                        f"Load/{n % 3}",
+                        f"{root}/{n % 3}",
                         f"m{n}".encode(),
                         properties={"LoadSeq": str(n), "LoadPublisher": "p"},
                         persistent=True,
@@ -629,3 +631,40 @@ def test_cluster_up_starts_a_namespace_and_records_its_address(
     finally:
         down = qmgr("cluster", "down", "--purge")
         assert down.returncode == 0, down.stdout + down.stderr
+
+
+def test_kill_9_of_the_bridge_node_in_a_cluster_loses_and_duplicates_nothing(
+    bridged_cluster: Cluster,
+) -> None:
+    cl = bridged_cluster
+    sbr = cl["SBR"]
+    _admin(sbr).create_queue("load")
+    sbr.mqsc("DEFINE BRIDGE(LOAD) DIRECTION(TOSB) TOPICSTR('Prices/#') SBENTITY('load')")
+    cl.wait_proxy("HOST", "SBR", "Prices/#")
+    total = 3000
+    acked: list[int] = []
+    stop = threading.Event()
+    publisher = threading.Thread(
+        target=_publish_stream, args=(cl["PUB"], total, acked, stop, "Prices")
+    )
+    publisher.start()
+    try:
+        wait_for("a third acknowledged", lambda: len(acked) >= total // 3, timeout=60)
+        sbr.kill()
+        assert len(acked) < total, "the kill came after the stream ended"
+        sbr.start()
+        publisher.join(120)
+    finally:
+        stop.set()
+    assert len(acked) == total  # the publisher's node never went down
+    got: Counter[int] = Counter()
+    wait_for(
+        "every message on the Service Bus side",
+        lambda: (
+            got.update(int(str(_props(m)["LoadSeq"])) for m in _drain(sbr, None, "load"))
+            or len(got) >= total
+        ),
+        timeout=120,
+    )
+    assert sorted(got) == list(range(1, total + 1))
+    assert max(got.values()) == 1
