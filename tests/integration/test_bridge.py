@@ -27,7 +27,7 @@ from azure.servicebus.management import SqlRuleFilter  # noqa: E402
 
 from qmgr.client import QueueManagerClient  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
-from tests.integration.cluster_nodes import Cluster, free_ports, wait_for  # noqa: E402
+from tests.integration.cluster_nodes import Cluster, ClusterNode, free_ports, wait_for  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
 
@@ -521,15 +521,22 @@ def bridged_cluster(tmp_path: Path) -> Iterator[Cluster]:
         cluster.stop()
 
 
+def _bridge_prices(cl: Cluster, entity: str) -> ClusterNode:
+    """Bridge Prices/# on SBR to ``entity`` (which must exist); returns SBR once the topic host
+    holds its proxy subscription."""
+    sbr = cl["SBR"]
+    sbr.mqsc(f"DEFINE BRIDGE(PRICES) DIRECTION(TOSB) TOPICSTR('Prices/#') SBENTITY('{entity}')")
+    cl.wait_proxy("HOST", "SBR", "Prices/#")
+    return sbr
+
+
 def test_a_bridge_in_a_cluster_gets_publications_through_the_topic_host(
     bridged_cluster: Cluster,
 ) -> None:
     cl = bridged_cluster
-    sbr = cl["SBR"]
-    _admin(sbr).create_topic("prices")
-    _admin(sbr).create_subscription("prices", "all")
-    sbr.mqsc("DEFINE BRIDGE(PRICES) DIRECTION(TOSB) TOPICSTR('Prices/#') SBENTITY('prices')")
-    cl.wait_proxy("HOST", "SBR", "Prices/#")
+    _admin(cl["SBR"]).create_topic("prices")
+    _admin(cl["SBR"]).create_subscription("prices", "all")
+    sbr = _bridge_prices(cl, "prices")
     for i in range(5):
         cl["PUB"].c.publish(f"Prices/{i}", f"p{i}".encode(), persistent=True)
     got = _drain(sbr, "prices", "all")
@@ -637,10 +644,8 @@ def test_kill_9_of_the_bridge_node_in_a_cluster_loses_and_duplicates_nothing(
     bridged_cluster: Cluster,
 ) -> None:
     cl = bridged_cluster
-    sbr = cl["SBR"]
-    _admin(sbr).create_queue("load")
-    sbr.mqsc("DEFINE BRIDGE(LOAD) DIRECTION(TOSB) TOPICSTR('Prices/#') SBENTITY('load')")
-    cl.wait_proxy("HOST", "SBR", "Prices/#")
+    _admin(cl["SBR"]).create_queue("load")
+    sbr = _bridge_prices(cl, "load")
     total = 3000
     acked: list[int] = []
     stop = threading.Event()
