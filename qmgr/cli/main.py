@@ -205,8 +205,8 @@ def start(
         raise _fail(exc) from None
     pid = os.getpid()
 
-    def on_ready(address: str) -> None:
-        register(name, address, pid)
+    def on_ready(address: str, servicebus: str) -> None:
+        register(name, address, pid, servicebus)
 
     try:
         run(config, on_ready=on_ready)
