@@ -308,7 +308,6 @@ class SbLinks:
         if self.claims is None:
             return
         now = self.now()
-        self.claims.expired(now)
         for link, st in list(self.links.items()):
             right = LINK_RIGHTS.get(st.kind)
             if right is None or not link.live:
@@ -318,6 +317,7 @@ class SbLinks:
             except SasError as exc:
                 self.conn.detach(link, p.Error(condition=UNAUTHORIZED, description=str(exc)))
                 self._gone(link, self._unsettled_tags(link))
+        self.claims.expired(now)
 
     def _reply_attach(self, link: Link, client_sends: bool) -> None:
         self.conn.attach_reply(link)

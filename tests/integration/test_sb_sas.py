@@ -21,6 +21,7 @@ import pytest
 
 pytest.importorskip("azure.servicebus")
 
+from azure.core.credentials import AccessToken  # noqa: E402
 from azure.core.exceptions import ClientAuthenticationError  # noqa: E402
 from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 from azure.servicebus.aio import ServiceBusClient as AsyncServiceBusClient  # noqa: E402
@@ -248,3 +249,62 @@ def test_without_keys_every_token_is_accepted(node_factory: NodeFactory) -> None
     admin(node, key="anything at all").create_queue("orders")
     send(node, "orders", "open", name="nobody", key="whatever")
     assert receive_all(node, "orders", name="someone-else", key="x") == ["open"]
+
+
+class ShortToken:
+    """A credential whose tokens expire after ``seconds`` while it tells the SDK they last an
+    hour (so the SDK does not renew them, and the node's expiry is what is seen)."""
+
+    token_type = b"servicebus.windows.net:sastoken"
+
+    def __init__(self, name: str, key: str, seconds: int) -> None:
+        self.name, self.key, self.seconds = name, key, seconds
+
+    def get_token(self, *scopes: str, **kwargs: object) -> AccessToken:
+        now = int(time.time())
+        return AccessToken(
+            sas_token(scopes[0], self.name, self.key, now + self.seconds), now + 3600
+        )
+
+
+def test_a_link_whose_token_expires_is_detached(keyed: NodeProcess) -> None:
+    send(keyed, "orders", "first")
+    cred = ShortToken("RootManageSharedAccessKey", "r00t-secret", 3)
+    with (
+        ServiceBusClient(keyed.sb_address, cred, use_tls=False, retry_total=0) as c,  # type: ignore[arg-type]
+        c.get_queue_receiver("orders", max_wait_time=1) as receiver,
+    ):
+        (msg,) = receiver.receive_messages(max_wait_time=2)
+        receiver.complete_message(msg)
+        time.sleep(4)
+        with pytest.raises(ServiceBusAuthorizationError, match="expired"):
+            receiver.receive_messages(max_wait_time=2)
+    send(keyed, "orders", "others go on")
+    assert receive_all(keyed, "orders") == ["others go on"]
+
+
+def enumerate_rules(receiver: object) -> object:
+    """The .NET rule manager's ``com.microsoft:enumerate-rules`` on the receiver's
+    ``$management`` link (the Python SDK manages rules over HTTP, so its internal request path
+    is used)."""
+    from azure.servicebus._common import mgmt_handlers
+    from azure.servicebus._common.constants import REQUEST_RESPONSE_GET_RULES_OPERATION
+
+    return receiver._mgmt_request_response_with_retry(  # type: ignore[attr-defined]
+        REQUEST_RESPONSE_GET_RULES_OPERATION, {"top": 10, "skip": 0}, mgmt_handlers.default
+    )
+
+
+def test_management_rule_operations_need_manage(keyed: NodeProcess) -> None:
+    admin(keyed).create_topic("events")
+    admin(keyed).create_subscription("events", "audit")
+    with (
+        pytest.raises(ServiceBusAuthorizationError, match="Manage"),
+        client(keyed, name="listener") as c,
+        c.get_subscription_receiver("events", "audit") as receiver,
+    ):
+        assert receiver.peek_messages() == []  # Listen is enough to peek
+        enumerate_rules(receiver)
+    with client(keyed) as c, c.get_subscription_receiver("events", "audit") as receiver:
+        rules = enumerate_rules(receiver)
+    assert rules is not None
