@@ -466,7 +466,8 @@ def _error_text(exc: Exception) -> str:
 @click.group(name="sb")
 def sb() -> None:
     """Manage the Service Bus namespace of a node started with --servicebus (queues, topics,
-    subscriptions, rules; Config.json import and export)."""
+    subscriptions, rules; Config.json import and export), and its messages (send, receive, peek,
+    dlq) through Microsoft's azure-servicebus client on the node's Service Bus port."""
 
 
 def _entity_group(kind: str, cls: Props, parents: tuple[str, ...]) -> click.Group:

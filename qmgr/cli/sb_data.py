@@ -317,6 +317,17 @@ def copy_of(msg: Any) -> Any:
 # ---------------------------------------------------------------------- commands
 
 
+def max_option(default: int) -> Callable[[F], F]:
+    return click.option(
+        "--max",
+        "max_count",
+        default=default,
+        show_default=True,
+        type=click.IntRange(1),
+        help="At most this many messages.",
+    )
+
+
 def _message_options(f: F) -> F:
     for attr, name in reversed(MESSAGE_FIELDS):
         f = click.option(name, f"m_{attr}", help=f"The message's {attr.replace('_', ' ')}.")(f)
@@ -378,7 +389,7 @@ def send(
 @sb.command()
 @click.argument("node")
 @click.argument("path")
-@click.option("--max", "max_count", default=1, show_default=True, type=click.IntRange(1))
+@max_option(1)
 @click.option(
     "--wait", default=5.0, show_default=True, help="Seconds to wait for the first message."
 )
@@ -433,7 +444,7 @@ def receive(
 @click.option(
     "--from", "from_sequence", default=0, show_default=True, help="First sequence number."
 )
-@click.option("--max", "max_count", default=100, show_default=True, type=click.IntRange(1))
+@max_option(100)
 @click.option("--session", help="Only this session's messages.")
 @output_option
 @key_options
@@ -484,7 +495,7 @@ def _peek(
 @sb.command()
 @click.argument("node")
 @click.argument("path")
-@click.option("--max", "max_count", default=100, show_default=True, type=click.IntRange(1))
+@max_option(100)
 @click.option(
     "--resubmit",
     is_flag=True,
