@@ -115,14 +115,20 @@ def sdk_client(node: str, keys_file: str | None, key_name: str | None) -> Iterat
     """A ServiceBusClient on NODE's Service Bus port; the SDK's errors become a message and
     exit code 1."""
     from azure.servicebus import ServiceBusClient
-    from azure.servicebus.exceptions import ServiceBusError
+    from azure.servicebus.exceptions import ServiceBusConnectionError, ServiceBusError
 
     logging.getLogger("azure").setLevel(logging.ERROR)
     name, key = credentials(keys_file, key_name)
-    conn = connection_string(_address(node), name, key)
+    address = _address(node)
+    conn = connection_string(address, name, key)
     try:
         with ServiceBusClient.from_connection_string(conn, retry_total=0) as client:
             yield client
+    except ServiceBusConnectionError as exc:
+        raise click.ClickException(
+            f"{type(exc).__name__}: {exc.message} (is {address} the node's Service Bus port, "
+            "sb= on its READY line?)"
+        ) from None
     except ServiceBusError as exc:
         raise click.ClickException(f"{type(exc).__name__}: {exc.message}") from None
 

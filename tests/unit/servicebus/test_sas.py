@@ -6,10 +6,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+from pathlib import Path
 from urllib.parse import quote_plus, urlencode
 
 import pytest
 
+from qmgr.node.config import ConfigError, read_keys_file
 from qmgr.servicebus.sas import (
     Claims,
     InvalidSignature,
@@ -188,3 +190,18 @@ def test_keys_file_rights() -> None:
     assert root is not None and root.rights == Right.MANAGE | Right.SEND | Right.LISTEN
     assert "SAS_KEY_VALUE" not in repr(root)
     assert SasKey("x", "y", Right.SEND).entity is None
+
+
+def test_keys_file_on_disk_must_be_private(tmp_path: Path) -> None:
+    path = tmp_path / "keys.json"
+    path.write_text('{"root": {"key": "k", "rights": ["Send"]}}')
+    path.chmod(0o644)
+    with pytest.raises(ConfigError, match="can be read by other users"):
+        read_keys_file(path)
+    path.chmod(0o600)
+    assert read_keys_file(path).get("root") is not None
+    path.write_text('{"root": {"key": "k"}}')
+    with pytest.raises(ConfigError, match=r"keys.json: \$.root.rights"):
+        read_keys_file(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        read_keys_file(tmp_path / "missing.json")
