@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import json
 import os
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,11 +32,14 @@ from azure.servicebus.exceptions import (  # noqa: E402
 )
 from azure.servicebus.management import ServiceBusAdministrationClient  # noqa: E402
 
+from qmgr.node.sbport import CERT_FILE  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
+from tests.integration import test_sb_amqp_js  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 
 NodeFactory = Callable[..., NodeProcess]
 _quiet_insecure_warning = admin_http._quiet_insecure_warning
+js_client = test_sb_amqp_js.js_client  # @azure/service-bus installed with npm (or skipped)
 
 KEYS = {
     "RootManageSharedAccessKey": {"key": "r00t-secret", "rights": ["Manage", "Send", "Listen"]},
@@ -308,3 +312,51 @@ def test_management_rule_operations_need_manage(keyed: NodeProcess) -> None:
     with client(keyed) as c, c.get_subscription_receiver("events", "audit") as receiver:
         rules = enumerate_rules(receiver)
     assert rules is not None
+
+
+JS_PROBE = r"""
+const { ServiceBusClient, ServiceBusAdministrationClient } = require("@azure/service-bus");
+(async () => {
+  const conn = process.argv[2];
+  const retryOptions = { maxRetries: 0 };
+  const out = {};
+  const client = new ServiceBusClient(conn, { retryOptions });
+  try {
+    const sender = client.createSender("js");
+    await sender.sendMessages({ body: "from js" });
+    await sender.close();
+    out.send = "ok";
+  } catch (e) { out.send = e.code || e.name; }
+  await client.close();
+  const admin = new ServiceBusAdministrationClient(conn, { retryOptions });
+  try { out.admin = (await admin.getQueue("js")).name; }
+  catch (e) { out.admin = e.statusCode || e.code || e.name; }
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
+def test_js_sdk_with_keys(keyed: NodeProcess, js_client: Path) -> None:
+    """@azure/service-bus signs its tokens itself (encodeURIComponent, not quote_plus): the
+    right key works for its data plane and its admin client, a wrong one is refused."""
+    admin(keyed).create_queue("js")
+    assert keyed.data_dir is not None
+    probe = js_client.parent / "sas-probe.js"
+    probe.write_text(JS_PROBE)
+
+    def run(connection: str) -> object:
+        done = subprocess.run(
+            ["node", str(probe), connection],
+            cwd=js_client.parent,
+            env={**os.environ, "NODE_EXTRA_CA_CERTS": str(keyed.data_dir / CERT_FILE)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert run(conn(keyed)) == {"send": "ok", "admin": "js"}
+    assert run(conn(keyed, key="not-the-key")) == {"send": "UnauthorizedAccess", "admin": 401}
+    assert run(conn(keyed, name="sender")) == {"send": "ok", "admin": 401}
+    assert active(keyed, "js") == 2
