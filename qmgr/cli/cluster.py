@@ -197,7 +197,7 @@ def compose(topology_file: str | None, out: str | None) -> None:
     target = Path(out) if out else (Path(topology_file).parent if topology_file else Path("."))
     label = Path(topology_file).name if topology_file else "(built-in default)"
     try:
-        files = compose_files(topology, label)
+        files = compose_files(topology, label, target)
     except TopologyError as exc:
         raise click.ClickException(str(exc)) from None
     for rel, text in files.items():

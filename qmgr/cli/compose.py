@@ -17,28 +17,45 @@ itself, as the host user.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qmgr.cli.topology import Topology, TopologyError, mqsc_commands
+from qmgr.cli.topology import NodeAddresses, NodeSpec, Topology, TopologyError, mqsc_commands
 from qmgr.security.files import SecretError, generate_secret, read_secret, write_private
 from qmgr.security.keys import SecretFormatError, member_secret
 
 COMPOSE_PORT = 7000  # every container listens here (gRPC)
 COMPOSE_RAFT_PORT = 7100  # and a full repository binds Raft here
+COMPOSE_SB_PORT = 5672  # and a node hosting a Service Bus namespace serves it here
 COMPOSE_IMAGE = "qmgr:local"
+LOAD_IMAGE = "qmgr-load:local"  # the node image plus Java and the [spark] extra
+CONFIG_MOUNT = "/config/Config.json"  # where a node's Service Bus Config.json is mounted
+HOST_PORT_BASE = 17000  # published port of node i when the topology has no base_port
+SB_HOST_PORT = 5672  # published Service Bus port of the first node hosting one (then 5673...)
+PUBLISH_ADDRESS_VAR = "QMGR_PUBLISH_ADDRESS"  # host address ports are published on
+PUBLISH_ADDRESS = "127.0.0.1"  # by default: application ports carry no authentication
 ENV_FILE = "cluster.env"  # the cluster secret, for full repositories (never committed)
 MEMBER_ENV_FILE = "member.env"  # the member secret, for partial repositories (never committed)
 SECRET_VAR = "QMGR_CLUSTER_SECRET"
 IMAGE_UID = 10001  # the non-root user of compose/Dockerfile
 INIT_SERVICE = "mqsc-init"  # '-' cannot occur in a node name, so no node service can clash
+LOAD_SERVICE = "load"  # the Spark load job, one shot, behind the profile of the same name
+LOAD_SCENARIOS = ("one-host", "two-hosts", "kill-host")  # scenarios/NAME.toml it runs
 COMPOSE_HEADER = """\
 # GENERATED from {source} by `qmgr cluster compose`: edit that file and regenerate.
-# Run from this directory: docker compose -p {project} up --build
-# (docker-compose 1.29: docker-compose -p {project} up --build)
-# Admin: docker compose -p {project} exec {first} qmgr runmqsc 127.0.0.1:{port}
+# Run from this directory: docker compose -p {project} up --build -d
+# (docker-compose 1.29: docker-compose -p {project} up --build -d; `compose/build-image` builds the
+# image without a registry). The Spark load job: docker compose -p {project} --profile load
+# run --rm load (its report in the volume load-reports).
+# Published on {publish_default} (${publish_var} to change; each port has a variable too):
+{ports}
+# Admin from the host: qmgr runmqsc localhost:PORT. Service Bus applications: the connection
+# string Endpoint=sb://localhost[:PORT];SharedAccessKeyName=RootManageSharedAccessKey;
+# SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;
 # Full repositories read the cluster secret from {env_file}, partial repositories the member
 # secret from {member_env_file} (mode 0600, not committed); `qmgr cluster compose` creates them.
 """
@@ -47,10 +64,71 @@ _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _YAML_WORDS = {"y", "yes", "n", "no", "true", "false", "on", "off", "null"}
 
 
-def compose_document(topology: Topology) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Published:
+    """A port a node's container publishes on the host: ``variable`` (default ``port``) names
+    the host port, ``target`` the container's."""
+
+    node: str
+    variable: str
+    port: int
+    target: int
+    servicebus: bool = False
+
+    def mapping(self) -> str:
+        return (
+            f"${{{PUBLISH_ADDRESS_VAR}:-{PUBLISH_ADDRESS}}}:"
+            f"${{{self.variable}:-{self.port}}}:{self.target}"
+        )
+
+
+def published_ports(topology: Topology) -> list[Published]:
+    """Node i (file order) publishes its gRPC port on ``base_port + i`` (the port `qmgr cluster
+    up` gives it with the same topology) or ``HOST_PORT_BASE + i``; the nodes hosting a Service
+    Bus namespace publish it on 5672, 5673, ... in file order."""
+    base = topology.base_port if topology.base_port is not None else HOST_PORT_BASE
+    out: list[Published] = []
+    hosts = 0
+    for i, spec in enumerate(topology.nodes):
+        out.append(Published(spec.name, f"QMGR_PORT_{spec.name}", base + i, COMPOSE_PORT))
+        if spec.hosts_servicebus:
+            sb = Published(
+                spec.name, f"QMGR_SB_PORT_{spec.name}", SB_HOST_PORT + hosts, COMPOSE_SB_PORT, True
+            )
+            out.append(sb)
+            hosts += 1
+    return out
+
+
+def node_command(topology: Topology, spec: NodeSpec) -> list[str]:
+    """The container's command: `qmgr` and the arguments `qmgr cluster up` gives the node
+    (:func:`qmgr.cli.cluster_launch.node_args`) with container addresses (host names = node
+    names), the data volume, and the Config.json where the compose file mounts it."""
+    from qmgr.cli.cluster_launch import node_args
+
+    plan = {
+        n.name: NodeAddresses(
+            f"{n.name}:{COMPOSE_PORT}",
+            f"{n.name}:{COMPOSE_RAFT_PORT}" if n.full_repository else None,
+        )
+        for n in topology.nodes
+    }
+    args = node_args(topology, spec, plan)
+    args[args.index("--listen") + 1] = f"0.0.0.0:{COMPOSE_PORT}"
+    if "--servicebus-config" in args:
+        args[args.index("--servicebus-config") + 1] = CONFIG_MOUNT
+    if "--servicebus-port" in args:
+        args[args.index("--servicebus-port") + 1] = f"0.0.0.0:{COMPOSE_SB_PORT}"
+    listen = args.index("--listen")
+    return ["qmgr", *args[: listen + 2], "--data-dir", "/data", *args[listen + 2 :]]
+
+
+def compose_document(topology: Topology, directory: Path | None = None) -> dict[str, Any]:
     """The docker-compose.yml content as plain data: one service per node (service and host
-    name = node name), a named data volume each, and a ``mqsc-init`` service that runs each node's
-    MQSC once (a marker per node in its own volume) after every node is healthy."""
+    name = node name), a named data volume each, a ``mqsc-init`` service that runs each node's
+    MQSC once (a marker per node in its own volume) after every node is healthy, and the Spark
+    load job behind the ``load`` profile. ``directory``: where the file goes (a node's
+    Config.json is mounted by its path relative to it)."""
     bad = [n.name for n in topology.nodes if not _HOST_NAME.match(n.name)]
     if bad:
         raise TopologyError(
@@ -61,30 +139,23 @@ def compose_document(topology: Topology) -> dict[str, Any]:
             ],
         )
     frs = topology.full_repositories
-    peers = ",".join(f"{n.name}:{COMPOSE_RAFT_PORT}" for n in frs)
-    joins = ",".join(f"{n.name}:{COMPOSE_PORT}" for n in frs)
+    ports = published_ports(topology)
     services: dict[str, Any] = {}
     for spec in topology.nodes:
-        command = ["qmgr", "start", "--name", spec.name, "--listen", f"0.0.0.0:{COMPOSE_PORT}"]
-        command += ["--data-dir", "/data", "--cluster", topology.cluster]
-        if spec.full_repository:
-            command += ["--full-repository", "--raft", f"{spec.name}:{COMPOSE_RAFT_PORT}"]
-            command += ["--raft-peers", peers]
-        else:
-            command += ["--join", joins]
         service: dict[str, Any] = {**_image(), "hostname": spec.name, "init": True}
-        service["command"] = command
+        service["command"] = node_command(topology, spec)
         service["environment"] = _environment()
         service["env_file"] = [ENV_FILE if spec.full_repository else MEMBER_ENV_FILE]
+        service["ports"] = [p.mapping() for p in ports if p.node == spec.name]
         service["volumes"] = [f"{spec.name}-data:/data"]
+        if spec.servicebus_config is not None:
+            config = _relative(spec.servicebus_config, directory)
+            service["volumes"].append(f"{config}:{CONFIG_MOUNT}:ro")
         service["healthcheck"] = {
-            "test": [
-                "CMD-SHELL",
-                f"echo 'DISPLAY QMGR' | qmgr runmqsc 127.0.0.1:{COMPOSE_PORT} >/dev/null",
-            ],
-            "interval": "2s",
+            "test": ["CMD", "qmgr", "health", "--quiet", f"127.0.0.1:{COMPOSE_PORT}"],
+            "interval": "3s",
             "timeout": "5s",
-            "retries": 30,
+            "retries": 40,
         }
         if not spec.full_repository:
             service["depends_on"] = {n.name: {"condition": "service_healthy"} for n in frs}
@@ -104,9 +175,34 @@ def compose_document(topology: Topology) -> dict[str, Any]:
         "depends_on": {n.name: {"condition": "service_healthy"} for n in topology.nodes},
         "restart": "no",
     }
+    services[LOAD_SERVICE] = {
+        "image": LOAD_IMAGE,
+        "build": {"context": "..", "dockerfile": "compose/Dockerfile", "target": "load"},
+        "profiles": [LOAD_SERVICE],
+        "command": [
+            "qmgr",
+            "load",
+            *(f"/scenarios/{name}.toml" for name in LOAD_SCENARIOS),
+            "--out",
+            "/reports",
+        ],
+        "environment": _environment(),
+        "volumes": ["../scenarios:/scenarios:ro", "load-reports:/reports"],
+        "restart": "no",
+    }
     volumes: dict[str, Any] = {f"{n.name}-data": {} for n in topology.nodes}
     volumes[f"{INIT_SERVICE}-state"] = {}
+    volumes["load-reports"] = {}
     return {"services": services, "volumes": volumes}
+
+
+def _relative(path: Path, directory: Path | None) -> str:
+    """``path`` as a compose bind-mount source: relative to ``directory`` ('./' or '../...')
+    when given, else as it is."""
+    if directory is None:
+        return str(path)
+    rel = Path(os.path.relpath(path, directory.resolve())).as_posix()
+    return rel if rel.startswith("../") else f"./{rel}"
 
 
 def project_name(topology: Topology) -> str:
@@ -115,19 +211,27 @@ def project_name(topology: Topology) -> str:
     return re.sub(r"[^a-z0-9_-]", "-", f"qmgr-{topology.cluster.lower()}")
 
 
-def compose_files(topology: Topology, source: str) -> dict[str, str]:
+def compose_files(topology: Topology, source: str, directory: Path | None = None) -> dict[str, str]:
     """Relative path -> content: docker-compose.yml and init/NODE.mqsc for each node that has
-    MQSC. ``source`` names the topology file in the generated header."""
-    first = topology.nodes[0].name
+    MQSC. ``source`` names the topology file in the generated header; ``directory`` is where the
+    files go (see :func:`compose_document`)."""
+    ports = published_ports(topology)
+    width = max(len(p.node) for p in ports)
+    listing = "\n".join(
+        f"#   {p.node:<{width}}  {'Service Bus (AMQP, HTTP)' if p.servicebus else 'gRPC'} "
+        f"{p.port} (${p.variable})"
+        for p in ports
+    )
     header = COMPOSE_HEADER.format(
         source=source,
-        first=first,
-        port=COMPOSE_PORT,
         env_file=ENV_FILE,
         member_env_file=MEMBER_ENV_FILE,
         project=project_name(topology),
+        publish_default=PUBLISH_ADDRESS,
+        publish_var=PUBLISH_ADDRESS_VAR,
+        ports=listing,
     )
-    files = {"docker-compose.yml": header + to_yaml(compose_document(topology))}
+    files = {"docker-compose.yml": header + to_yaml(compose_document(topology, directory))}
     for spec in topology.nodes:
         commands = mqsc_commands(spec)
         if commands:
@@ -140,7 +244,7 @@ def compose_files(topology: Topology, source: str) -> dict[str, str]:
 def _image() -> dict[str, Any]:
     return {
         "image": COMPOSE_IMAGE,
-        "build": {"context": "..", "dockerfile": "compose/Dockerfile"},
+        "build": {"context": "..", "dockerfile": "compose/Dockerfile", "target": "node"},
     }
 
 

@@ -23,6 +23,7 @@ from qmgr.node.config import (
     TlsSettings,
     channel_settings,
 )
+from qmgr.node.ready import READY_SERVICE
 from qmgr.node.runtime import NodeRuntime
 from qmgr.node.sbport import ServiceBusPort, server_context
 from qmgr.security.users import Users, UsersFileError
@@ -50,7 +51,7 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     failures: list[StoreFailed] = []
 
     async def not_serving() -> None:
-        for service in ("", MESSAGING_SERVICE):
+        for service in ("", MESSAGING_SERVICE, READY_SERVICE):
             await health_servicer.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
 
     def store_failed(failure: StoreFailed) -> None:
@@ -108,6 +109,7 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     if on_ready is not None:
         on_ready(f"{host}:{port}")
     print(f"READY name={config.name} addr={host}:{port}{sb_ready}", flush=True)
+    await health_servicer.set(READY_SERVICE, health_pb2.HealthCheckResponse.SERVING)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
