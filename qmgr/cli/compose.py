@@ -17,7 +17,6 @@ itself, as the host user.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ COMPOSE_SB_PORT = 5672  # and a node hosting a Service Bus namespace serves it h
 COMPOSE_IMAGE = "qmgr:local"
 LOAD_IMAGE = "qmgr-load:local"  # the node image plus Java and the [spark] extra
 CONFIG_MOUNT = "/config/Config.json"  # where a node's Service Bus Config.json is mounted
+SB_CONFIG_DIR = "servicebus"  # the compose directory's copies of the nodes' Config.json files
 HOST_PORT_BASE = 17000  # published port of node i when the topology has no base_port
 SB_HOST_PORT = 5672  # published Service Bus port of the first node hosting one (then 5673...)
 PUBLISH_ADDRESS_VAR = "QMGR_PUBLISH_ADDRESS"  # host address ports are published on
@@ -123,12 +123,11 @@ def node_command(topology: Topology, spec: NodeSpec) -> list[str]:
     return ["qmgr", *args[: listen + 2], "--data-dir", "/data", *args[listen + 2 :]]
 
 
-def compose_document(topology: Topology, directory: Path | None = None) -> dict[str, Any]:
+def compose_document(topology: Topology) -> dict[str, Any]:
     """The docker-compose.yml content as plain data: one service per node (service and host
-    name = node name), a named data volume each, a ``mqsc-init`` service that runs each node's
-    MQSC once (a marker per node in its own volume) after every node is healthy, and the Spark
-    load job behind the ``load`` profile. ``directory``: where the file goes (a node's
-    Config.json is mounted by its path relative to it)."""
+    name = node name), a named data volume each (and the copy of its Config.json, read-only), a
+    ``mqsc-init`` service that runs each node's MQSC once (a marker per node in its own volume)
+    after every node is healthy, and the Spark load job behind the ``load`` profile."""
     bad = [n.name for n in topology.nodes if not _HOST_NAME.match(n.name)]
     if bad:
         raise TopologyError(
@@ -149,8 +148,7 @@ def compose_document(topology: Topology, directory: Path | None = None) -> dict[
         service["ports"] = [p.mapping() for p in ports if p.node == spec.name]
         service["volumes"] = [f"{spec.name}-data:/data"]
         if spec.servicebus_config is not None:
-            config = _relative(spec.servicebus_config, directory)
-            service["volumes"].append(f"{config}:{CONFIG_MOUNT}:ro")
+            service["volumes"].append(f"./{sb_config_file(spec.name)}:{CONFIG_MOUNT}:ro")
         service["healthcheck"] = {
             "test": ["CMD", "qmgr", "health", "--quiet", f"127.0.0.1:{COMPOSE_PORT}"],
             "interval": "3s",
@@ -196,25 +194,22 @@ def compose_document(topology: Topology, directory: Path | None = None) -> dict[
     return {"services": services, "volumes": volumes}
 
 
-def _relative(path: Path, directory: Path | None) -> str:
-    """``path`` as a compose bind-mount source: relative to ``directory`` ('./' or '../...')
-    when given, else as it is."""
-    if directory is None:
-        return str(path)
-    rel = Path(os.path.relpath(path, directory.resolve())).as_posix()
-    return rel if rel.startswith("../") else f"./{rel}"
-
-
 def project_name(topology: Topology) -> str:
     """The compose project (``-p``): given on the command line rather than as the top-level
     ``name`` key, which docker-compose 1.29 refuses."""
     return re.sub(r"[^a-z0-9_-]", "-", f"qmgr-{topology.cluster.lower()}")
 
 
-def compose_files(topology: Topology, source: str, directory: Path | None = None) -> dict[str, str]:
-    """Relative path -> content: docker-compose.yml and init/NODE.mqsc for each node that has
-    MQSC. ``source`` names the topology file in the generated header; ``directory`` is where the
-    files go (see :func:`compose_document`)."""
+def sb_config_file(node: str) -> str:
+    """Where the compose directory keeps the copy of ``node``'s Config.json."""
+    return f"{SB_CONFIG_DIR}/{node}.json"
+
+
+def compose_files(topology: Topology, source: str) -> dict[str, str]:
+    """Relative path -> content: docker-compose.yml, init/NODE.mqsc for each node that has
+    MQSC and servicebus/NODE.json, a copy of the Config.json of each node that names one (so
+    the compose directory is complete on another machine). ``source`` names the topology file
+    in the generated header."""
     ports = published_ports(topology)
     width = max(len(p.node) for p in ports)
     listing = "\n".join(
@@ -231,13 +226,22 @@ def compose_files(topology: Topology, source: str, directory: Path | None = None
         publish_var=PUBLISH_ADDRESS_VAR,
         ports=listing,
     )
-    files = {"docker-compose.yml": header + to_yaml(compose_document(topology, directory))}
+    files = {"docker-compose.yml": header + to_yaml(compose_document(topology))}
     for spec in topology.nodes:
         commands = mqsc_commands(spec)
         if commands:
             files[f"init/{spec.name}.mqsc"] = (
                 f"* MQSC for {spec.name}, generated from {source}\n" + "\n".join(commands) + "\n"
             )
+        if spec.servicebus_config is not None:
+            try:
+                files[sb_config_file(spec.name)] = spec.servicebus_config.read_text(
+                    encoding="utf-8"
+                )
+            except (OSError, UnicodeDecodeError) as exc:
+                raise TopologyError(
+                    source, [f"node {spec.name}: 'servicebus': cannot read: {exc}"]
+                ) from None
     return files
 
 

@@ -474,8 +474,8 @@ description = "Subscriber: applications subscribe here"
 
 [[node]]
 name = "SB1"
-description = "Service Bus namespace (entities from servicebus/Config.json); bridges Prices/# into its topic 'prices'"
-servicebus = "servicebus/Config.json"
+description = "Service Bus namespace (entities from servicebus/SB1.json); bridges Prices/# into its topic 'prices'"
+servicebus = "servicebus/SB1.json"
 mqsc = \"\"\"
 DEFINE BRIDGE(PRICES.SB) DIRECTION(TOSB) TOPICSTR('Prices/#') SBENTITY('prices') +
        DESCR('Prices to the Service Bus topic prices')

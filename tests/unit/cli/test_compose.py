@@ -123,7 +123,7 @@ class _SubsetReader:
 
 
 def test_committed_compose_files_are_what_the_topology_generates() -> None:
-    files = compose_files(committed_topology(), "cluster.toml", COMPOSE)
+    files = compose_files(committed_topology(), "cluster.toml")
     for rel, text in files.items():
         assert (COMPOSE / rel).read_text() == text, (
             f"compose/{rel} is stale: regenerate with `qmgr cluster compose compose/cluster.toml`"
@@ -137,7 +137,11 @@ def test_compose_command_writes_the_same_files(tmp_path: Path) -> None:
     shutil.copytree(COMPOSE / "servicebus", tmp_path / "servicebus")
     result = CliRunner().invoke(cluster, ["compose", str(tmp_path / "cluster.toml")])
     assert result.exit_code == 0, result.output
-    for rel in ("docker-compose.yml", *(f"init/{n}.mqsc" for n in WITH_MQSC)):
+    for rel in (
+        "docker-compose.yml",
+        "servicebus/SB1.json",
+        *(f"init/{n}.mqsc" for n in WITH_MQSC),
+    ):
         assert (tmp_path / rel).read_text() == (COMPOSE / rel).read_text()
         assert f"wrote {tmp_path / rel}" in result.output
 
@@ -151,13 +155,14 @@ def test_compose_command_out_dir_and_built_in_default(tmp_path: Path) -> None:
     ]
     doc = read_yaml((tmp_path / "out" / "docker-compose.yml").read_text())
     (mount,) = [v for v in doc["services"]["SB1"]["volumes"] if v.endswith(":ro")]
-    config = (tmp_path / "out" / mount.split(":")[0]).resolve()
-    assert config == load_topology(None).node("SB1").servicebus_config  # the shipped one
+    copy = tmp_path / "out" / mount.split(":")[0]
+    shipped = load_topology(None).node("SB1").servicebus_config
+    assert shipped is not None and copy.read_bytes() == shipped.read_bytes()
 
 
 def test_the_yaml_reads_back_as_the_document() -> None:
     text = (COMPOSE / "docker-compose.yml").read_text()
-    assert read_yaml(text) == compose_document(committed_topology(), COMPOSE)
+    assert read_yaml(text) == compose_document(committed_topology())
 
 
 def test_services_follow_the_topology() -> None:
@@ -205,7 +210,7 @@ def test_services_follow_the_topology() -> None:
         "--servicebus-port",
         "0.0.0.0:5672",
     ]
-    assert sb1["volumes"] == ["SB1-data:/data", f"./servicebus/Config.json:{CONFIG_MOUNT}:ro"]
+    assert sb1["volumes"] == ["SB1-data:/data", f"./servicebus/SB1.json:{CONFIG_MOUNT}:ro"]
     init = services[INIT_SERVICE]
     assert init["depends_on"] == {n: {"condition": "service_healthy"} for n in nodes}
     assert "./init:/init:ro" in init["volumes"]
@@ -248,7 +253,7 @@ def test_the_compose_file_and_the_local_launcher_agree() -> None:
         launcher[launcher.index("--listen") + 1] = "0.0.0.0:7000"
         if spec.servicebus_config is not None:
             i = launcher.index("--servicebus-config") + 1
-            assert launcher[i] == str(COMPOSE / "servicebus" / "Config.json")
+            assert launcher[i] == str(COMPOSE / "servicebus" / "SB1.json")
             launcher[i] = CONFIG_MOUNT
         if spec.hosts_servicebus:
             i = launcher.index("--servicebus-port") + 1
@@ -272,7 +277,7 @@ def test_published_ports_are_the_ports_the_launcher_gives_with_a_base_port() -> 
     )
     topology = parse_topology(text, "t", COMPOSE)
     plan = plan_addresses(topology, "127.0.0.1", lambda n: [])
-    doc = compose_document(topology, COMPOSE)
+    doc = compose_document(topology)
     for spec in topology.nodes:
         port = plan[spec.name].listen.rsplit(":", 1)[1]
         mapping = doc["services"][spec.name]["ports"][0]

@@ -46,8 +46,8 @@ def one_problem(text: str) -> str:
 
 def test_compose_cluster_toml_is_the_built_in_default() -> None:
     assert (REPO / "compose" / "cluster.toml").read_text() == DEFAULT_TOPOLOGY_TOML
-    shipped = DEFAULT_DIRECTORY / "servicebus" / "Config.json"
-    assert (REPO / "compose" / "servicebus" / "Config.json").read_bytes() == shipped.read_bytes()
+    shipped = DEFAULT_DIRECTORY / "servicebus" / "SB1.json"
+    assert (REPO / "compose" / "servicebus" / "SB1.json").read_bytes() == shipped.read_bytes()
     assert load_topology(None).node("SB1").servicebus_config == shipped.resolve()
 
 

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from qmgr.cli.cluster import cluster
 from qmgr.cli.cluster_launch import node_args
 from qmgr.cli.cluster_state import ClusterState, NodeState, read_state, state_dir, write_state
+from qmgr.cli.compose import compose_document, compose_files
 from qmgr.cli.topology import TopologyError, parse_topology, plan_addresses
 
 CONFIG = {
@@ -119,3 +120,28 @@ def test_status_shows_the_service_bus_address_and_bridges() -> None:
     assert entry["bridges"] is None and entry["bridges_error"] == "node is not running"
     result = CliRunner().invoke(cluster, ["status"])
     assert result.exit_code == 0 and "127.0.0.1:9" in result.output
+
+
+def test_compose_starts_namespaces_and_carries_a_copy_of_each_config(tmp_path: Path) -> None:
+    (tmp_path / "sb").mkdir()
+    (tmp_path / "sb" / "Config.json").write_text(json.dumps(CONFIG))
+    text = topology_text('"sb/Config.json"') + '[[node]]\nname = "SB2"\nservicebus = true\n'
+    topology = parse_topology(text, "t.toml", tmp_path)
+    services = compose_document(topology)["services"]
+    sb1, sb2, fr1 = services["SB1"], services["SB2"], services["FR1"]
+    assert sb1["command"][-4:] == [
+        "--servicebus-config",
+        "/config/Config.json",
+        "--servicebus-port",
+        "0.0.0.0:5672",
+    ]
+    assert "./servicebus/SB1.json:/config/Config.json:ro" in sb1["volumes"]
+    assert sb2["command"][-3:] == ["--servicebus", "--servicebus-port", "0.0.0.0:5672"]
+    assert not any(a.startswith("--servicebus") for a in fr1["command"])
+    files = compose_files(topology, "t.toml")
+    assert json.loads(files["servicebus/SB1.json"]) == CONFIG
+    assert "servicebus/SB2.json" not in files
+    (tmp_path / "sb" / "Config.json").unlink()
+    with pytest.raises(TopologyError) as info:
+        compose_files(topology, "t.toml")
+    assert "node SB1: 'servicebus': cannot read" in info.value.problems[0]
