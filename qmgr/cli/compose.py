@@ -43,6 +43,9 @@ MEMBER_ENV_FILE = "member.env"  # the member secret, for partial repositories (n
 SECRET_VAR = "QMGR_CLUSTER_SECRET"
 IMAGE_UID = 10001  # the non-root user of compose/Dockerfile
 INIT_SERVICE = "mqsc-init"  # '-' cannot occur in a node name, so no node service can clash
+# `qmgr health --quiet ADDR` as a module: every container runs it every interval, and this
+# way it costs half the CPU (0.1 s instead of 0.2 s: no imports of the other commands)
+HEALTHCHECK = ["CMD", "python3", "-m", "qmgr.cli.health", "--quiet"]
 LOAD_SERVICE = "load"  # the Spark load job, one shot, behind the profile of the same name
 LOAD_SCENARIOS = ("one-host", "two-hosts", "kill-host")  # scenarios/NAME.toml it runs
 COMPOSE_HEADER = """\
@@ -150,8 +153,8 @@ def compose_document(topology: Topology) -> dict[str, Any]:
         if spec.servicebus_config is not None:
             service["volumes"].append(f"./{sb_config_file(spec.name)}:{CONFIG_MOUNT}:ro")
         service["healthcheck"] = {
-            "test": ["CMD", "qmgr", "health", "--quiet", f"127.0.0.1:{COMPOSE_PORT}"],
-            "interval": "3s",
+            "test": HEALTHCHECK + [f"127.0.0.1:{COMPOSE_PORT}"],
+            "interval": "5s",
             "timeout": "5s",
             "retries": 40,
         }

@@ -108,11 +108,10 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
     runtime.bridges.start()  # after the cluster join: what they publish is routed
     if on_ready is not None:
         on_ready(f"{host}:{port}")
+    for sig in (signal.SIGTERM, signal.SIGINT):  # before READY: a stop right after it is clean
+        loop.add_signal_handler(sig, stop.set)
     print(f"READY name={config.name} addr={host}:{port}{sb_ready}", flush=True)
     await health_servicer.set(READY_SERVICE, health_pb2.HealthCheckResponse.SERVING)
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("stopping %s", config.name)
     await health_servicer.enter_graceful_shutdown()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 
 from qmgr.cli.health import check
 from qmgr.node.ready import READY_SERVICE
@@ -24,6 +25,14 @@ def test_a_ready_node_is_serving(node: NodeProcess) -> None:
     assert check(node.address, READY_SERVICE) == "SERVING"
     quiet = _health("--quiet", node.address)
     assert (quiet.returncode, quiet.stdout) == (0, "")
+    module = subprocess.run(  # as the compose healthcheck runs it
+        [sys.executable, "-m", "qmgr.cli.health", node.address],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (module.returncode, module.stdout) == (0, "SERVING\n")
 
 
 def test_an_unknown_service_is_not_healthy(node: NodeProcess) -> None:

@@ -202,7 +202,14 @@ def test_services_follow_the_topology() -> None:
                 n: {"condition": "service_healthy"} for n in ("FR1", "FR2", "FR3")
             }
         # the gRPC health service, asked by `qmgr health` (SERVING once the node is ready)
-        assert svc["healthcheck"]["test"] == ["CMD", "qmgr", "health", "--quiet", "127.0.0.1:7000"]
+        assert svc["healthcheck"]["test"] == [
+            "CMD",
+            "python3",
+            "-m",
+            "qmgr.cli.health",
+            "--quiet",
+            "127.0.0.1:7000",
+        ]
     sb1 = services["SB1"]
     assert sb1["command"][12:] == [
         "--servicebus-config",
