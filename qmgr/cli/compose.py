@@ -31,6 +31,8 @@ COMPOSE_PORT = 7000  # every container listens here (gRPC)
 COMPOSE_RAFT_PORT = 7100  # and a full repository binds Raft here
 COMPOSE_SB_PORT = 5672  # and a node hosting a Service Bus namespace serves it here
 COMPOSE_IMAGE = "qmgr:local"
+BASE_IMAGE_VAR = "QMGR_BASE_IMAGE"  # the image's base, as compose/build-image names it too
+DEFAULT_BASE_IMAGE = "python:3.11-slim"  # compose/Dockerfile's default BASE_IMAGE
 LOAD_IMAGE = "qmgr-load:local"  # the node image plus Java and the [spark] extra
 CONFIG_MOUNT = "/config/Config.json"  # where a node's Service Bus Config.json is mounted
 SB_CONFIG_DIR = "servicebus"  # the compose directory's copies of the nodes' Config.json files
@@ -178,7 +180,7 @@ def compose_document(topology: Topology) -> dict[str, Any]:
     }
     services[LOAD_SERVICE] = {
         "image": LOAD_IMAGE,
-        "build": {"context": "..", "dockerfile": "compose/Dockerfile", "target": "load"},
+        "build": _build("load"),
         "profiles": [LOAD_SERVICE],
         "command": [
             "qmgr",
@@ -249,9 +251,17 @@ def compose_files(topology: Topology, source: str) -> dict[str, str]:
 
 
 def _image() -> dict[str, Any]:
+    return {"image": COMPOSE_IMAGE, "build": _build("node")}
+
+
+def _build(target: str) -> dict[str, Any]:
+    """compose/Dockerfile's stage ``target``, on ``$QMGR_BASE_IMAGE`` (default: the Dockerfile's
+    python:3.11-slim; qmgr-base:bookworm, which compose/build-image makes, needs no registry)."""
     return {
-        "image": COMPOSE_IMAGE,
-        "build": {"context": "..", "dockerfile": "compose/Dockerfile", "target": "node"},
+        "context": "..",
+        "dockerfile": "compose/Dockerfile",
+        "target": target,
+        "args": {"BASE_IMAGE": f"${{{BASE_IMAGE_VAR}:-{DEFAULT_BASE_IMAGE}}}"},
     }
 
 

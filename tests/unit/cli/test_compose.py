@@ -334,6 +334,16 @@ def test_the_load_job_is_a_one_shot_service_behind_its_profile() -> None:
     assert " AS node\n" in dockerfile and " AS load\n" in dockerfile
 
 
+def test_every_image_is_built_on_the_base_the_dockerfile_names_unless_told() -> None:
+    doc = read_yaml((COMPOSE / "docker-compose.yml").read_text())
+    dockerfile = (COMPOSE / "Dockerfile").read_text()
+    assert "ARG BASE_IMAGE=python:3.11-slim\n" in dockerfile
+    assert "FROM ${BASE_IMAGE} AS node\n" in dockerfile
+    for name, svc in doc["services"].items():
+        assert svc["build"]["args"] == {"BASE_IMAGE": "${QMGR_BASE_IMAGE:-python:3.11-slim}"}, name
+    assert "QMGR_BASE_IMAGE" in (COMPOSE / "build-image").read_text()
+
+
 def test_the_project_is_named_after_the_cluster_on_the_command_line() -> None:
     topology = parse_topology('cluster = "C"\n[[node]]\nname = "FR1"\nrole = "full"\n')
     assert "name" not in compose_document(topology)  # docker-compose 1.29 refuses the key
