@@ -14,8 +14,8 @@ entity names may hold ``/``:
 A PUT without ``If-Match`` creates (409 if the name is taken); with ``If-Match: *`` it updates
 (404 if missing). Failures carry Service Bus's status (the HTTP status of ``qmgr.servicebus``'s
 error codes) and ``<Error><Code/><Detail/></Error>``. ``Response.changed`` tells the caller to
-commit before answering. Authorization is not checked: every SharedAccessSignature is accepted,
-as by the emulator's default SAS key.
+commit before answering. Authorization is checked before, by the port
+(:mod:`qmgr.node.sbport`), when the node has Service Bus keys.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from qmgr.amqp.connection import Closed, Connection, Event, SaslInit
 from qmgr.node.sb_links import POLL, SbLinks
+from qmgr.servicebus.sas import Claims
 
 if TYPE_CHECKING:
     from qmgr.node.runtime import NodeRuntime
@@ -42,6 +43,7 @@ class AmqpServer:
         self.host = runtime.servicebus
         self.container_id = f"qmgr-{uuid.uuid4().hex[:12]}"
         self.connections: weakref.WeakSet[SbLinks] = weakref.WeakSet()
+        self.keys = runtime.config.servicebus_keys  # None: every token is accepted
         # each connection's timer, woken early when the node's bridges send
         self._wake: weakref.WeakKeyDictionary[SbLinks, asyncio.Event] = weakref.WeakKeyDictionary()
         self.host.on_arrival.append(self.arrived)
@@ -80,6 +82,7 @@ class AmqpServer:
             changed=self._changed,
             durable=durable,
             flush=flush,
+            claims=None if self.keys is None else Claims(self.keys),
         )
         self.connections.add(links)
         wake = self._wake[links] = asyncio.Event()
@@ -145,5 +148,6 @@ class AmqpServer:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), wait)
             wake.clear()
+            links.expire_tokens()
             links.poke()
             await links.commit()
