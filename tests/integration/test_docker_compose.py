@@ -412,6 +412,35 @@ def test_restarted_containers_come_back_with_their_durable_state(cluster: Compos
         _exactly_once(_receive_sb(sb, len(kept_sb), queue="queue.1"), kept_sb)
 
 
+def test_a_node_killed_with_sigkill_loses_and_duplicates_nothing(cluster: ComposeCluster) -> None:
+    """kill -9 of SUB1's container while its durable subscription holds persistent
+    publications; more are published while it is down (the topic hosts keep them for it).
+    Started again, it delivers every one of them exactly once."""
+    before = [f"before-kill-{i}" for i in range(30)]
+    with cluster.client("PUB1") as c:
+        for body in before:
+            c.publish(TOPIC, body, persistent=True)
+    with cluster.client("SUB1") as c:
+        queue = c.create_subscription("Prices/#", name="COMPOSE.SUB")
+        _wait("publications held by SUB1", lambda: _depth(c, queue) == len(before))
+    (container,) = cluster.containers("label=com.docker.compose.service=SUB1")
+    killed = _run(["docker", "kill", "--signal", "KILL", container["ID"]], 60)
+    assert killed.returncode == 0, killed.stderr
+    _wait("SUB1 down", lambda: check(cluster.address("SUB1"), READY_SERVICE) != "SERVING", 30)
+    during = [f"while-down-{i}" for i in range(30)]
+    with cluster.client("PUB1") as c:
+        for body in during:
+            c.publish(TOPIC, body, persistent=True)
+    started = cluster.compose("start", "SUB1")
+    assert started.returncode == 0, started.stdout + started.stderr
+    cluster.wait_healthy(NODES)
+    with cluster.client("SUB1") as c:
+        _exactly_once(_receive_mq(c, "COMPOSE.SUB", len(before + during)), before + during)
+    with ServiceBusClient.from_connection_string(cluster.connection_string()) as sb:
+        got = _receive_sb(sb, len(before + during), topic="prices", subscription="all")
+    _exactly_once(got, before + during)  # SB1's bridge was not affected
+
+
 def _depth(c: QueueManagerClient, queue: str) -> int:
     (record,) = c.mqsc(f"DISPLAY QLOCAL({queue}) CURDEPTH")
     return int(record.attrs["CURDEPTH"])
