@@ -1,6 +1,8 @@
 """docker compose files for a topology (:mod:`qmgr.cli.topology`): ``docker-compose.yml`` with
-one service per node plus a ``mqsc-init`` service, and ``init/NODE.mqsc`` for each node with
-MQSC. Written by ``qmgr cluster compose``.
+one service per node (the arguments ``qmgr cluster up`` gives it, its ports published on the
+host), a ``mqsc-init`` service and the Spark load job behind the profile ``load``;
+``init/NODE.mqsc`` for each node with MQSC and ``servicebus/NODE.json`` for each node with a
+Config.json. Written by ``qmgr cluster compose``.
 
 The secrets are in none of them: full repositories read the cluster secret from ``cluster.env``
 and partial repositories the member secret derived from it (:mod:`qmgr.security.keys`) from
