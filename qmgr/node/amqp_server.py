@@ -5,10 +5,11 @@
 connection: a :class:`qmgr.amqp.connection.Connection` (the sans-IO machine) gets the bytes read
 and the time; SASL ANONYMOUS and PLAIN are accepted; its events go to
 :class:`qmgr.node.sb_links.SbLinks` (the Service Bus meaning); what the machine queued is written
-after each step. A timer task calls ``tick`` (heartbeats, idle and handshake timeouts) and looks
-for messages that became available without this connection doing anything (sent on another
-connection, a lock expired, a scheduled message activated). A malformed frame closes only its
-own connection, with the AMQP error the machine chose.
+after each step. A timer callback calls ``tick`` (heartbeats, idle and handshake timeouts) when
+the machine asks for it. Messages that become available without this connection doing anything
+(sent on another connection, a lock expired, a scheduled message activated) reach its waiting
+receivers through the namespace host's listeners: nothing polls. A malformed frame closes only
+its own connection, with the AMQP error the machine chose.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ import contextlib
 import logging
 import uuid
 import weakref
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from qmgr.amqp.connection import Closed, Connection, Event, SaslInit
-from qmgr.node.sb_links import POLL, SbLinks
+from qmgr.node.sb_links import SbLinks
 
 if TYPE_CHECKING:
     from qmgr.node.runtime import NodeRuntime
@@ -31,6 +31,7 @@ log = logging.getLogger("qmgr.servicebus.amqp")
 
 READ_SIZE = 256 * 1024
 IDLE_TIMEOUT = 240.0  # seconds without a frame before a connection is closed
+MAX_TICK = 5.0  # seconds at most between two looks at a connection's timers
 
 
 class AmqpServer:
@@ -42,13 +43,12 @@ class AmqpServer:
         self.host = runtime.servicebus
         self.container_id = f"qmgr-{uuid.uuid4().hex[:12]}"
         self.connections: weakref.WeakSet[SbLinks] = weakref.WeakSet()
+        self.host.listen(self._available)
 
-    def poke_all(self, but: SbLinks | None = None) -> None:
-        """The namespace changed: let every connection's receivers look for messages."""
+    def _available(self) -> None:
+        """The namespace changed: let every connection's waiting receivers look again."""
         for links in list(self.connections):
-            if links is not but and not links.closed:
-                links.poke()
-                links.flush()
+            links.wake()
 
     async def handle(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, first: bytes
@@ -68,18 +68,35 @@ class AmqpServer:
             conn,
             self.host.namespace,
             now=self.host.clock.now,
-            changed=self._changed,
+            changed=self.host.changed,
+            deadline_moved=self.host.deadline_moved,
             durable=durable,
             flush=flush,
         )
         self.connections.add(links)
-        timer = loop.create_task(self._timer(conn, links, flush))
+        timer: asyncio.TimerHandle | None = None
+
+        def tick() -> None:
+            nonlocal timer
+            deadline = conn.tick(loop.time())
+            for event in conn.events():
+                if isinstance(event, Closed):
+                    log.info("Service Bus AMQP: connection closed: %s", event.error)
+            flush()
+            if conn.closed:  # a timeout: the reader sees the end of the socket
+                writer.close()
+                timer = None
+                return
+            wait = MAX_TICK if deadline is None else min(MAX_TICK, deadline - loop.time())
+            timer = loop.call_later(max(0.0, wait), tick)
+
+        tick()
         try:
             data = first
             while not conn.closed:
                 events = self._sasl(conn, conn.receive_data(data, now=loop.time()))
-                if events and await links.handle(events):
-                    self.poke_all(but=links)
+                if events:
+                    await links.handle(events)
                 flush()
                 if conn.closed:
                     break
@@ -91,14 +108,12 @@ class AmqpServer:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
-            timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await timer
+            if timer is not None:
+                timer.cancel()
             links.close()
             with contextlib.suppress(Exception):
                 await links.commit()
             self.connections.discard(links)
-            self.poke_all()
             with contextlib.suppress(Exception):
                 flush()
                 await writer.drain()
@@ -115,21 +130,3 @@ class AmqpServer:
             else:
                 out.append(event)
         return out
-
-    def _changed(self) -> None:
-        self.host.changed()
-
-    async def _timer(self, conn: Connection, links: SbLinks, flush: Callable[[], None]) -> None:
-        loop = asyncio.get_running_loop()
-        while not conn.closed:
-            deadline = conn.tick(loop.time())
-            for event in conn.events():
-                if isinstance(event, Closed):
-                    log.info("Service Bus AMQP: connection closed: %s", event.error)
-            flush()
-            if conn.closed:
-                break
-            wait = POLL if deadline is None else max(0.0, min(POLL, deadline - loop.time()))
-            await asyncio.sleep(wait)
-            links.poke()
-            await links.commit()
