@@ -19,10 +19,12 @@ import contextlib
 import logging
 import uuid
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from qmgr.amqp.connection import Closed, Connection, Event, SaslInit
 from qmgr.node.sb_links import SbLinks
+from qmgr.store import StoreFailed
 
 if TYPE_CHECKING:
     from qmgr.node.runtime import NodeRuntime
@@ -61,16 +63,13 @@ class AmqpServer:
             if data and not writer.is_closing():
                 writer.write(data)
 
-        async def durable() -> None:
-            await self.rt.durable()
-
         links = SbLinks(
             conn,
             self.host.namespace,
             now=self.host.clock.now,
             changed=self.host.changed,
             deadline_moved=self.host.deadline_moved,
-            durable=durable,
+            when_durable=self._when_durable,
             flush=flush,
         )
         self.connections.add(links)
@@ -96,14 +95,14 @@ class AmqpServer:
             while not conn.closed:
                 events = self._sasl(conn, conn.receive_data(data, now=loop.time()))
                 if events:
-                    await links.handle(events)
+                    links.handle(events)
                 flush()
                 if conn.closed:
                     break
                 await writer.drain()
                 data = await reader.read(READ_SIZE)
                 if not data:
-                    await links.handle(conn.receive_eof())
+                    links.handle(conn.receive_eof())
                     break
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -111,12 +110,18 @@ class AmqpServer:
             if timer is not None:
                 timer.cancel()
             links.close()
-            with contextlib.suppress(Exception):
-                await links.commit()
+            links.commit()
             self.connections.discard(links)
             with contextlib.suppress(Exception):
                 flush()
                 await writer.drain()
+
+    def _when_durable(self, callback: Callable[[StoreFailed | None], None]) -> None:
+        committer = self.rt.committer
+        if committer is None:  # no data directory: nothing to wait for
+            callback(None)
+        else:
+            committer.when_durable(callback)
 
     @staticmethod
     def _sasl(conn: Connection, events: list[Event]) -> list[Event]:

@@ -19,12 +19,15 @@ once, so the node stops.
 from __future__ import annotations
 
 import asyncio
+import logging
 import queue
 import threading
 from collections.abc import Callable
 
 from qmgr.store import StoreFailed
 from qmgr.store.sqlite import Op, SqliteStore
+
+log = logging.getLogger("qmgr.store")
 
 _Job = tuple[list[Op], int] | None  # the changes and the position they reach; None: stop
 INLINE_MAX_OPS = 64  # a group this small is committed on the event loop itself
@@ -44,7 +47,7 @@ class Committer:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._waiters: list[tuple[int, Callable[[StoreFailed | None], None]]] = []
         self._busy = False  # a group is with the writer
         self._scheduled = False  # a take is scheduled for the end of this loop turn
         self._idle_handle: asyncio.TimerHandle | None = None
@@ -69,9 +72,35 @@ class Committer:
         if self.failure is not None:
             raise StoreFailed(str(self.failure))
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append((target, fut))
-        self._kick()
+
+        def done(error: StoreFailed | None) -> None:
+            if fut.done():
+                return
+            if error is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(error)
+
+        self.when_durable(done, target)
         await fut
+
+    def when_durable(
+        self, callback: Callable[[StoreFailed | None], None], target: int | None = None
+    ) -> None:
+        """Call ``callback(None)`` (on the event loop) once every change collected so far (or
+        up to ``target``) is on disk, ``callback(StoreFailed)`` if it never will be; at once
+        when that is known already. Callbacks waiting for one commit are called in the order
+        they were given."""
+        if target is None:
+            target = self._store.appended
+        if self._store.committed >= target:
+            callback(None)
+            return
+        if self.failure is not None:
+            callback(StoreFailed(str(self.failure)))
+            return
+        self._waiters.append((target, callback))
+        self._kick()
 
     @property
     def position(self) -> int:
@@ -114,14 +143,10 @@ class Committer:
             self._failed(error)
         else:
             self._store.committed = upto
-            still: list[tuple[int, asyncio.Future[None]]] = []
-            for target, fut in self._waiters:
-                if target <= upto:
-                    if not fut.done():
-                        fut.set_result(None)
-                else:
-                    still.append((target, fut))
-            self._waiters = still
+            ready = [cb for target, cb in self._waiters if target <= upto]
+            self._waiters = still = [(t, cb) for t, cb in self._waiters if t > upto]
+            for callback in ready:
+                _call(callback, None)
             if still:  # what accumulated meanwhile is the next group
                 self._take()
         if not self._busy and self._settled is not None and not self._settled.done():
@@ -131,10 +156,9 @@ class Committer:
         failure = StoreFailed(f"store commit failed: {type(exc).__name__}: {exc}")
         failure.__cause__ = exc
         self.failure = failure
-        for _, fut in self._waiters:
-            if not fut.done():
-                fut.set_exception(StoreFailed(str(failure)))
-        self._waiters.clear()
+        waiters, self._waiters = self._waiters, []
+        for _, callback in waiters:
+            _call(callback, StoreFailed(str(failure)))
         if self.on_failure is not None:
             self.on_failure(failure)
 
@@ -172,3 +196,10 @@ class Committer:
         self._jobs.put(None)
         if self._thread is not None:
             await asyncio.to_thread(self._thread.join)
+
+
+def _call(callback: Callable[[StoreFailed | None], None], error: StoreFailed | None) -> None:
+    try:
+        callback(error)
+    except Exception:
+        log.exception("a callback waiting for a commit failed")

@@ -25,8 +25,9 @@ their Service Bus meaning (reference ``servicebus-amqp.md`` §B–G):
   within the link's ``com.microsoft:timeout`` the link is attached and detached with
   ``com.microsoft:timeout``.
 
-The answers that acknowledge a send, a receive-and-delete or a settlement wait for
-``durable()`` (the answers of one batch of events share one commit), so nothing acknowledged is
+The answers that acknowledge a send, a receive-and-delete or a settlement wait for the commit
+(``when_durable``: the answers of one batch of events share one commit, and the connection goes
+on reading meanwhile; answers leave in the order they were made), so nothing acknowledged is
 lost and a message whose complete was echoed never comes back after a ``kill -9``. A change that
 may make messages available (a send, an abandon, a release, a dead-letter, a link gone with
 locks, a ``$management`` change) is followed, once durable, by ``changed()``: the host tells every
@@ -44,7 +45,7 @@ import dataclasses
 import functools
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +78,7 @@ from qmgr.amqp.message import (
 from qmgr.amqp.types import DecodeError, Described, Int, Symbol
 from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
+from qmgr.store import StoreFailed
 
 log = logging.getLogger("qmgr.servicebus.amqp")
 
@@ -154,7 +156,7 @@ class SbLinks:
         now: Callable[[], float],
         changed: Callable[[], None],
         deadline_moved: Callable[[], None],
-        durable: Callable[[], Awaitable[None]],
+        when_durable: Callable[[Callable[[StoreFailed | None], None]], None],
         flush: Callable[[], None],
     ) -> None:
         self.conn = conn
@@ -162,35 +164,51 @@ class SbLinks:
         self.now = now
         self._changed = changed
         self._deadline_moved = deadline_moved
-        self._durable = durable
+        self._when_durable = when_durable
         self.flush = flush
         self.links: dict[Link, LinkState] = {}
         self._dirty = False  # changes the next answers must wait for (on disk first)
+        self._waiting = 0  # answers waiting for the disk (later ones go after them)
         self._wake = False  # changes that may make messages available to other receivers
         self._after: list[Callable[[], None]] = []
         self._session_waits: dict[Link, SessionWait] = {}
-        self._committing: asyncio.Task[None] | None = None
         self.closed = False
 
     # ------------------------------------------------------------------ events
 
-    async def handle(self, events: list[Event]) -> None:
-        """Act on one batch of events; answers that acknowledge a change wait for one commit."""
+    def handle(self, events: list[Event]) -> None:
+        """Act on one batch of events; answers that acknowledge a change wait for one commit
+        (the connection goes on reading meanwhile)."""
         for event in events:
             try:
                 self._on(event)
             except ServiceBusError as exc:  # a refused operation not tied to a delivery
                 log.info("Service Bus AMQP: %s", exc)
-        await self.commit()
+        self.commit()
 
-    async def commit(self) -> None:
-        """Make the changes so far durable, then send the answers that waited for it (those
-        collected before this call: a later change has its own commit)."""
+    def commit(self) -> None:
+        """Send the answers collected so far once everything changed so far is on disk (in
+        order: after the answers of earlier calls); what was sent without waiting goes now."""
         after, self._after = self._after, []
         dirty, self._dirty = self._dirty, False
         wake, self._wake = self._wake, False
-        if dirty:
-            await self._durable()
+        if dirty or self._waiting:  # behind the disk, or behind answers that are
+            self._waiting += 1
+            self._when_durable(functools.partial(self._answer_durable, after, wake))
+        else:
+            for action in after:
+                action()
+        self.flush()
+
+    def _answer_durable(
+        self, after: list[Callable[[], None]], wake: bool, error: StoreFailed | None
+    ) -> None:
+        self._waiting -= 1
+        if error is not None:  # the node stops: nothing more is acknowledged
+            log.error("Service Bus AMQP: closing a connection: %s", error)
+            self.conn.close(p.Error(condition="amqp:internal-error", description=str(error)))
+            self.flush()
+            return
         if wake:
             self._changed()
         for action in after:
@@ -211,11 +229,7 @@ class SbLinks:
         if self.closed:
             return
         self.poke()
-        if self._dirty or self._after:
-            if self._committing is None or self._committing.done():
-                self._committing = asyncio.get_running_loop().create_task(self.commit())
-        else:
-            self.flush()
+        self.commit()
 
     def _on(self, event: Event) -> None:
         if isinstance(event, LinkAttached):
