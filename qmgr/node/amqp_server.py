@@ -31,9 +31,42 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("qmgr.servicebus.amqp")
 
-READ_SIZE = 256 * 1024
 IDLE_TIMEOUT = 240.0  # seconds without a frame before a connection is closed
 MAX_TICK = 5.0  # seconds at most between two looks at a connection's timers
+
+
+class _Protocol(asyncio.Protocol):
+    """The socket's callbacks, handed to the connection's functions; writes that back up stop
+    the reading until they drain."""
+
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        received: Callable[[bytes], None],
+        eof: Callable[[], None],
+        lost: Callable[[Exception | None], None],
+    ) -> None:
+        self.transport = transport
+        self.received = received
+        self.eof = eof
+        self.lost = lost
+
+    def data_received(self, data: bytes) -> None:
+        self.received(data)
+
+    def eof_received(self) -> bool:
+        self.eof()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost(exc)
+
+    def pause_writing(self) -> None:
+        self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if not self.transport.is_closing():
+            self.transport.resume_reading()
 
 
 class AmqpServer:
@@ -55,13 +88,20 @@ class AmqpServer:
     async def handle(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, first: bytes
     ) -> None:
+        """Serve one connection until it ends. The socket is taken over from the stream with
+        a protocol of its own: bytes are handled as they arrive, in the event-loop callback
+        that read them (no task woken per read)."""
         loop = asyncio.get_running_loop()
+        transport = writer.transport
+        assert isinstance(transport, asyncio.Transport)  # a socket's: reads and writes
+        streams = transport.get_protocol()  # told when the socket is gone (the port waits)
         conn = Connection(self.container_id, now=loop.time(), idle_timeout=IDLE_TIMEOUT)
+        ended: asyncio.Future[None] = loop.create_future()
 
         def flush() -> None:
             data = conn.data_to_send()
-            if data and not writer.is_closing():
-                writer.write(data)
+            if data and not transport.is_closing():
+                transport.write(data)
 
         links = SbLinks(
             conn,
@@ -75,6 +115,26 @@ class AmqpServer:
         self.connections.add(links)
         timer: asyncio.TimerHandle | None = None
 
+        def received(data: bytes) -> None:
+            if conn.closed:
+                return
+            events = self._sasl(conn, conn.receive_data(data, now=loop.time()))
+            if events:
+                links.handle(events)
+            flush()
+            if conn.closed:
+                transport.close()
+
+        def eof() -> None:
+            if not conn.closed:
+                links.handle(conn.receive_eof())
+            transport.close()
+
+        def lost(exc: Exception | None) -> None:
+            streams.connection_lost(exc)
+            if not ended.done():
+                ended.set_result(None)
+
         def tick() -> None:
             nonlocal timer
             deadline = conn.tick(loop.time())
@@ -82,30 +142,27 @@ class AmqpServer:
                 if isinstance(event, Closed):
                     log.info("Service Bus AMQP: connection closed: %s", event.error)
             flush()
-            if conn.closed:  # a timeout: the reader sees the end of the socket
-                writer.close()
+            if conn.closed:  # a timeout
+                transport.close()
                 timer = None
                 return
             wait = MAX_TICK if deadline is None else min(MAX_TICK, deadline - loop.time())
             timer = loop.call_later(max(0.0, wait), tick)
 
+        # bytes the stream read beyond the sniffed ones (none unless the peer sent a lot at once)
+        held = getattr(reader, "_buffer", None)
+        pending = first + bytes(held or b"")
+        if held:
+            held.clear()
+        transport.set_protocol(_Protocol(transport, received, eof, lost))
+        if not transport.is_reading() and not transport.is_closing():
+            transport.resume_reading()
         tick()
         try:
-            data = first
-            while not conn.closed:
-                events = self._sasl(conn, conn.receive_data(data, now=loop.time()))
-                if events:
-                    links.handle(events)
-                flush()
-                if conn.closed:
-                    break
-                await writer.drain()
-                data = await reader.read(READ_SIZE)
-                if not data:
-                    links.handle(conn.receive_eof())
-                    break
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
+            received(pending)
+            if reader.at_eof():
+                eof()
+            await ended
         finally:
             if timer is not None:
                 timer.cancel()
@@ -114,7 +171,6 @@ class AmqpServer:
             self.connections.discard(links)
             with contextlib.suppress(Exception):
                 flush()
-                await writer.drain()
 
     def _when_durable(self, callback: Callable[[StoreFailed | None], None]) -> None:
         committer = self.rt.committer
