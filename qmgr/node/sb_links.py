@@ -44,6 +44,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,6 +103,12 @@ CONDITIONS: dict[Code, str] = {
     Code.INVALID_OPERATION: "amqp:not-allowed",
     Code.BAD_ARGUMENT: "com.microsoft:argument-error",
 }
+
+
+def _tag() -> bytes:
+    """A delivery tag for a pre-settled transfer (nobody settles it, so it need not be a
+    lock token; no system call, unlike ``uuid.uuid4``)."""
+    return random.randbytes(16)
 
 
 def error_for(exc: ServiceBusError) -> p.Error:
@@ -415,7 +422,10 @@ class SbLinks:
         try:
             batch = ev.message_format == BATCH_FORMAT
             parts = split_batch(ev.payload) if batch else [ev.payload]
-            messages = [to_sb_message(part, message_id=uuid.uuid4().hex) for part in parts]
+            messages = [to_sb_message(part) for part in parts]
+            for m in messages:  # stamped when the client gave none (the JS SDK gives none)
+                if m.message_id is None:
+                    m.message_id = uuid.uuid4().hex
         except (DecodeError, ValueError) as exc:
             self._answer(
                 ev,
@@ -505,7 +515,7 @@ class SbLinks:
     def _send_pending(self, st: LinkState) -> None:
         while st.pending and st.link.can_send:
             data = st.pending.pop(0)
-            self.conn.send_transfer(st.link, uuid.uuid4().bytes, data, settled=True)
+            self.conn.send_transfer(st.link, _tag(), data, settled=True)
 
     # ------------------------------------------------------------------ transfers out
 
@@ -559,7 +569,7 @@ class SbLinks:
                         st.path,
                     )
                     continue
-                self.conn.send_transfer(link, uuid.uuid4().bytes, to_amqp(stored), settled=True)
+                self.conn.send_transfer(link, _tag(), to_amqp(stored), settled=True)
 
         self._after.append(out)
 
