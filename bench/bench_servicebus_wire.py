@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -289,6 +290,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         node.proc.send_signal(signal.SIGTERM)
         node.proc.wait(30)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
