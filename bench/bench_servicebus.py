@@ -1,8 +1,9 @@
-"""The Service Bus engine alone, in process (no node, no storage, no protocol).
+"""Service Bus: the engine alone in process, then the real SDK against a node over AMQP.
 
 Run: .venv/bin/python bench/bench_servicebus.py [--messages N] [--rounds R]
+     [--wire-messages N] [--receivers P] [--only engine|wire]
 
-Prints messages per second for:
+The engine alone (no node, no storage, no protocol) prints messages per second for:
 
 - simple sends to a queue (one message per call, and batches of 100);
 - sends through a topic whose subscriptions hold 1, 100 and 2,000 SQL rules, and 10,000
@@ -12,6 +13,11 @@ Prints messages per second for:
 
 Targets on one core: at least 100,000 simple sends and 50,000 peek-lock receive + complete per
 second. Each case runs ``--rounds`` times; the best round is printed.
+
+Then the wire workloads of ``bench/bench_servicebus_wire.py`` (see there): batched send,
+peek-lock receive + complete (one sync receiver, P receiver processes, one async receiver),
+receive-and-delete and session receive, each with msg/s and the node's and the clients' CPU per
+message, in one run against one node process.
 """
 
 from __future__ import annotations
@@ -113,8 +119,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--wire-messages", type=int, default=10_000)
+    parser.add_argument("--receivers", type=int, default=8, help="receiver processes (wire)")
+    parser.add_argument("--only", choices=("engine", "wire"))
     args = parser.parse_args()
-    n, rounds = args.messages, args.rounds
+    if args.only != "wire":
+        engine(args.messages, args.rounds)
+    if args.only != "engine":
+        print()
+        import bench_servicebus_wire  # the SDK and a node process: only when asked for
+
+        bench_servicebus_wire.main(
+            ["--messages", str(args.wire_messages), "--receivers", str(args.receivers)]
+        )
+
+
+def engine(n: int, rounds: int) -> None:
 
     print(f"Service Bus engine, in process; best of {rounds} rounds of {n} messages")
     print(f"{'case':52} {'msgs/s':>10} {'ratio':>7}")

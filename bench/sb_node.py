@@ -4,6 +4,7 @@ real azure-servicebus SDK."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import tempfile
 import warnings
@@ -48,3 +49,4 @@ def servicebus_node(prefix: str) -> Iterator[SbNode]:
     finally:
         node.proc.send_signal(signal.SIGTERM)
         node.proc.wait(30)
+        shutil.rmtree(base, ignore_errors=True)

@@ -67,7 +67,9 @@ from qmgr.amqp.framing import (
     FramingError,
     ProtocolHeader,
     ProtocolHeaderError,
+    encode_disposition_frame,
     encode_frame,
+    encode_transfer_frame,
 )
 from qmgr.amqp.types import Symbol
 
@@ -579,35 +581,30 @@ class Connection:
         session = link.session
         delivery_id = session.next_outgoing_id
 
-        def transfer(more: bool) -> Any:
-            return p.Transfer(
-                handle=link.output_handle,
-                delivery_id=delivery_id,
-                delivery_tag=bytes(tag),
+        def frame(part: bytes, more: bool) -> bytes:
+            return encode_transfer_frame(
+                session.channel,
+                link.output_handle,
+                delivery_id,
+                bytes(tag),
+                part,
                 message_format=message_format,
                 settled=settled,
                 more=more,
-                rcv_settle_mode=None,
-                state=None,
-                resume=False,
-                aborted=False,
-                batchable=False,
             )
 
-        whole = encode_frame(session.channel, transfer(False), payload)
+        whole = frame(payload, False)
         frames = [whole]
         if len(whole) > self.remote_max_frame_size:  # split: every part but the last has more
-            overhead = len(encode_frame(session.channel, transfer(True), b""))
-            room = self.remote_max_frame_size - overhead
+            room = self.remote_max_frame_size - len(frame(b"", True))
             if room <= 0:
                 raise LocalProtocolError("the peer's max-frame-size leaves no room for a payload")
             view = memoryview(payload)
             frames = [
-                encode_frame(session.channel, transfer(True), bytes(view[i : i + room]))
-                for i in range(0, len(view) - room, room)
+                frame(bytes(view[i : i + room]), True) for i in range(0, len(view) - room, room)
             ]
             rest = len(frames) * room
-            frames.append(encode_frame(session.channel, transfer(False), bytes(view[rest:])))
+            frames.append(frame(bytes(view[rest:]), False))
         session.next_outgoing_id = (delivery_id + 1) & _U32
         session.remote_incoming_window -= 1
         link.delivery_count = (link.delivery_count + 1) & _U32
@@ -649,11 +646,8 @@ class Connection:
         last = first if last is None else last
         if settled and role is SENDER:
             self._take_unsettled(session, first, last)
-        self._send(
-            session,
-            p.Disposition(
-                role=role, first=first, last=last, settled=settled, state=state, batchable=batchable
-            ),
+        self._write(
+            encode_disposition_frame(session.channel, role, first, last, settled, state, batchable)
         )
 
     def detach(self, link: Link, error: Any = None, *, closed: bool = True) -> None:

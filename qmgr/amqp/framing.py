@@ -20,12 +20,14 @@ from typing import Any
 from qmgr.amqp.performatives import (
     PERFORMATIVES,
     SASL_FRAMES,
+    Accepted,
     Composite,
+    Released,
     Transfer,
     decode_described,
     encode_described,
 )
-from qmgr.amqp.types import DecodeError, Described, decode_value, encode_into
+from qmgr.amqp.types import DecodeError, Described, decode_value, encode, encode_into
 
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
 SASL_HEADER = b"AMQP\x03\x01\x00\x00"
@@ -96,6 +98,91 @@ def encode_frame(
         out += payload
     _HEAD.pack_into(out, 0, len(out), 2, TYPE_SASL if sasl else TYPE_AMQP, channel)
     return bytes(out)
+
+
+# The two frames sent once per message (a transfer out, a settlement echoed) are written
+# directly, byte for byte what ``encode_frame`` writes for the same performative.
+_PACK_I = struct.Struct(">I").pack
+_TRANSFER_START = b"\x00\x53\x14"  # described, descriptor smallulong 0x14
+_DISPOSITION_START = b"\x00\x53\x15"
+# rcv-settle-mode, state: null; resume, aborted, batchable: false
+_TRANSFER_END = b"\x40\x40\x42\x42\x42"
+_STATES: dict[type, bytes] = {cls: encode(encode_described(cls())) for cls in (Accepted, Released)}
+
+
+def _uint(v: int) -> bytes:
+    if v == 0:
+        return b"\x43"
+    if v < 256:
+        return bytes((0x52, v))
+    return b"\x70" + _PACK_I(v)
+
+
+def _frame(channel: int, start: bytes, count: int, fields: bytes, payload: bytes) -> bytes:
+    """A frame whose body is ``start`` (a described list's descriptor), then the list of
+    ``count`` encoded ``fields``, then ``payload``."""
+    n = len(fields) + 1
+    if n < 256 and count < 256:
+        listed = bytes((0xC0, n, count))
+    else:
+        listed = b"\xd0" + _PACK_I(n + 3) + _PACK_I(count)
+    size = 8 + len(start) + len(listed) + len(fields) + len(payload)
+    return b"".join((_HEAD.pack(size, 2, TYPE_AMQP, channel), start, listed, fields, payload))
+
+
+def encode_transfer_frame(
+    channel: int,
+    handle: int,
+    delivery_id: int,
+    tag: bytes,
+    payload: bytes,
+    *,
+    message_format: int = 0,
+    settled: bool = False,
+    more: bool = False,
+) -> bytes:
+    """``encode_frame(channel, Transfer(...), payload)`` for a transfer with no state, not
+    resumed, aborted or batchable (the server's every transfer), written directly."""
+    n = len(tag)
+    fields = b"".join(
+        (
+            _uint(handle),
+            _uint(delivery_id),
+            bytes((0xA0, n)) + tag if n < 256 else b"\xb0" + _PACK_I(n) + tag,
+            _uint(message_format),
+            b"\x41" if settled else b"\x42",
+            b"\x41" if more else b"\x42",
+            _TRANSFER_END,
+        )
+    )
+    return _frame(channel, _TRANSFER_START, 11, fields, payload)
+
+
+def encode_disposition_frame(
+    channel: int,
+    role: bool,
+    first: int,
+    last: int,
+    settled: bool,
+    state: Any,
+    batchable: bool = False,
+) -> bytes:
+    """``encode_frame(channel, Disposition(...))``, written directly (``state`` a delivery
+    state dataclass or None)."""
+    encoded = b"\x40" if state is None else _STATES.get(type(state))
+    if encoded is None:
+        encoded = encode(encode_described(state))
+    fields = b"".join(
+        (
+            b"\x41" if role else b"\x42",
+            _uint(first),
+            _uint(last),
+            b"\x41" if settled else b"\x42",
+            encoded,
+            b"\x41" if batchable else b"\x42",
+        )
+    )
+    return _frame(channel, _DISPOSITION_START, 6, fields, b"")
 
 
 def transfer_overhead(performative: Composite) -> int:

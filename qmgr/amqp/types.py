@@ -373,12 +373,23 @@ def _enc_str(out: bytearray, v: str) -> None:
     _enc_variable(out, 0xA1, 0xB1, v.encode("utf-8"))
 
 
+_SYMBOLS: dict[str, bytes] = {}  # encoded symbols: the same few names (keys, conditions) recur
+_SYMBOLS_KEPT = 4096
+
+
 def _enc_symbol(out: bytearray, v: str) -> None:
+    done = _SYMBOLS.get(v)
+    if done is not None:
+        out += done
+        return
     try:
         raw = v.encode("ascii")
     except UnicodeEncodeError as e:
         raise EncodeError(f"a symbol is ASCII: {v!r}") from e
+    start = len(out)
     _enc_variable(out, 0xA3, 0xB3, raw)
+    if len(_SYMBOLS) < _SYMBOLS_KEPT and len(raw) <= 64:
+        _SYMBOLS[str(v)] = bytes(out[start:])
 
 
 def _enc_compound(

@@ -5,10 +5,11 @@
 connection: a :class:`qmgr.amqp.connection.Connection` (the sans-IO machine) gets the bytes read
 and the time; SASL ANONYMOUS and PLAIN are accepted; its events go to
 :class:`qmgr.node.sb_links.SbLinks` (the Service Bus meaning); what the machine queued is written
-after each step. A timer task calls ``tick`` (heartbeats, idle and handshake timeouts) and looks
-for messages that became available without this connection doing anything (sent on another
-connection, a lock expired, a scheduled message activated). A malformed frame closes only its
-own connection, with the AMQP error the machine chose.
+after each step. A timer callback calls ``tick`` (heartbeats, idle and handshake timeouts) when
+the machine asks for it. Messages that become available without this connection doing anything
+(sent on another connection, a lock expired, a scheduled message activated) reach its waiting
+receivers through the namespace host's listeners: nothing polls. A malformed frame closes only
+its own connection, with the AMQP error the machine chose.
 """
 
 from __future__ import annotations
@@ -22,16 +23,51 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from qmgr.amqp.connection import Closed, Connection, Event, SaslInit
-from qmgr.node.sb_links import POLL, SbLinks
+from qmgr.node.sb_links import SbLinks
 from qmgr.servicebus.sas import Claims
+from qmgr.store import StoreFailed
 
 if TYPE_CHECKING:
     from qmgr.node.runtime import NodeRuntime
 
 log = logging.getLogger("qmgr.servicebus.amqp")
 
-READ_SIZE = 256 * 1024
 IDLE_TIMEOUT = 240.0  # seconds without a frame before a connection is closed
+MAX_TICK = 5.0  # seconds at most between two looks at a connection's timers
+
+
+class _Protocol(asyncio.Protocol):
+    """The socket's callbacks, handed to the connection's functions; writes that back up stop
+    the reading until they drain."""
+
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        received: Callable[[bytes], None],
+        eof: Callable[[], None],
+        lost: Callable[[Exception | None], None],
+    ) -> None:
+        self.transport = transport
+        self.received = received
+        self.eof = eof
+        self.lost = lost
+
+    def data_received(self, data: bytes) -> None:
+        self.received(data)
+
+    def eof_received(self) -> bool:
+        self.eof()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost(exc)
+
+    def pause_writing(self) -> None:
+        self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if not self.transport.is_closing():
+            self.transport.resume_reading()
 
 
 class AmqpServer:
@@ -44,77 +80,111 @@ class AmqpServer:
         self.container_id = f"qmgr-{uuid.uuid4().hex[:12]}"
         self.connections: weakref.WeakSet[SbLinks] = weakref.WeakSet()
         self.keys = runtime.config.servicebus_keys  # None: every token is accepted
-        # each connection's timer, woken early when the node's bridges send
-        self._wake: weakref.WeakKeyDictionary[SbLinks, asyncio.Event] = weakref.WeakKeyDictionary()
-        self.host.on_arrival.append(self.arrived)
+        self.host.listen(self._available)
 
-    def arrived(self) -> None:
-        """Messages were sent from inside the node (a bridge): every connection's timer looks
-        for them now instead of at its next tick."""
-        for wake in list(self._wake.values()):
-            wake.set()
-
-    def poke_all(self, but: SbLinks | None = None) -> None:
-        """The namespace changed: let every connection's receivers look for messages."""
+    def _available(self) -> None:
+        """The namespace changed: let every connection's waiting receivers look again."""
         for links in list(self.connections):
-            if links is not but and not links.closed:
-                links.poke()
-                links.flush()
+            links.wake()
 
     async def handle(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, first: bytes
     ) -> None:
+        """Serve one connection until it ends. The socket is taken over from the stream with
+        a protocol of its own: bytes are handled as they arrive, in the event-loop callback
+        that read them (no task woken per read)."""
         loop = asyncio.get_running_loop()
+        transport = writer.transport
+        assert isinstance(transport, asyncio.Transport)  # a socket's: reads and writes
+        streams = transport.get_protocol()  # told when the socket is gone (the port waits)
         conn = Connection(self.container_id, now=loop.time(), idle_timeout=IDLE_TIMEOUT)
+        ended: asyncio.Future[None] = loop.create_future()
 
         def flush() -> None:
             data = conn.data_to_send()
-            if data and not writer.is_closing():
-                writer.write(data)
-
-        async def durable() -> None:
-            await self.rt.durable()
+            if data and not transport.is_closing():
+                transport.write(data)
 
         links = SbLinks(
             conn,
             self.host.namespace,
             now=self.host.clock.now,
-            changed=self._changed,
-            durable=durable,
+            changed=self.host.changed,
+            deadline_moved=self.host.deadline_moved,
+            when_durable=self._when_durable,
             flush=flush,
             claims=None if self.keys is None else Claims(self.keys),
         )
         self.connections.add(links)
-        wake = self._wake[links] = asyncio.Event()
-        timer = loop.create_task(self._timer(conn, links, flush, wake))
+        timer: asyncio.TimerHandle | None = None
+
+        def received(data: bytes) -> None:
+            if conn.closed:
+                return
+            events = self._sasl(conn, conn.receive_data(data, now=loop.time()))
+            if events:
+                links.handle(events)
+            flush()
+            if conn.closed:
+                transport.close()
+
+        def eof() -> None:
+            if not conn.closed:
+                links.handle(conn.receive_eof())
+            transport.close()
+
+        def lost(exc: Exception | None) -> None:
+            streams.connection_lost(exc)
+            if not ended.done():
+                ended.set_result(None)
+
+        def tick() -> None:
+            nonlocal timer
+            deadline = conn.tick(loop.time())
+            for event in conn.events():
+                if isinstance(event, Closed):
+                    log.info("Service Bus AMQP: connection closed: %s", event.error)
+            links.expire_tokens()
+            flush()
+            if conn.closed:  # a timeout
+                transport.close()
+                timer = None
+                return
+            wait = MAX_TICK if deadline is None else min(MAX_TICK, deadline - loop.time())
+            token_wait = links.token_wait()
+            if token_wait is not None:  # with keys: detach links once their token expires
+                wait = min(wait, token_wait + 0.01)
+            timer = loop.call_later(max(0.0, wait), tick)
+
+        # bytes the stream read beyond the sniffed ones (none unless the peer sent a lot at once)
+        held = getattr(reader, "_buffer", None)
+        pending = first + bytes(held or b"")
+        if held:
+            held.clear()
+        transport.set_protocol(_Protocol(transport, received, eof, lost))
+        if not transport.is_reading() and not transport.is_closing():
+            transport.resume_reading()
+        tick()
         try:
-            data = first
-            while not conn.closed:
-                events = self._sasl(conn, conn.receive_data(data, now=loop.time()))
-                if events and await links.handle(events):
-                    self.poke_all(but=links)
-                flush()
-                if conn.closed:
-                    break
-                await writer.drain()
-                data = await reader.read(READ_SIZE)
-                if not data:
-                    await links.handle(conn.receive_eof())
-                    break
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
+            received(pending)
+            if reader.at_eof():
+                eof()
+            await ended
         finally:
-            timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await timer
+            if timer is not None:
+                timer.cancel()
             links.close()
-            with contextlib.suppress(Exception):
-                await links.commit()
+            links.commit()
             self.connections.discard(links)
-            self.poke_all()
             with contextlib.suppress(Exception):
                 flush()
-                await writer.drain()
+
+    def _when_durable(self, callback: Callable[[StoreFailed | None], None]) -> None:
+        committer = self.rt.committer
+        if committer is None:  # no data directory: nothing to wait for
+            callback(None)
+        else:
+            committer.when_durable(callback)
 
     @staticmethod
     def _sasl(conn: Connection, events: list[Event]) -> list[Event]:
@@ -128,26 +198,3 @@ class AmqpServer:
             else:
                 out.append(event)
         return out
-
-    def _changed(self) -> None:
-        self.host.changed()
-
-    async def _timer(
-        self, conn: Connection, links: SbLinks, flush: Callable[[], None], wake: asyncio.Event
-    ) -> None:
-        loop = asyncio.get_running_loop()
-        while not conn.closed:
-            deadline = conn.tick(loop.time())
-            for event in conn.events():
-                if isinstance(event, Closed):
-                    log.info("Service Bus AMQP: connection closed: %s", event.error)
-            flush()
-            if conn.closed:
-                break
-            wait = POLL if deadline is None else max(0.0, min(POLL, deadline - loop.time()))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), wait)
-            wake.clear()
-            links.expire_tokens()
-            links.poke()
-            await links.commit()

@@ -80,7 +80,7 @@ class Bridges:
             self.defs[bridge.name] = bridge
             self.status[bridge.name] = BridgeStatus()
         if runtime.servicebus is not None:
-            runtime.servicebus.listeners.append(self._servicebus_changed)
+            runtime.servicebus.listen(self._servicebus_changed)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -254,7 +254,7 @@ class Bridges:
     def _sent(self, status: BridgeStatus) -> None:
         status.status = "RUNNING"
         if self.rt.servicebus is not None:
-            self.rt.servicebus.arrived()
+            self.rt.servicebus.changed()
 
     def _from_servicebus(self, bridge: BridgeDef, status: BridgeStatus) -> int:
         """One batch from the entity published on the topic string; the count moved, 0 when

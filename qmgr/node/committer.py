@@ -1,6 +1,15 @@
 """Group commit: whoever needs durability waits; one writer thread commits all that has
 accumulated, so many persistent messages share one fsync.
 
+A group is taken at the end of the event-loop turn in which the first waiter asked, so
+changes made by every connection served in that turn share the commit; while a commit is under
+way, changes keep accumulating and form the next group, taken as soon as it is done. A large
+group goes to a dedicated writer thread (handed over directly, no executor), so the event loop
+goes on serving while it is written; a small one (at most ``inline_max_ops`` changes: a few
+settlements, one put) is committed on the event loop itself, because handing it to the thread
+and back (two thread wake-ups, a self-pipe write and read) costs more CPU and latency than the
+commit does. Changes that nobody waits for are committed within ``idle_interval``.
+
 A commit that fails is fail-stop: nothing collected since the last commit is durable, so every
 waiter gets ``StoreFailed``, so does every later ``durable`` call, no further commit is tried
 (a later one could write removals of messages whose arrival was lost) and ``on_failure`` is told
@@ -10,12 +19,18 @@ once, so the node stops.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
+import queue
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from qmgr.store import StoreFailed
-from qmgr.store.sqlite import SqliteStore
+from qmgr.store.sqlite import Op, SqliteStore
+
+log = logging.getLogger("qmgr.store")
+
+_Job = tuple[list[Op], int] | None  # the changes and the position they reach; None: stop
+INLINE_MAX_OPS = 64  # a group this small is committed on the event loop itself
 
 
 class Committer:
@@ -24,19 +39,28 @@ class Committer:
         store: SqliteStore,
         idle_interval: float = 0.05,
         on_failure: Callable[[StoreFailed], None] | None = None,
+        inline_max_ops: int = INLINE_MAX_OPS,
     ) -> None:
         self._store = store
         self._idle = idle_interval
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="qmgr-commit")
-        self._wake = asyncio.Event()
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
-        self._task: asyncio.Task[None] | None = None
+        self._inline_max = inline_max_ops
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiters: list[tuple[int, Callable[[StoreFailed | None], None]]] = []
+        self._busy = False  # a group is with the writer
+        self._scheduled = False  # a take is scheduled for the end of this loop turn
+        self._idle_handle: asyncio.TimerHandle | None = None
+        self._settled: asyncio.Future[None] | None = None  # stop() waits for the writer
         self._stopping = False
         self.on_failure = on_failure
         self.failure: StoreFailed | None = None
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.Thread(target=self._writer, name="qmgr-commit", daemon=True)
+        self._thread.start()
+        self._idle_handle = self._loop.call_later(self._idle, self._idle_tick)
 
     async def durable(self, target: int | None = None) -> None:
         """Return once every change collected so far (or up to position ``target``, see
@@ -48,57 +72,134 @@ class Committer:
         if self.failure is not None:
             raise StoreFailed(str(self.failure))
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append((target, fut))
-        self._wake.set()
+
+        def done(error: StoreFailed | None) -> None:
+            if fut.done():
+                return
+            if error is None:
+                fut.set_result(None)
+            else:
+                fut.set_exception(error)
+
+        self.when_durable(done, target)
         await fut
+
+    def when_durable(
+        self, callback: Callable[[StoreFailed | None], None], target: int | None = None
+    ) -> None:
+        """Call ``callback(None)`` (on the event loop) once every change collected so far (or
+        up to ``target``) is on disk, ``callback(StoreFailed)`` if it never will be; at once
+        when that is known already. Callbacks waiting for one commit are called in the order
+        they were given."""
+        if target is None:
+            target = self._store.appended
+        if self._store.committed >= target:
+            callback(None)
+            return
+        if self.failure is not None:
+            callback(StoreFailed(str(self.failure)))
+            return
+        self._waiters.append((target, callback))
+        self._kick()
 
     @property
     def position(self) -> int:
         """How many changes have been collected so far (a target for ``durable``)."""
         return self._store.appended
 
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while not self._stopping and self.failure is None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._idle)
-            self._wake.clear()
-            await self._commit_once(loop)
+    # -- event-loop side --------------------------------------------------------------------
 
-    async def _commit_once(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self.failure is not None or not self._store.has_pending:
+    def _kick(self) -> None:
+        if not self._busy and not self._scheduled and self._loop is not None:
+            self._scheduled = True
+            self._loop.call_soon(self._take)
+
+    def _take(self) -> None:
+        """Commit what has accumulated (if no commit is under way and anything is pending)."""
+        self._scheduled = False
+        if self._busy or self.failure is not None or not self._store.has_pending:
             return
+        self._busy = True
         ops, upto = self._store.take()
-        try:
-            await loop.run_in_executor(self._executor, self._store.commit, ops)
-        except Exception as exc:  # the store is broken: fail everyone waiting, stop committing
-            self._failed(exc)
+        if len(ops) > self._inline_max and self._thread is not None:
+            self._jobs.put((ops, upto))
             return
-        self._store.committed = upto
-        still: list[tuple[int, asyncio.Future[None]]] = []
-        for target, fut in self._waiters:
-            if target <= upto:
-                if not fut.done():
-                    fut.set_result(None)
-            else:
-                still.append((target, fut))
-        self._waiters = still
+        error: BaseException | None = None
+        try:
+            self._store.commit(ops)
+        except Exception as exc:
+            error = exc
+        self._done(upto, error)
 
-    def _failed(self, exc: Exception) -> None:
+    def _idle_tick(self) -> None:
+        self._take()
+        if not self._stopping and self._loop is not None:
+            self._idle_handle = self._loop.call_later(self._idle, self._idle_tick)
+
+    def _done(self, upto: int, error: BaseException | None) -> None:
+        """The writer finished a group (on the event loop, from the writer thread)."""
+        self._busy = False
+        if error is not None:  # the store is broken: fail everyone waiting, stop committing
+            self._failed(error)
+        else:
+            self._store.committed = upto
+            ready = [cb for target, cb in self._waiters if target <= upto]
+            self._waiters = still = [(t, cb) for t, cb in self._waiters if t > upto]
+            for callback in ready:
+                _call(callback, None)
+            if still:  # what accumulated meanwhile is the next group
+                self._take()
+        if not self._busy and self._settled is not None and not self._settled.done():
+            self._settled.set_result(None)
+
+    def _failed(self, exc: BaseException) -> None:
         failure = StoreFailed(f"store commit failed: {type(exc).__name__}: {exc}")
         failure.__cause__ = exc
         self.failure = failure
-        for _, fut in self._waiters:
-            if not fut.done():
-                fut.set_exception(StoreFailed(str(failure)))
-        self._waiters.clear()
+        waiters, self._waiters = self._waiters, []
+        for _, callback in waiters:
+            _call(callback, StoreFailed(str(failure)))
         if self.on_failure is not None:
             self.on_failure(failure)
 
+    # -- writer thread ----------------------------------------------------------------------
+
+    def _writer(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            ops, upto = job
+            error: BaseException | None = None
+            try:
+                self._store.commit(ops)
+            except Exception as exc:
+                error = exc
+            try:
+                loop.call_soon_threadsafe(self._done, upto, error)
+            except RuntimeError:  # the loop is closed: nobody is left to tell
+                return
+
     async def stop(self) -> None:
+        """Commit what is pending, then end the writer thread."""
         self._stopping = True
-        self._wake.set()
-        if self._task is not None:
-            await self._task
-        await self._commit_once(asyncio.get_running_loop())
-        self._executor.shutdown(wait=True)
+        if self._idle_handle is not None:
+            self._idle_handle.cancel()
+        loop = asyncio.get_running_loop()
+        while self._busy or (self.failure is None and self._store.has_pending):
+            self._settled = loop.create_future()
+            if not self._busy:
+                self._take()
+            await self._settled
+        self._jobs.put(None)
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join)
+
+
+def _call(callback: Callable[[StoreFailed | None], None], error: StoreFailed | None) -> None:
+    try:
+        callback(error)
+    except Exception:
+        log.exception("a callback waiting for a commit failed")

@@ -31,10 +31,16 @@ their Service Bus meaning (reference ``servicebus-amqp.md`` §B–G):
   within the link's ``com.microsoft:timeout`` the link is attached and detached with
   ``com.microsoft:timeout``.
 
-Every change to the namespace is followed by ``changed()`` (the node's timer looks again). The
-answers that acknowledge a send, a receive-and-delete or a settlement wait for ``durable()`` (the
-answers of one batch of events share one commit), so nothing acknowledged is lost and a message
-whose complete was echoed never comes back after a ``kill -9``.
+The answers that acknowledge a send, a receive-and-delete or a settlement wait for the commit
+(``when_durable``: the answers of one batch of events share one commit, and the connection goes
+on reading meanwhile; answers leave in the order they were made), so nothing acknowledged is
+lost and a message whose complete was echoed never comes back after a ``kill -9``. A change that
+may make messages available (a send, an abandon, a release, a dead-letter, a link gone with
+locks, a ``$management`` change) is followed, once durable, by ``changed()``: the host tells every
+connection's waiting receivers (:meth:`SbLinks.wake`); a commit that only carries completes or
+receive-and-delete removals tells nobody. A peek-lock delivery calls ``deadline_moved()`` so the
+host's timer knows when the lock expires. Nothing polls: a next-available session receiver
+waits until a session is released or sent to, or its ``com.microsoft:timeout`` passes.
 """
 
 from __future__ import annotations
@@ -44,8 +50,9 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import random
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +86,7 @@ from qmgr.amqp.types import DecodeError, Described, Int, Symbol
 from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
 from qmgr.servicebus.sas import Claims, Right, SasError
+from qmgr.store import StoreFailed
 
 log = logging.getLogger("qmgr.servicebus.amqp")
 
@@ -87,7 +95,6 @@ LOCKED_UNTIL_UTC = Symbol("com.microsoft:locked-until-utc")
 LINK_TIMEOUT = Symbol("com.microsoft:timeout")
 SENDER_CREDIT = 500  # credit kept granted to a client's sender link
 DEFAULT_SESSION_WAIT = 60.0  # seconds, when the link names no com.microsoft:timeout
-POLL = 0.2  # seconds between looks for messages the timer made available
 
 UNAUTHORIZED = "amqp:unauthorized-access"
 # the claim each $management operation needs (the others: Listen)
@@ -114,6 +121,12 @@ CONDITIONS: dict[Code, str] = {
     Code.INVALID_OPERATION: "amqp:not-allowed",
     Code.BAD_ARGUMENT: "com.microsoft:argument-error",
 }
+
+
+def _tag() -> bytes:
+    """A delivery tag for a pre-settled transfer (nobody settles it, so it need not be a
+    lock token; no system call, unlike ``uuid.uuid4``)."""
+    return random.randbytes(16)
 
 
 def error_for(exc: ServiceBusError) -> p.Error:
@@ -146,6 +159,17 @@ class LinkState:
     delivering: bool = False
 
 
+@dataclass(eq=False)
+class SessionWait:
+    """A next-available session receiver's attach, answered when a session can be locked or
+    when its timeout passes."""
+
+    event: LinkAttached
+    path: str
+    mode: ReceiveMode
+    timeout: asyncio.TimerHandle | None = None
+
+
 class SbLinks:
     """The Service Bus meaning of one AMQP connection's events."""
 
@@ -156,7 +180,8 @@ class SbLinks:
         *,
         now: Callable[[], float],
         changed: Callable[[], None],
-        durable: Callable[[], Awaitable[None]],
+        deadline_moved: Callable[[], None],
+        when_durable: Callable[[Callable[[StoreFailed | None], None]], None],
         flush: Callable[[], None],
         claims: Claims | None = None,
     ) -> None:
@@ -165,41 +190,73 @@ class SbLinks:
         self.ns = namespace
         self.now = now
         self._changed = changed
-        self._durable = durable
+        self._deadline_moved = deadline_moved
+        self._when_durable = when_durable
         self.flush = flush
         self.links: dict[Link, LinkState] = {}
-        self._dirty = False
+        self._dirty = False  # changes the next answers must wait for (on disk first)
+        self._waiting = 0  # answers waiting for the disk (later ones go after them)
+        self._wake = False  # changes that may make messages available to other receivers
         self._after: list[Callable[[], None]] = []
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._session_waits: dict[Link, SessionWait] = {}
         self.closed = False
 
     # ------------------------------------------------------------------ events
 
-    async def handle(self, events: list[Event]) -> bool:
-        """Act on one batch of events; answers that acknowledge a change wait for one commit.
-        Returns whether the namespace changed (other connections' receivers may look again)."""
+    def handle(self, events: list[Event]) -> None:
+        """Act on one batch of events; answers that acknowledge a change wait for one commit
+        (the connection goes on reading meanwhile)."""
         for event in events:
             try:
                 self._on(event)
             except ServiceBusError as exc:  # a refused operation not tied to a delivery
                 log.info("Service Bus AMQP: %s", exc)
-        changed = self._dirty
-        await self.commit()
-        return changed
+        self.commit()
 
-    async def commit(self) -> None:
-        """Make the changes so far durable, then send the answers that waited for it."""
-        if self._dirty:
-            self._dirty = False
-            self._changed()
-            await self._durable()
+    def commit(self) -> None:
+        """Send the answers collected so far once everything changed so far is on disk (in
+        order: after the answers of earlier calls); what was sent without waiting goes now."""
         after, self._after = self._after, []
+        dirty, self._dirty = self._dirty, False
+        wake, self._wake = self._wake, False
+        if dirty or self._waiting:  # behind the disk, or behind answers that are
+            self._waiting += 1
+            self._when_durable(functools.partial(self._answer_durable, after, wake))
+        else:
+            for action in after:
+                action()
+        self.flush()
+
+    def _answer_durable(
+        self, after: list[Callable[[], None]], wake: bool, error: StoreFailed | None
+    ) -> None:
+        self._waiting -= 1
+        if error is not None:  # the node stops: nothing more is acknowledged
+            log.error("Service Bus AMQP: closing a connection: %s", error)
+            self.conn.close(p.Error(condition="amqp:internal-error", description=str(error)))
+            self.flush()
+            return
+        if wake:
+            self._changed()
         for action in after:
             action()
         self.flush()
 
-    def _mark(self) -> None:
+    def _mark(self, wake: bool = True) -> None:
+        """The namespace changed: answers wait for the disk; ``wake``: other receivers may
+        find messages now."""
         self._dirty = True
+        if wake:
+            self._wake = True
+
+    def wake(self) -> None:
+        """Messages may have become available: serve this connection's waiting receivers and
+        next-available session attaches, then send (after a commit, if they removed
+        messages)."""
+        if self.closed:
+            return
+        self.poke()
+        self.commit()
 
     def _on(self, event: Event) -> None:
         if isinstance(event, LinkAttached):
@@ -224,6 +281,8 @@ class SbLinks:
         for st in list(self.links.values()):
             if st.kind == "receive" and st.link.credit > 0 and not st.delivering:
                 self._deliver(st)
+        for wait in list(self._session_waits.values()):
+            self._try_session(wait)
 
     # ------------------------------------------------------------------ attach
 
@@ -302,6 +361,14 @@ class SbLinks:
             return False
         return True
 
+    def token_wait(self) -> float | None:
+        """Seconds until the first token on this connection expires (None: no keys or no
+        token), so the connection's timer runs :meth:`expire_tokens` then."""
+        if self.claims is None:
+            return None
+        expiry = self.claims.next_expiry()
+        return None if expiry is None else max(0.0, expiry - self.now())
+
     def expire_tokens(self) -> None:
         """With keys: detach (``amqp:unauthorized-access``) the links whose token expired
         without being renewed."""
@@ -338,39 +405,47 @@ class SbLinks:
             return
         timeout_ms = (ev.properties or {}).get(LINK_TIMEOUT)
         wait = DEFAULT_SESSION_WAIT if not timeout_ms else int(timeout_ms) / 1000
-        task = asyncio.get_running_loop().create_task(self._wait_session(ev, path, mode, wait))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        pending = SessionWait(ev, path, mode)
+        pending.timeout = asyncio.get_running_loop().call_later(
+            wait, self._session_timeout, pending
+        )
+        self._session_waits[link] = pending
 
-    async def _wait_session(
-        self, ev: LinkAttached, path: str, mode: ReceiveMode, wait: float
-    ) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait
-        while not self.closed and ev.link.live:
-            await asyncio.sleep(min(POLL, max(0.0, deadline - loop.time())))
-            if self.closed or not ev.link.live:
-                return
-            try:
-                lock = self.ns.accept_session(path, None)
-            except ServiceBusError as exc:
-                self.conn.refuse_attach(ev.link, error_for(exc))
-                self.flush()
-                return
-            if lock is not None:
-                self._grant(ev, path, mode, lock.session_id, lock.locked_until)
-                self.flush()
-                return
-            if loop.time() >= deadline:
-                self.conn.refuse_attach(
-                    ev.link,
-                    p.Error(
-                        condition="com.microsoft:timeout",
-                        description="no session available within the timeout",
-                    ),
-                )
-                self.flush()
-                return
+    def _try_session(self, wait: SessionWait) -> None:
+        """A waiting next-available attach: lock a session if one can be had now."""
+        link = wait.event.link
+        if not link.live:
+            self._end_session_wait(link)
+            return
+        try:
+            lock = self.ns.accept_session(wait.path, None)
+        except ServiceBusError as exc:
+            self._end_session_wait(link)
+            self.conn.refuse_attach(link, error_for(exc))
+            return
+        if lock is not None:
+            self._end_session_wait(link)
+            self._grant(wait.event, wait.path, wait.mode, lock.session_id, lock.locked_until)
+
+    def _session_timeout(self, wait: SessionWait) -> None:
+        link = wait.event.link
+        if self._session_waits.get(link) is not wait:
+            return
+        self._end_session_wait(link)
+        if link.live and not self.closed:
+            self.conn.refuse_attach(
+                link,
+                p.Error(
+                    condition="com.microsoft:timeout",
+                    description="no session available within the timeout",
+                ),
+            )
+            self.flush()
+
+    def _end_session_wait(self, link: Link) -> None:
+        wait = self._session_waits.pop(link, None)
+        if wait is not None and wait.timeout is not None:
+            wait.timeout.cancel()
 
     def _grant(
         self, ev: LinkAttached, path: str, mode: ReceiveMode, session_id: str, until: float
@@ -386,6 +461,7 @@ class SbLinks:
         st = LinkState("receive", path, ev.link, mode, session_id=session_id)
         self.links[ev.link] = st
         self.conn.attach_reply(ev.link, source=source, properties=props)
+        self._deadline_moved()  # the session lock expires
         if ev.link.credit > 0:
             self._deliver(st)
 
@@ -413,7 +489,10 @@ class SbLinks:
         try:
             batch = ev.message_format == BATCH_FORMAT
             parts = split_batch(ev.payload) if batch else [ev.payload]
-            messages = [to_sb_message(part, message_id=uuid.uuid4().hex) for part in parts]
+            messages = [to_sb_message(part) for part in parts]
+            for m in messages:  # stamped when the client gave none (the JS SDK gives none)
+                if m.message_id is None:
+                    m.message_id = uuid.uuid4().hex
         except (DecodeError, ValueError) as exc:
             self._answer(
                 ev,
@@ -530,7 +609,7 @@ class SbLinks:
     def _send_pending(self, st: LinkState) -> None:
         while st.pending and st.link.can_send:
             data = st.pending.pop(0)
-            self.conn.send_transfer(st.link, uuid.uuid4().bytes, data, settled=True)
+            self.conn.send_transfer(st.link, _tag(), data, settled=True)
 
     # ------------------------------------------------------------------ transfers out
 
@@ -566,9 +645,10 @@ class SbLinks:
                 assert token is not None
                 data = to_amqp(stored, lock_token=token, locked_until=stored.locked_until)
                 self.conn.send_transfer(link, token.bytes_le, data)
+            self._deadline_moved()  # the host's timer learns when these locks expire
             return
         # receive-and-delete: the removal is made durable before the messages go out
-        self._mark()
+        self._mark(wake=False)
         st.delivering = True
 
         def out() -> None:
@@ -583,7 +663,7 @@ class SbLinks:
                         st.path,
                     )
                     continue
-                self.conn.send_transfer(link, uuid.uuid4().bytes, to_amqp(stored), settled=True)
+                self.conn.send_transfer(link, _tag(), to_amqp(stored), settled=True)
 
         self._after.append(out)
 
@@ -600,7 +680,9 @@ class SbLinks:
             echo: Any = p.Rejected() if isinstance(state, p.Rejected) else state
             try:
                 self._settle(st.path, token, state)
-                self._mark()  # the echo waits until the settlement is on disk
+                # the echo waits until the settlement is on disk; a complete frees nothing
+                # another receiver could take
+                self._mark(wake=not isinstance(state, p.Accepted))
             except ServiceBusError as exc:
                 echo = p.Rejected(error=error_for(exc))
             if not ev.settled:
@@ -635,6 +717,7 @@ class SbLinks:
     # ------------------------------------------------------------------ links gone
 
     def _gone(self, link: Link, unsettled: list[bytes]) -> None:
+        self._end_session_wait(link)
         st = self.links.pop(link, None)
         if st is None or st.kind != "receive":
             return
@@ -651,8 +734,8 @@ class SbLinks:
     def close(self) -> None:
         """The connection is over: release what its receivers held."""
         self.closed = True
-        for task in list(self._tasks):
-            task.cancel()
+        for link in list(self._session_waits):
+            self._end_session_wait(link)
         for link in list(self.links):
             self._gone(link, self._unsettled_tags(link))
 

@@ -5,7 +5,8 @@ duplicate-detection history.
 
 The timer asks the namespace when it next has something to do (``next_deadline``) and calls
 ``tick`` then; whoever changes the namespace calls :meth:`ServiceBusHost.changed` so an earlier
-deadline is seen at once.
+deadline is seen at once and the listeners (the AMQP receivers that wait for messages) look
+again; whoever only takes a lock calls :meth:`ServiceBusHost.deadline_moved`. Nothing polls.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,12 +84,11 @@ class ServiceBusHost:
         journal: SbJournal = SbStoreJournal(store) if store is not None else NullSbJournal()
         self.clock = clock
         self.namespace = Namespace(name, clock=clock, journal=journal, limits=limits)
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        # told at every change (the node's bridges that read from the namespace wake up)
-        self.listeners: list[Callable[[], None]] = []
-        # told when something inside the node (a bridge) sent messages: receivers look again
-        self.on_arrival: list[Callable[[], None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._armed_for = math.inf  # the deadline the timer is set for
+        self._listeners: list[Callable[[], None]] = []
+        self._notify_scheduled = False
         if loaded is not None and not loaded.empty:
             self._restore(loaded)
         if store is not None:
@@ -127,46 +128,80 @@ class ServiceBusHost:
         """The namespace as a Config.json text."""
         return json.dumps(config_json.export(self.namespace), indent=2)
 
-    # -- the timer --------------------------------------------------------------------------
+    # -- the timer and the listeners ---------------------------------------------------------
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._timer())
+        self._loop = asyncio.get_running_loop()
+        self._arm()
+
+    def listen(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (on the event loop) whenever messages may have become available:
+        after :meth:`changed` and after the timer expired locks or activated messages."""
+        self._listeners.append(listener)
+
+    def unlisten(self, listener: Callable[[], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
 
     def changed(self) -> None:
-        """Something may have moved the next deadline earlier: look again."""
-        self._wake.set()
-        for listener in self.listeners:
-            listener()
+        """The namespace changed: look at the next deadline again, and tell the listeners
+        (once per event-loop turn, however often this is called in it)."""
+        self.deadline_moved()
+        if self._loop is not None and not self._notify_scheduled:
+            self._notify_scheduled = True
+            self._loop.call_soon(self._notify)
 
-    def arrived(self) -> None:
-        """Messages were sent from inside the node: the timer and the receivers look again."""
-        self.changed()
-        for listener in self.on_arrival:
-            listener()
+    def deadline_moved(self) -> None:
+        """A deadline may now come earlier than the one the timer waits for (a lock taken,
+        a message scheduled): look again. Cheap when it does not."""
+        if self._loop is None:
+            return
+        deadline = self.namespace.next_deadline()
+        if deadline is not None and deadline < self._armed_for:
+            self._arm()
 
-    async def _timer(self) -> None:
+    def _notify(self) -> None:
+        self._notify_scheduled = False
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("Service Bus: a listener failed")
+
+    def _arm(self, delay: float | None = None) -> None:
+        """Schedule the timer for the namespace's next deadline (or after ``delay``)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._armed_for = math.inf
+        if self._loop is None:
+            return
+        if delay is None:
+            deadline = self.namespace.next_deadline()
+            if deadline is None:
+                return
+            self._armed_for = deadline
+            delay = max(0.0, deadline - self.clock.now())
+        self._handle = self._loop.call_later(delay, self._fire)
+
+    def _fire(self) -> None:
+        self._handle = None
+        self._armed_for = math.inf
         ns = self.namespace
-        while True:
-            deadline = ns.next_deadline()
-            wait = None if deadline is None else max(0.0, deadline - self.clock.now())
-            if wait is None or wait > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait)
-            else:
-                await asyncio.sleep(0)  # due at once: let the calls waiting go first
-            self._wake.clear()
-            deadline = ns.next_deadline()
-            if deadline is None or deadline > self.clock.now():
-                continue
+        deadline = ns.next_deadline()
+        if deadline is not None and deadline <= self.clock.now():
             try:
                 ns.tick()
             except Exception:
                 log.exception("Service Bus timer failed; retrying in %s s", RETRY_AFTER_FAILURE)
-                await asyncio.sleep(RETRY_AFTER_FAILURE)
+                self._arm(RETRY_AFTER_FAILURE)
+                return
+            self.changed()  # locks expired, messages activated: receivers may look again
+        self._arm()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._loop = None
+        self._listeners.clear()

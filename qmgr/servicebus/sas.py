@@ -316,6 +316,10 @@ class Claims:
         require(live[0], right)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def next_expiry(self) -> float | None:
+        """When the first token held now expires (None without tokens)."""
+        return min((g.expiry for g in self._grants.values()), default=None)
+
     def expired(self, now: float) -> list[Resource]:
         """Audiences whose token has expired (and was not replaced); forgotten once returned."""
         gone = [r for r, g in self._grants.items() if now >= g.expiry]

@@ -21,7 +21,9 @@ from qmgr.amqp.framing import (
     FramingError,
     ProtocolHeader,
     ProtocolHeaderError,
+    encode_disposition_frame,
     encode_frame,
+    encode_transfer_frame,
     transfer_overhead,
 )
 
@@ -204,3 +206,52 @@ def test_the_sdks_sasl_exchange_decodes():
         ),
         ProtocolHeader(0),
     ]
+
+
+UINTS = st.one_of(st.sampled_from([0, 1, 255, 256, 0xFFFFFFFF]), st.integers(0, 0xFFFFFFFF))
+STATES = st.sampled_from(
+    [
+        None,
+        p.Accepted(),
+        p.Released(),
+        p.Rejected(),
+        p.Modified(delivery_failed=True, undeliverable_here=True),
+        p.Rejected(error=p.Error(condition="amqp:internal-error", description="x" * 300)),
+    ]
+)
+
+
+@given(
+    st.integers(0, 0xFFFF),
+    UINTS,
+    UINTS,
+    st.binary(max_size=300),
+    st.binary(max_size=300),
+    st.sampled_from([0, 0x80013700]),
+    st.booleans(),
+    st.booleans(),
+)
+def test_the_direct_transfer_frame_is_the_generic_one(
+    channel, handle, delivery_id, tag, payload, fmt, settled, more
+):
+    transfer = p.Transfer(handle, delivery_id, tag, fmt, settled, more)  # the spec's order
+    generic = encode_frame(channel, transfer, payload)
+    direct = encode_transfer_frame(
+        channel, handle, delivery_id, tag, payload, message_format=fmt, settled=settled, more=more
+    )
+    assert direct == generic
+
+
+@given(st.integers(0, 0xFFFF), st.booleans(), UINTS, UINTS, st.booleans(), STATES, st.booleans())
+def test_the_direct_disposition_frame_is_the_generic_one(
+    channel, role, first, last, settled, state, batchable
+):
+    generic = encode_frame(
+        channel,
+        p.Disposition(
+            role=role, first=first, last=last, settled=settled, state=state, batchable=batchable
+        ),
+    )
+    assert encode_disposition_frame(channel, role, first, last, settled, state, batchable) == (
+        generic
+    )

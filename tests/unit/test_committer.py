@@ -1,0 +1,98 @@
+"""The group commit (qmgr.node.committer) on a real SQLite store: what a waiter is told is on
+disk, changes of one event-loop turn share a commit, answers keep their order, a large group
+goes through the writer thread, and a failing commit fails everyone (fail-stop)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from qmgr.node.committer import Committer
+from qmgr.store import StoreFailed
+from qmgr.store.sqlite import SqliteStore
+
+
+def _on_disk(path: Path) -> dict[str, str]:
+    with sqlite3.connect(path / "qmgr.sqlite") as db:
+        return dict(db.execute("SELECT key, value FROM kv WHERE key LIKE 'k%'").fetchall())
+
+
+@pytest.mark.parametrize("inline_max_ops", [64, 0])  # on the event loop, by the writer thread
+def test_what_a_waiter_is_told_is_durable_is_on_disk(tmp_path: Path, inline_max_ops: int) -> None:
+    async def run() -> None:
+        store = SqliteStore(tmp_path)
+        committer = Committer(store, inline_max_ops=inline_max_ops)
+        committer.start()
+        store.set_value("k1", "a")
+        await committer.durable()
+        assert _on_disk(tmp_path) == {"k1": "a"}
+        store.set_value("k2", "b")
+        store.set_value("k3", "c")
+        await committer.durable()
+        assert _on_disk(tmp_path) == {"k1": "a", "k2": "b", "k3": "c"}
+        await committer.stop()
+
+    asyncio.run(run())
+
+
+def test_changes_of_one_turn_share_a_commit_and_answers_keep_their_order(tmp_path: Path) -> None:
+    async def run() -> tuple[list[str], int]:
+        store = SqliteStore(tmp_path)
+        committer = Committer(store)
+        committer.start()
+        told: list[str] = []
+        for i in range(5):  # five connections, one settlement each, in one loop turn
+            store.set_value(f"k{i}", "x")
+            committer.when_durable(lambda error, i=i: told.append(f"{i}:{error}"))
+        committer.when_durable(lambda error: told.append(f"nothing new:{error}"))
+        assert told == []
+        await committer.durable()
+        commits = store._commits
+        committer.when_durable(lambda error: told.append(f"already:{error}"))
+        await committer.stop()
+        return told, commits
+
+    told, commits = asyncio.run(run())
+    assert told == [*(f"{i}:None" for i in range(5)), "nothing new:None", "already:None"]
+    assert commits == 1
+    assert len(_on_disk(tmp_path)) == 5
+
+
+def test_stop_commits_what_nobody_waited_for(tmp_path: Path) -> None:
+    async def run() -> None:
+        store = SqliteStore(tmp_path)
+        committer = Committer(store, idle_interval=3600, inline_max_ops=0)
+        committer.start()
+        for i in range(100):
+            store.set_value(f"k{i}", "v")
+        await committer.stop()
+
+    asyncio.run(run())
+    assert len(_on_disk(tmp_path)) == 100
+
+
+def test_a_failing_commit_fails_every_waiter_and_every_later_one(tmp_path: Path) -> None:
+    async def run() -> tuple[list[str], list[StoreFailed]]:
+        store = SqliteStore(tmp_path, fail_at_commit=1)
+        failures: list[StoreFailed] = []
+        committer = Committer(store, on_failure=failures.append)
+        committer.start()
+        told: list[str] = []
+        store.set_value("k1", "lost")
+        committer.when_durable(lambda error: told.append(type(error).__name__))
+        with pytest.raises(StoreFailed, match="disk is full"):
+            await committer.durable()
+        store.set_value("k2", "after")
+        with pytest.raises(StoreFailed):
+            await committer.durable()
+        committer.when_durable(lambda error: told.append(type(error).__name__))
+        await committer.stop()
+        return told, failures
+
+    told, failures = asyncio.run(run())
+    assert told == ["StoreFailed", "StoreFailed"]
+    assert len(failures) == 1
+    assert _on_disk(tmp_path) == {}
