@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from qmgr.amqp.connection import Closed, Connection, Event, SaslInit
 from qmgr.node.sb_links import POLL, SbLinks
+from qmgr.servicebus.sas import Claims
 
 if TYPE_CHECKING:
     from qmgr.node.runtime import NodeRuntime
@@ -42,6 +43,7 @@ class AmqpServer:
         self.host = runtime.servicebus
         self.container_id = f"qmgr-{uuid.uuid4().hex[:12]}"
         self.connections: weakref.WeakSet[SbLinks] = weakref.WeakSet()
+        self.keys = runtime.config.servicebus_keys  # None: every token is accepted
 
     def poke_all(self, but: SbLinks | None = None) -> None:
         """The namespace changed: let every connection's receivers look for messages."""
@@ -71,6 +73,7 @@ class AmqpServer:
             changed=self._changed,
             durable=durable,
             flush=flush,
+            claims=None if self.keys is None else Claims(self.keys),
         )
         self.connections.add(links)
         timer = loop.create_task(self._timer(conn, links, flush))
@@ -131,5 +134,6 @@ class AmqpServer:
                 break
             wait = POLL if deadline is None else max(0.0, min(POLL, deadline - loop.time()))
             await asyncio.sleep(wait)
+            links.expire_tokens()
             links.poke()
             await links.commit()
