@@ -388,3 +388,39 @@ def test_service_bus_sessions_all_drains_every_session_in_order(
     order = [r.session_id for r in rows]
     assert sum(1 for a, b in zip(order, order[1:], strict=False) if a != b) == 2
     assert sb.get_queue("sessions").counts.active == 0
+
+
+def test_service_bus_sessions_sequenced_restores_the_order_of_load_seq(
+    spark: SparkSession, sb_node: NodeProcess
+) -> None:
+    sb = sb_node.client().servicebus
+    sb.create_topic("prices")
+    sb.create_subscription("prices", "ordered", {"RequiresSession": True})
+    sent_order = [3, 1, 2, 6, 4, 5, 9, 10, 7, 8]  # each session's LoadSeq as sent: disordered
+    msgs = [_message(i, f"pub{k}") for i in sent_order for k in (1, 2)]
+    _send(sb_node, "prices", msgs)
+    rows = read(
+        spark,
+        servicebus=sb_node.sb_address,
+        topic="prices",
+        subscription="ordered",
+        sessions="sequenced",
+        idle=1,
+    )
+    per_session: dict[str, list[int]] = defaultdict(list)
+    for r in rows:
+        per_session[r.session_id].append(int(r.properties["LoadSeq"]))
+    assert per_session == {"pub1": list(range(1, 11)), "pub2": list(range(1, 11))}
+    assert sb.get_subscription("prices", "ordered").counts.active == 0
+    # the same options with max_messages are refused: a sequenced drain takes every session
+    _refused(
+        lambda: read(
+            spark,
+            servicebus=sb_node.sb_address,
+            topic="prices",
+            subscription="ordered",
+            sessions="sequenced",
+            max_messages=5,
+        ),
+        "option max_messages does not apply to sessions=sequenced",
+    )
