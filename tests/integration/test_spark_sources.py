@@ -113,6 +113,13 @@ def by_publisher(rows: list[Any]) -> dict[str, list[int]]:
     return seqs
 
 
+def by_session(rows: list[Any]) -> dict[str, list[int]]:
+    seqs: dict[str, list[int]] = defaultdict(list)
+    for r in rows:
+        seqs[r.session_id].append(int(r.properties["LoadSeq"]))
+    return seqs
+
+
 # -- MQ ---------------------------------------------------------------------------------------
 
 
@@ -314,6 +321,17 @@ def _send(node: NodeProcess, entity: str, messages: list[ServiceBusMessage]) -> 
         sender.send_messages(messages)
 
 
+def _topic_with(
+    node: NodeProcess, subscription: str, properties: dict[str, Any], msgs: list[ServiceBusMessage]
+) -> Any:
+    """Topic "prices" with one subscription, ``msgs`` sent to it; the namespace's admin."""
+    sb = node.client().servicebus
+    sb.create_topic("prices")
+    sb.create_subscription("prices", subscription, properties)
+    _send(node, "prices", msgs)
+    return sb
+
+
 def _message(i: int, session: str | None = None) -> ServiceBusMessage:
     return ServiceBusMessage(
         f"m{i}",
@@ -350,11 +368,8 @@ def test_service_bus_queue_drained_peek_lock_with_every_column(
 def test_service_bus_subscription_receive_and_delete_up_to_max_messages(
     spark: SparkSession, sb_node: NodeProcess
 ) -> None:
-    sb = sb_node.client().servicebus
-    sb.create_topic("prices")
-    sb.create_subscription("prices", "all")
     msgs = [ServiceBusMessage(f"p{i}", subject=f"Prices/{i}") for i in range(30)]
-    _send(sb_node, "prices", msgs)
+    sb = _topic_with(sb_node, "all", {}, msgs)
     rows = read(
         spark,
         servicebus=sb_node.sb_address,
@@ -380,9 +395,7 @@ def test_service_bus_sessions_all_drains_every_session_in_order(
     _send(sb_node, "sessions", msgs)
     rows = read(spark, servicebus=sb_node.sb_address, queue="sessions", sessions="all", idle=1)
     assert len(rows) == 30
-    per_session: dict[str, list[int]] = defaultdict(list)
-    for r in rows:
-        per_session[r.session_id].append(int(r.properties["LoadSeq"]))
+    per_session = by_session(rows)
     assert per_session == {f"s{k}": [i for i in range(1, 31) if i % 3 == k] for k in range(3)}
     # each session is drained whole before the next one starts
     order = [r.session_id for r in rows]
@@ -393,12 +406,9 @@ def test_service_bus_sessions_all_drains_every_session_in_order(
 def test_service_bus_sessions_sequenced_restores_the_order_of_load_seq(
     spark: SparkSession, sb_node: NodeProcess
 ) -> None:
-    sb = sb_node.client().servicebus
-    sb.create_topic("prices")
-    sb.create_subscription("prices", "ordered", {"RequiresSession": True})
     sent_order = [3, 1, 2, 6, 4, 5, 9, 10, 7, 8]  # each session's LoadSeq as sent: disordered
     msgs = [_message(i, f"pub{k}") for i in sent_order for k in (1, 2)]
-    _send(sb_node, "prices", msgs)
+    sb = _topic_with(sb_node, "ordered", {"RequiresSession": True}, msgs)
     rows = read(
         spark,
         servicebus=sb_node.sb_address,
@@ -407,9 +417,7 @@ def test_service_bus_sessions_sequenced_restores_the_order_of_load_seq(
         sessions="sequenced",
         idle=1,
     )
-    per_session: dict[str, list[int]] = defaultdict(list)
-    for r in rows:
-        per_session[r.session_id].append(int(r.properties["LoadSeq"]))
+    per_session = by_session(rows)
     assert per_session == {"pub1": list(range(1, 11)), "pub2": list(range(1, 11))}
     assert sb.get_subscription("prices", "ordered").counts.active == 0
     # the same options with max_messages are refused: a sequenced drain takes every session
