@@ -160,6 +160,8 @@ def publish_rows(
                     f"row {sent + 1} of partition {partition} has no topic and there is no "
                     "topic option"
                 )
+            if body is None:
+                raise QmgrSourceError(f"row {sent + 1} of partition {partition} has no body")
             props = dict(properties) if properties else {}
             if persistent is None:
                 persistent = opts.persistent

@@ -250,6 +250,16 @@ def test_bad_options_are_refused_before_anything_is_sent(
             {"node": addr},
             "column body is int, it must be binary or string",
         ),
+        (  # checked row by row: the first row already fails
+            rows.withColumn("topic", F.lit(None).cast("string")),
+            {"node": addr},
+            "has no topic and there is no topic option",
+        ),
+        (
+            rows.withColumn("body", F.lit(None).cast("binary")),
+            {"node": addr, "topic": "Bad/x"},
+            "has no body",
+        ),
     ]
     for df, options, text in cases:
         _refused(lambda df=df, options=options: write(df, **options), text)
