@@ -48,16 +48,19 @@ def plain_publisher(address: str, index: int, count: int, persistent: bool, out:
     def acked(batch_id: int, accepted: int) -> None:
         last_ack[0] = time.time_ns()
 
-    with QueueManagerClient(address) as qm:
-        qm.wait_ready()
-        pub = qm.stream_publisher(BATCH, 8, on_ack=acked)
-        out.put(("ready", index))
-        first = time.time_ns()
-        topic = f"Bench/P{index}"
-        for seq in range(1, count + 1):
-            props = {"LoadPublisher": f"P{index}", "LoadSeq": str(seq)}
-            pub.publish(topic, BODY, properties=props, persistent=persistent)
-        pub.close()
+    try:
+        with QueueManagerClient(address) as qm:
+            qm.wait_ready()
+            pub = qm.stream_publisher(BATCH, 8, on_ack=acked)
+            first = time.time_ns()
+            topic = f"Bench/P{index}"
+            for seq in range(1, count + 1):
+                props = {"LoadPublisher": f"P{index}", "LoadSeq": str(seq)}
+                pub.publish(topic, BODY, properties=props, persistent=persistent)
+            pub.close()
+    except Exception as exc:
+        out.put(("error", f"plain publisher {index}: {exc}"))
+        return
     out.put(("done", first, last_ack[0]))
 
 
@@ -71,10 +74,12 @@ def run_plain(address: str, partitions: int, messages: int, persistent: bool) ->
     ]
     for p in procs:
         p.start()
-    results = [out.get(timeout=120) for _ in range(2 * partitions)]
+    spans = [out.get(timeout=300) for _ in range(partitions)]
     for p in procs:
         p.join(60)
-    spans = [r for r in results if r[0] == "done"]
+    for r in spans:
+        if r[0] == "error":
+            raise RuntimeError(r[1])
     first = min(s[1] for s in spans)
     last = max(s[2] for s in spans)
     return share * partitions / ((last - first) / 1e9)
@@ -131,6 +136,14 @@ def run_spark(
     return count / ((last - first) / 1e9), count / wall
 
 
+def clear(address: str, subscribe: bool) -> None:
+    """Empty the subscription's queue (with --subscribe) so that each run starts alike."""
+    if subscribe:
+        with QueueManagerClient(address) as qm:
+            dest = qm.mqsc("DISPLAY SUB(BENCH) DEST")[0]["DEST"]
+            qm.mqsc(f"CLEAR QLOCAL('{dest}')")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -179,7 +192,9 @@ def main() -> None:
         )
         ratios = []
         for r in range(1, args.rounds + 1):
+            clear(node.address, args.subscribe)
             plain = run_plain(node.address, args.partitions, messages, args.persistent)
+            clear(node.address, args.subscribe)
             through, wall = run_spark(df, node.address, messages, args.persistent, acks)
             ratios.append(through / plain)
             print(
