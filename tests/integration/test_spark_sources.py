@@ -216,6 +216,32 @@ def test_rate_paces_each_partition_in_small_batches(
     assert {r.source for r in rows} == {"mq:QM1/subscription/PACED"}
 
 
+def test_queues_listed_in_one_read_are_one_partition_each_drained_in_order(
+    spark: SparkSession, named_node: NodeProcess
+) -> None:
+    with named_node.client() as qm:
+        for q in ("APP.A", "APP.B"):
+            qm.mqsc(f"DEFINE QLOCAL({q})")
+            for i in range(1, 301):
+                qm.put(q, f"{q}-{i}".encode(), properties={"LoadSeq": str(i)}, persistent=True)
+    df = spark.read.format("qmgr").option("node", "QM1").option("queue", "APP.A, APP.B")
+    df = df.option("idle", "1").load()
+    assert df.rdd.getNumPartitions() == 2
+    rows = df.collect()
+    for q in ("APP.A", "APP.B"):
+        got = [r for r in rows if r.source == f"mq:QM1/queue/{q}"]
+        assert [r.body for r in got] == [f"{q}-{i}".encode() for i in range(1, 301)]
+        assert all(r.topic is None and r.route is None for r in got)
+    # a second read finds the queues drained; max_messages takes only the first ones
+    with named_node.client() as qm:
+        for i in range(1, 6):
+            qm.put("APP.A", f"again-{i}".encode())
+    again = read(spark, node="QM1", queue="APP.A", idle=1, max_messages=3)
+    assert [r.body for r in again] == [b"again-1", b"again-2", b"again-3"]
+    rest = read(spark, node="QM1", queue="APP.A,APP.B", idle=1)
+    assert [r.body for r in rest] == [b"again-4", b"again-5"]
+
+
 def _refused(call: Callable[[], object], text: str) -> None:
     with pytest.raises(Exception) as info:
         call()
