@@ -26,12 +26,13 @@ from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceReader,
     InputPartition,
+    SimpleDataSourceStreamReader,
     WriterCommitMessage,
 )
 from pyspark.sql.types import BinaryType, BooleanType, MapType, StringType, StructType
 
 from qmgr.client import MQClientError
-from qmgr.spark.drain import READ_SCHEMA, drain_mq, drain_sb
+from qmgr.spark.drain import READ_SCHEMA, MqStream, drain_mq, drain_sb
 from qmgr.spark.options import (
     MqSource,
     QmgrSourceError,
@@ -44,6 +45,7 @@ from qmgr.spark.options import (
 from qmgr.spark.sink import Columns, WriteResult, client, publish_rows
 
 FORMAT = "qmgr"
+STREAM_BATCH = 10_000  # the most messages in one micro-batch unless max_messages says
 CONNECT_TIMEOUT = 10.0
 COLUMN_TYPES: dict[str, tuple[Any, ...]] = {
     "body": (BinaryType(), StringType()),
@@ -128,6 +130,29 @@ class QmgrReader(DataSourceReader):
         return drain_mq(src, o.idle, o.max_messages, o.batch_size)
 
 
+class QmgrStreamReader(SimpleDataSourceStreamReader):
+    """``spark.readStream.format("qmgr")`` of one MQ subscription or queue: each micro-batch
+    takes what has arrived (see :class:`qmgr.spark.drain.MqStream`)."""
+
+    def __init__(self, stream: MqStream) -> None:
+        self.stream = stream
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"taken": 0}
+
+    def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[Any, ...]], dict[str, int]]:
+        rows = self.stream.batch(start["taken"])
+        return iter(rows), {"taken": start["taken"] + len(rows)}
+
+    def readBetweenOffsets(
+        self, start: dict[str, int], end: dict[str, int]
+    ) -> Iterator[tuple[Any, ...]]:
+        return iter(self.stream.replay(start["taken"], end["taken"]))
+
+    def commit(self, end: dict[str, int]) -> None:
+        self.stream.commit(end["taken"])
+
+
 class QmgrDataSource(DataSource):
     """``format("qmgr")``: see the module documentation."""
 
@@ -144,6 +169,18 @@ class QmgrDataSource(DataSource):
             _subscription_queue(src) if isinstance(src, MqSource) else src for src in opts.sources
         )
         return QmgrReader(replace(opts, sources=sources))
+
+    def simpleStreamReader(self, schema: StructType) -> QmgrStreamReader:
+        reader = self.reader(schema)
+        sources = reader.opts.sources
+        if len(sources) != 1 or not isinstance(sources[0], MqSource):
+            raise QmgrSourceError(
+                "readStream takes one MQ subscription or queue (option node with one "
+                "subscription or queue)"
+            )
+        o = reader.opts
+        stream = MqStream(sources[0], o.idle, o.max_messages or STREAM_BATCH, o.batch_size)
+        return QmgrStreamReader(stream)
 
     def writer(self, schema: StructType, overwrite: bool) -> QmgrWriter:
         if overwrite:

@@ -242,6 +242,49 @@ def test_queues_listed_in_one_read_are_one_partition_each_drained_in_order(
     assert [r.body for r in rest] == [b"again-4", b"again-5"]
 
 
+def test_read_stream_takes_a_subscription_continuously(
+    spark: SparkSession, node: NodeProcess
+) -> None:
+    _subscribe(node, "LIVE", "Live/#")
+    stream = (
+        spark.readStream.format("qmgr")
+        .option("node", node.address)
+        .option("subscription", "LIVE")
+        .option("idle", "0.5")
+        .load()
+    )
+    query = stream.writeStream.format("memory").queryName("live").start()
+    try:
+        with node.client() as qm:
+            for i in range(1, 501):
+                qm.publish("Live/a", f"m{i}".encode(), properties={"LoadSeq": str(i)})
+            query.processAllAvailable()
+            assert spark.sql("SELECT count(*) AS n FROM live").collect()[0].n == 500
+            for i in range(501, 701):
+                qm.publish("Live/b", f"m{i}".encode(), properties={"LoadSeq": str(i)})
+            query.processAllAvailable()
+        rows = spark.sql("SELECT * FROM live").collect()
+    finally:
+        query.stop()
+    assert sorted(int(r.properties["LoadSeq"]) for r in rows) == list(range(1, 701))
+    assert {r.topic for r in rows} == {"Live/a", "Live/b"}
+    assert {r.source for r in rows} == {f"mq:{node.address}/subscription/LIVE"}
+    # one Service Bus entity or several queues cannot be streamed
+    _refused(
+        lambda: (
+            spark.readStream.format("qmgr")
+            .option("servicebus", "127.0.0.1:1")
+            .option("queue", "q")
+            .load()
+            .writeStream.format("memory")
+            .queryName("never")
+            .start()
+            .processAllAvailable()
+        ),
+        "readStream takes one MQ subscription or queue",
+    )
+
+
 def _refused(call: Callable[[], object], text: str) -> None:
     with pytest.raises(Exception) as info:
         call()
