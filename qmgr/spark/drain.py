@@ -61,6 +61,29 @@ def mq_row(label: str, msg: ReceivedMessage) -> Row:
     )
 
 
+class QmgrReadError(RuntimeError):
+    """A source could not be drained (its node or entity failed or refused the reader)."""
+
+
+def drain(
+    src: MqSource | SbSource, idle: float, max_messages: int | None, batch_size: int
+) -> Iterator[Row]:
+    """The rows of one source; a failure is a :class:`QmgrReadError` naming the source."""
+    from azure.servicebus.exceptions import ServiceBusError
+
+    from qmgr.client import MQClientError
+
+    try:
+        if isinstance(src, SbSource):
+            yield from drain_sb(src, idle, max_messages, batch_size)
+        else:
+            yield from drain_mq(src, idle, max_messages, batch_size)
+    except (MQClientError, ServiceBusError) as exc:
+        raise QmgrReadError(
+            f"qmgr data source: reading {src.label} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def drain_mq(
     src: MqSource, idle: float, max_messages: int | None, batch_size: int
 ) -> Iterator[Row]:

@@ -32,12 +32,11 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import BinaryType, BooleanType, MapType, StringType, StructType
 
 from qmgr.client import MQClientError
-from qmgr.spark.drain import READ_SCHEMA, MqStream, drain_mq, drain_sb
+from qmgr.spark.drain import READ_SCHEMA, MqStream, drain
 from qmgr.spark.options import (
     MqSource,
     QmgrSourceError,
     ReadOptions,
-    SbSource,
     WriteOptions,
     read_options,
     write_options,
@@ -123,11 +122,8 @@ class QmgrReader(DataSourceReader):
         return [InputPartition(src) for src in self.opts.sources]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        src = partition.value
         o = self.opts
-        if isinstance(src, SbSource):
-            return drain_sb(src, o.idle, o.max_messages, o.batch_size)
-        return drain_mq(src, o.idle, o.max_messages, o.batch_size)
+        return drain(partition.value, o.idle, o.max_messages, o.batch_size)
 
 
 class QmgrStreamReader(SimpleDataSourceStreamReader):

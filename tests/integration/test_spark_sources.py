@@ -442,6 +442,10 @@ def test_service_bus_queue_drained_peek_lock_with_every_column(
     assert sb.get_queue("orders").counts.active == 0  # completed
     # read again: nothing left
     assert read(spark, servicebus=_conn(sb_node), queue="orders", idle=0.5) == []
+    _refused(
+        lambda: read(spark, servicebus=sb_node.sb_address, queue="nope", idle=0.5),
+        "qmgr data source: reading sb:nope failed: MessagingEntityNotFoundError",
+    )
 
 
 def test_service_bus_subscription_receive_and_delete_up_to_max_messages(
