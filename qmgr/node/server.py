@@ -106,6 +106,7 @@ async def serve(config: NodeConfig, on_ready: Callable[[str, str], None] | None 
             f"qmgr: {config.name} cannot listen on {config.servicebus_host}:"
             f"{config.servicebus_port} for Service Bus (--servicebus-port): {sb_ready}"
         )
+    runtime.bridges.start()  # after the cluster join: what they publish is routed
     if on_ready is not None:
         on_ready(f"{host}:{port}", sb_ready.partition("=")[2])
     print(f"READY name={config.name} addr={host}:{port}{sb_ready}", flush=True)
