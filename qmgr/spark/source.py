@@ -74,14 +74,19 @@ def _check_columns(schema: StructType) -> Columns:
 
 
 def _check_node(opts: WriteOptions) -> None:
-    """The node answers (before any partition starts publishing)."""
-    with client(opts.address, opts.security) as qm:
+    """The node answers and accepts the credentials (before any partition starts publishing):
+    a connection is opened and closed."""
+    with client(opts.address, opts.security, CONNECT_TIMEOUT) as qm:
         try:
             qm.wait_ready(CONNECT_TIMEOUT)
         except MQClientError as exc:
             raise QmgrSourceError(
                 f"node {opts.node} ({opts.address}) does not answer: {exc}"
             ) from None
+        try:
+            qm.connection_id()
+        except MQClientError as exc:
+            raise QmgrSourceError(f"node {opts.node} ({opts.address}) refused: {exc}") from None
 
 
 def _subscription_queue(src: MqSource) -> MqSource:
@@ -95,7 +100,7 @@ def _subscription_queue(src: MqSource) -> MqSource:
                 return src
             ok, records = qm.mqsc_ok(f"DISPLAY SUB('{src.subscription}') DEST")
         except MQClientError as exc:
-            raise QmgrSourceError(f"node {src.address} does not answer: {exc}") from None
+            raise QmgrSourceError(f"node {src.address} refused the read: {exc}") from None
     if not ok or not records or not records[0].attrs.get("DEST"):
         raise QmgrSourceError(f"no subscription {src.subscription} on node {src.address}")
     return replace(src, queue=records[0].attrs["DEST"])

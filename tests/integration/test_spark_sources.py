@@ -24,13 +24,16 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
+from qmgr.client import QueueManagerClient  # noqa: E402
 from qmgr.spark import register  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
+from tests.integration.app_security import Nodes, add_user, make_certs, nodes  # noqa: E402
 from tests.integration.cluster_nodes import cluster_with_topics, free_ports, wait_for  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 from tests.integration.test_sb_admin_http import _conn  # noqa: E402
 
 NodeFactory = Callable[..., NodeProcess]
+__all__ = ["nodes", "sb_node"]
 sb_node = admin_http.sb_node  # a node hosting a namespace, its Service Bus port on a free port
 
 
@@ -283,6 +286,37 @@ def test_read_stream_takes_a_subscription_continuously(
         ),
         "readStream takes one MQ subscription or queue",
     )
+
+
+def test_tls_and_connection_authentication(
+    spark: SparkSession, tmp_path: Path, nodes: Nodes
+) -> None:
+    certs = make_certs(tmp_path / "certs")
+    users = tmp_path / "users.json"
+    add_user(users, "admin", "admin-Pa55", "mqm")
+    add_user(users, "app", "app-Pa55")
+    node = nodes.start("QM1", *certs.node_args(), "--auth", str(users))
+    tls = {"tls_ca": certs.ca}
+    with QueueManagerClient(
+        node.address, timeout=20, tls_ca=certs.ca, user="admin", password="admin-Pa55"
+    ) as qm:
+        qm.mqsc("DEFINE SUB(SECURE) TOPICSTR('Secure/#') DESTCLAS(MANAGED)")
+    rows = load_rows(spark, 2, 50, "Secure")
+    _refused(
+        lambda: write(rows, node=node.address, user="app", password="wrong", **tls),
+        f"node {node.address} ({node.address}) refused: MQRC_NOT_AUTHORIZED",
+    )
+    write(rows, node=node.address, user="app", password="app-Pa55", **tls)
+    got = read(
+        spark,
+        node=node.address,
+        subscription="SECURE",
+        idle=1,
+        user="admin",
+        password="admin-Pa55",
+        **tls,
+    )
+    assert by_publisher(got) == {"P0": list(range(1, 51)), "P1": list(range(1, 51))}
 
 
 def _refused(call: Callable[[], object], text: str) -> None:
