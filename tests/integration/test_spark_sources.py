@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from qmgr.client import QueueManagerClient  # noqa: E402
+from qmgr.client import OutgoingMessage, QueueManagerClient  # noqa: E402
 from qmgr.spark import register  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.app_security import Nodes, add_user, make_certs, nodes  # noqa: E402
@@ -421,6 +422,45 @@ def test_a_node_killed_mid_write_fails_the_job_and_every_acknowledged_message_wa
     assert acked <= set(received)  # nothing acknowledged was lost
     for seqs in by_publisher(rows).values():  # and what arrived is a prefix, in order
         assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_a_node_killed_mid_read_fails_the_read_and_leaves_what_was_not_acknowledged(
+    spark: SparkSession, node: NodeProcess
+) -> None:
+    n = 20_000
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(DRAIN.Q) MAXDEPTH(50000)")
+        for first in range(1, n + 1, 500):
+            batch = [
+                OutgoingMessage(b"x" * 200, {"LoadSeq": str(i)}, persistent=True)
+                for i in range(first, first + 500)
+            ]
+            qm.put_many("DRAIN.Q", batch)
+
+    def depth() -> int:
+        with node.client() as qm:
+            return int(qm.mqsc("DISPLAY QSTATUS(DRAIN.Q) CURDEPTH")[0]["CURDEPTH"])
+
+    def kill_once_the_read_has_begun() -> None:
+        wait_for("the read to take messages", lambda: depth() < n, timeout=120)
+        time.sleep(0.3)  # let it hand some batches to Spark (where the kill lands is not checked)
+        node.kill()
+
+    killer = threading.Thread(target=kill_once_the_read_has_begun, daemon=True)
+    killer.start()
+    # idle 5 s: the reader is still draining (or waiting for more) when the node goes
+    with pytest.raises(Exception) as info:
+        read(spark, node=node.address, queue="DRAIN.Q", idle=5, batch_size=50)
+    killer.join(10)
+    message = str(info.value)
+    assert f"qmgr data source: reading mq:{node.address}/queue/DRAIN.Q failed" in message, message[
+        :3000
+    ]
+    node.start()
+    rest = read(spark, node=node.address, queue="DRAIN.Q", idle=1)
+    seqs = [int(r.properties["LoadSeq"]) for r in rest]
+    # what the failed read had not acknowledged is back, in order, up to the last message
+    assert seqs == list(range(n - len(seqs) + 1, n + 1))
 
 
 # -- Service Bus ------------------------------------------------------------------------------
