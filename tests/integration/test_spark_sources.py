@@ -453,9 +453,9 @@ def test_a_node_killed_mid_read_fails_the_read_and_leaves_what_was_not_acknowled
         read(spark, node=node.address, queue="DRAIN.Q", idle=5, batch_size=50)
     killer.join(10)
     message = str(info.value)
-    assert f"qmgr data source: reading mq:{node.address}/queue/DRAIN.Q failed" in message, message[
-        :3000
-    ]
+    source = f"mq:{node.address}/queue/DRAIN.Q"
+    assert f"qmgr data source: reading {source} failed" in message, message[:3000]
+    assert "MQRC_CONNECTION_BROKEN" in message
     node.start()
     rest = read(spark, node=node.address, queue="DRAIN.Q", idle=1)
     seqs = [int(r.properties["LoadSeq"]) for r in rest]
