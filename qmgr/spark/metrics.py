@@ -1,0 +1,297 @@
+"""Stage 3 of the load job: delivery metrics as DataFrame transforms (no row reaches Python).
+
+Inputs, all DataFrames:
+
+- ``sent``: one row per injected message: ``publisher`` string, ``seq`` long (1-based per
+  publisher), ``topic`` string;
+- ``acked``: the acknowledgement log of the ``qmgr`` writer (``publisher``, ``seq``, ``topic``,
+  ``ack_ns``, ``sent_ns``); a message may appear more than once (a retried task);
+- ``receipts``: what the measured subscriptions received, as :func:`receipts_from` shapes the
+  rows of ``spark.read.format("qmgr")``: ``subscriber``, ``arrival`` (increasing in arrival
+  order within a subscriber), ``publisher``, ``seq``, ``topic``, ``enqueue_time``, ``route``,
+  ``sent_ns``...;
+- ``subscriptions``: ``subscriber`` and ``pattern``, the MQ topic pattern (``#``, ``+``) that
+  says which publications the subscriber should receive (:func:`subscriptions_frame`).
+
+A *stream* is one publisher × one subscriber. Per stream, per subscriber (publisher ``*``) and
+in total (both ``*``), :func:`delivery_metrics` gives:
+
+- ``sent``, ``acknowledged``: messages of the publisher on topics the subscriber matches;
+- ``received``: copies received; ``unique``: distinct messages among them;
+- ``lost``: acknowledged but never received; ``duplicated``: copies beyond the first;
+  ``unexpected``: received but never sent (by this run's publishers);
+- ``out_of_order``: first copies whose sequence number is lower than one received before them
+  in the stream; ``out_of_order_ratio`` = out_of_order / unique;
+- ``max_displacement``: the largest distance between a message's place in arrival order and its
+  place in sequence order (first copies only);
+- ``latency_p50_ms`` ... ``latency_max_ms``: destination enqueue time minus send time
+  (``LoadSentNs``, else the writer's ``sent_ns``), over first copies, by ``percentile_approx``.
+
+:func:`share` gives the copies per topic host (the nodes a copy passed between its origin and
+its destination, from ``qmgr.route``) or per full route, with each one's share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+ALL = "*"  # the publisher / subscriber of an aggregate row
+DIRECT = "direct"  # a copy that passed no node between its origin and its destination
+PERCENTILES = (0.5, 0.95, 0.99)
+ACCURACY = 10_000  # percentile_approx accuracy: relative error 1/ACCURACY
+
+# Names of the properties every injected message carries (the contract of the load job).
+RUN = "LoadRun"
+PUBLISHER = "LoadPublisher"
+SEQ = "LoadSeq"
+SENT_NS = "LoadSentNs"
+
+STREAM = ("subscriber", "publisher")
+
+METRIC_COLUMNS = (
+    "subscriber",
+    "publisher",
+    "sent",
+    "acknowledged",
+    "received",
+    "unique",
+    "lost",
+    "duplicated",
+    "unexpected",
+    "out_of_order",
+    "out_of_order_ratio",
+    "max_displacement",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "latency_max_ms",
+)
+
+RECEIPT_SCHEMA = T.StructType(
+    [
+        T.StructField("subscriber", T.StringType()),
+        T.StructField("arrival", T.LongType()),
+        T.StructField("publisher", T.StringType()),
+        T.StructField("seq", T.LongType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("enqueue_time", T.TimestampType()),
+        T.StructField("receive_time", T.TimestampType()),
+        T.StructField("route", T.StringType()),
+        T.StructField("sent_ns", T.LongType()),
+        T.StructField("delivery_count", T.IntegerType()),
+        T.StructField("session_id", T.StringType()),
+    ]
+)
+
+
+# -- topic patterns -------------------------------------------------------------------------------
+
+
+def topic_regex(pattern: str) -> str:
+    """A regular expression (Java and Python syntax) matching the topic strings that the MQ
+    topic pattern ``pattern`` matches: ``#`` as a whole level is zero or more levels, ``+`` as a
+    whole level exactly one; anything else, wildcards mixed into a level included, is literal.
+    It is matched against ``'/' + topic``."""
+    parts = []
+    for level in pattern.split("/"):
+        if level == "#":
+            parts.append("(?:/[^/]*)*")
+        elif level == "+":
+            parts.append("/[^/]*")
+        else:
+            parts.append("/" + "".join(_literal(c) for c in level))
+    return "^" + "".join(parts) + "$"
+
+
+def _literal(char: str) -> str:
+    """``char`` matching itself in Java and Python regular expressions: ASCII punctuation and
+    spaces are escaped with a backslash (both read that as the character itself)."""
+    return "\\" + char if char.isascii() and not char.isalnum() else char
+
+
+def subscriptions_frame(spark: SparkSession, patterns: Iterable[tuple[str, str]]) -> DataFrame:
+    """The ``subscriptions`` input from (subscriber, MQ topic pattern) pairs."""
+    rows = [(name, pattern, topic_regex(pattern)) for name, pattern in patterns]
+    schema = "subscriber string, pattern string, topic_regex string"
+    return spark.createDataFrame(rows, schema)
+
+
+def expected(messages: DataFrame, subscriptions: DataFrame) -> DataFrame:
+    """``messages`` (sent or acknowledged, one row per message) paired with every subscriber
+    whose pattern matches the message's topic."""
+    subs = F.broadcast(subscriptions.select("subscriber", "topic_regex"))
+    topic = F.concat(F.lit("/"), messages["topic"])
+    matched = messages.join(subs, F.regexp_like(topic, subs["topic_regex"]))
+    return matched.drop("topic_regex")
+
+
+# -- receipts -------------------------------------------------------------------------------------
+
+
+def receipts_from(rows: DataFrame, subscriber: str, run: str | None = None) -> DataFrame:
+    """The rows one measured subscription gave ``spark.read.format("qmgr")`` (one partition,
+    in arrival order), as receipts of ``subscriber``: the load properties taken out, the arrival
+    order numbered. Rows of another run (``LoadRun`` differs) or without the load properties are
+    left out when ``run`` is given. Call it on the source's DataFrame itself, before anything
+    reorders the rows."""
+    props = F.col("properties")
+    out = rows.withColumn("arrival", F.monotonically_increasing_id())
+    if run is not None:
+        out = out.where(props.getItem(RUN) == F.lit(run))
+    return out.select(
+        F.lit(subscriber).alias("subscriber"),
+        "arrival",
+        props.getItem(PUBLISHER).alias("publisher"),
+        props.getItem(SEQ).cast("long").alias("seq"),
+        F.col("topic"),
+        F.col("enqueue_time"),
+        F.col("receive_time"),
+        F.col("route"),
+        props.getItem(SENT_NS).cast("long").alias("sent_ns"),
+        F.col("delivery_count").cast("int").alias("delivery_count"),
+        F.col("session_id"),
+    ).where(F.col("publisher").isNotNull() & F.col("seq").isNotNull())
+
+
+def host_of(route: Column) -> Column:
+    """The nodes between origin and destination in a ``qmgr.route`` value ("PUB1,HOSTA2,SUB1"
+    -> "HOSTA2", comma-separated when several); :data:`DIRECT` when there are none."""
+    nodes = F.filter(F.split(F.coalesce(route, F.lit("")), ","), lambda n: n != F.lit(""))
+    middle = F.when(F.size(nodes) > 2, F.slice(nodes, 2, F.size(nodes) - 2)).otherwise(
+        F.array().cast("array<string>")
+    )
+    joined = F.array_join(middle, ",")
+    return F.when(joined == "", F.lit(DIRECT)).otherwise(joined)
+
+
+def annotate(receipts: DataFrame) -> DataFrame:
+    """Each receipt with, per stream: ``first`` (the first copy of its message),
+    ``out_of_order`` and ``displacement`` (on first copies; null on the others),
+    ``latency_ms`` and ``host``."""
+    copies = Window.partitionBy(*STREAM, "seq").orderBy("arrival")
+    marked = receipts.withColumn("first", F.row_number().over(copies) == 1)
+    firsts = marked.where("first")
+    by_arrival = Window.partitionBy(*STREAM).orderBy("arrival")
+    before = by_arrival.rowsBetween(Window.unboundedPreceding, -1)
+    by_seq = Window.partitionBy(*STREAM).orderBy("seq", "arrival")
+    ordered = firsts.withColumn(
+        "out_of_order", F.coalesce(F.col("seq") < F.max("seq").over(before), F.lit(False))
+    ).withColumn(
+        "displacement", F.abs(F.row_number().over(by_arrival) - F.row_number().over(by_seq))
+    )
+    rest = marked.where(~F.col("first")).select(
+        *marked.columns,
+        F.lit(None).cast("boolean").alias("out_of_order"),
+        F.lit(None).cast("int").alias("displacement"),
+    )
+    both = ordered.unionByName(rest)
+    enqueue_us = F.unix_micros(F.col("enqueue_time"))
+    return both.withColumn(
+        "latency_ms", (enqueue_us - F.col("sent_ns") / 1000.0) / 1000.0
+    ).withColumn("host", host_of(F.col("route")))
+
+
+# -- aggregation ----------------------------------------------------------------------------------
+
+
+def _rolled(df: DataFrame, *aggs: Column) -> DataFrame:
+    """``aggs`` per stream, per subscriber and in total (rolled-up keys become :data:`ALL`)."""
+    out = df.rollup(*STREAM).agg(*aggs)
+    return out.select(
+        F.coalesce(F.col("subscriber"), F.lit(ALL)).alias("subscriber"),
+        F.coalesce(F.col("publisher"), F.lit(ALL)).alias("publisher"),
+        *[c for c in out.columns if c not in STREAM],
+    )
+
+
+def delivery_metrics(
+    sent: DataFrame, acked: DataFrame, receipts: DataFrame, subscriptions: DataFrame
+) -> DataFrame:
+    """The metrics of every stream, every subscriber and the total, one row each (columns
+    :data:`METRIC_COLUMNS`), ordered subscriber then publisher with the aggregates last."""
+    keys = ("publisher", "seq", "topic")
+    sent_x = expected(sent.select(*keys), subscriptions)
+    acked_x = expected(acked.select(*keys).dropDuplicates(["publisher", "seq"]), subscriptions)
+    marked = annotate(receipts)
+    received_keys = marked.where("first").select(*STREAM, "seq")
+    lost = acked_x.join(received_keys, [*STREAM, "seq"], "left_anti")
+    unexpected = received_keys.join(sent_x.select(*STREAM, "seq"), [*STREAM, "seq"], "left_anti")
+
+    first = F.col("first")
+    latency = F.when(first, F.col("latency_ms"))
+    got = _rolled(
+        marked,
+        F.count(F.lit(1)).alias("received"),
+        F.count(F.when(first, 1)).alias("unique"),
+        F.count(F.when(F.col("out_of_order"), 1)).alias("out_of_order"),
+        F.max("displacement").alias("max_displacement"),
+        F.percentile_approx(latency, list(PERCENTILES), ACCURACY).alias("_pct"),
+        F.max(latency).alias("latency_max_ms"),
+    )
+    parts = [
+        _rolled(sent_x, F.count(F.lit(1)).alias("sent")),
+        _rolled(acked_x, F.count(F.lit(1)).alias("acknowledged")),
+        got,
+        _rolled(lost, F.count(F.lit(1)).alias("lost")),
+        _rolled(unexpected, F.count(F.lit(1)).alias("unexpected")),
+    ]
+    table = parts[0]
+    for part in parts[1:]:
+        table = table.join(part, list(STREAM), "full_outer")
+    counts = ("sent", "acknowledged", "received", "unique", "lost", "unexpected", "out_of_order")
+    table = table.fillna(0, subset=list(counts)).fillna(0, subset=["max_displacement"])
+    pct = F.col("_pct")
+    table = (
+        table.withColumn("duplicated", F.col("received") - F.col("unique"))
+        .withColumn(
+            "out_of_order_ratio",
+            F.when(F.col("unique") > 0, F.col("out_of_order") / F.col("unique")).otherwise(0.0),
+        )
+        .withColumn("latency_p50_ms", pct.getItem(0))
+        .withColumn("latency_p95_ms", pct.getItem(1))
+        .withColumn("latency_p99_ms", pct.getItem(2))
+    )
+    aggregate_last = [(F.col(k) == ALL).asc() for k in STREAM]
+    return table.select(*METRIC_COLUMNS).orderBy(
+        aggregate_last[0], "subscriber", aggregate_last[1], "publisher"
+    )
+
+
+def share(receipts: DataFrame, by: str = "host") -> DataFrame:
+    """First copies per ``by`` ("host": the topic host or other nodes passed; "route": the full
+    route) per stream, per subscriber and in total: ``copies`` and ``share`` (of the copies of
+    the same stream, subscriber or total)."""
+    if by not in ("host", "route"):
+        raise ValueError(f"share by 'host' or 'route', not {by!r}")
+    marked = annotate(receipts).where("first")
+    if by == "route":
+        marked = marked.withColumn("route", F.coalesce(F.col("route"), F.lit("")))
+    grouped = marked.cube(*STREAM, by).agg(
+        F.count(F.lit(1)).alias("copies"), F.grouping_id().alias("_gid")
+    )
+    # keep (stream, by), (subscriber, by) and (by): the cube's other groupings are not shares
+    bits = {"subscriber": 4, "publisher": 2, by: 1}
+    wanted = (0, bits["publisher"], bits["subscriber"] + bits["publisher"])
+    kept = grouped.where(F.col("_gid").isin(*wanted))
+    whole = Window.partitionBy("_gid", *STREAM)
+    return (
+        kept.withColumn("share", F.col("copies") / F.sum("copies").over(whole))
+        .select(
+            F.coalesce(F.col("subscriber"), F.lit(ALL)).alias("subscriber"),
+            F.coalesce(F.col("publisher"), F.lit(ALL)).alias("publisher"),
+            F.col(by),
+            "copies",
+            "share",
+        )
+        .orderBy(
+            (F.col("subscriber") == ALL).asc(),
+            "subscriber",
+            (F.col("publisher") == ALL).asc(),
+            "publisher",
+            by,
+        )
+    )
