@@ -1,0 +1,94 @@
+"""The sequenced-delivery bookkeeping alone: what happens to each arrival, given the progress
+kept in the session state (the consumer pattern of the seed servicebus-sequenced-delivery.md)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qmgr.client.sequenced import SequenceState, Step, sequence_of
+
+
+def test_a_new_session_starts_at_the_first_number() -> None:
+    assert SequenceState.from_bytes(None).next == 1
+    assert SequenceState.from_bytes(b"", first=5).next == 5
+
+
+def test_early_arrivals_are_deferred_and_fetched_in_turn() -> None:
+    state = SequenceState()
+    assert state.classify(3) is Step.DEFER
+    state.remember_deferred(3, broker_sequence=101)
+    assert state.classify(2) is Step.DEFER
+    state.remember_deferred(2, broker_sequence=102)
+    assert state.next_deferred() is None  # 1 has not come yet
+    assert state.classify(1) is Step.PROCESS
+    state.done(1, ok=True)
+    assert state.next_deferred() == 102
+    state.done(2, ok=True)
+    assert state.next_deferred() == 101
+    state.done(3, ok=True, last=True)
+    assert state.closed and state.processed == 3 and state.deferred == {}
+
+
+def test_a_number_already_processed_is_stale_and_a_missing_one_invalid() -> None:
+    state = SequenceState(next=4)
+    assert state.classify(3) is Step.STALE
+    assert state.classify(None) is Step.INVALID
+
+
+def test_a_failure_is_recorded_and_the_sequence_moves_on() -> None:
+    state = SequenceState()
+    state.done(1, ok=False)
+    assert state.next == 2 and state.failed == [1] and state.processed == 0
+
+
+def test_only_the_next_number_can_be_done() -> None:
+    with pytest.raises(ValueError, match="not the next"):
+        SequenceState().done(2, ok=True)
+
+
+def test_state_round_trips_and_foreign_state_is_refused() -> None:
+    state = SequenceState(next=7, deferred={9: 44, 8: 43}, failed=[2], processed=4, closed=False)
+    assert SequenceState.from_bytes(state.to_bytes()) == state
+    with pytest.raises(ValueError, match="not a sequence state"):
+        SequenceState.from_bytes(b'{"cart": 3}')
+    with pytest.raises(ValueError, match="not a sequence state"):
+        SequenceState.from_bytes(b"\xff\x00")
+
+
+def test_the_sequence_property_as_the_sdk_gives_it() -> None:
+    assert sequence_of({b"SequenceNumber": 3}, "SequenceNumber") == 3
+    assert sequence_of({"SequenceNumber": b"12"}, "SequenceNumber") == 12
+    assert sequence_of({"SequenceNumber": "x"}, "SequenceNumber") is None
+    assert sequence_of({"SequenceNumber": True}, "SequenceNumber") is None
+    assert sequence_of({"SequenceNumber": 1.5}, "SequenceNumber") is None
+    assert sequence_of(None, "SequenceNumber") is None
+
+
+@given(st.integers(min_value=1, max_value=60), st.randoms(use_true_random=False))
+def test_any_arrival_order_is_processed_in_sequence(n: int, rnd: random.Random) -> None:
+    """Driving the state as the receiver does, with redeliveries thrown in: the processed
+    numbers come out as 1..n exactly once each."""
+    arrivals = list(range(1, n + 1)) + [rnd.randint(1, n) for _ in range(n // 4)]
+    rnd.shuffle(arrivals)
+    state = SequenceState()
+    deferred_msgs: dict[int, int] = {}
+    processed: list[int] = []
+    for number in arrivals:
+        step = state.classify(number)
+        if step is Step.DEFER:
+            if number in state.deferred:
+                continue  # a redelivered copy of a deferred one: only its first is kept
+            state.remember_deferred(number, 1000 + number)
+            deferred_msgs[1000 + number] = number
+        elif step is Step.PROCESS:
+            processed.append(number)
+            state.done(number, ok=True)
+            while (broker := state.next_deferred()) is not None:
+                processed.append(deferred_msgs.pop(broker))
+                state.done(state.next, ok=True)
+    assert processed == list(range(1, n + 1))
+    assert state.deferred == {}
