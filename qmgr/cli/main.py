@@ -437,12 +437,14 @@ def get(
 def _register_extra_commands() -> None:
     from qmgr.cli.cluster import cluster
     from qmgr.cli.demo import demo
+    from qmgr.cli.load import load
     from qmgr.cli.sb import sb
 
     cli.add_command(demo)
     cli.add_command(cluster)
     cli.add_command(auth)
     cli.add_command(sb)
+    cli.add_command(load)
 
 
 def main() -> None:

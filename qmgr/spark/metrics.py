@@ -295,3 +295,44 @@ def share(receipts: DataFrame, by: str = "host") -> DataFrame:
             by,
         )
     )
+
+
+def with_send_times(receipts: DataFrame, acked: DataFrame) -> DataFrame:
+    """``receipts`` whose ``sent_ns`` is filled, where the message did not carry LoadSentNs,
+    from the writer's acknowledgement log."""
+    sent = acked.groupBy("publisher", "seq").agg(F.min("sent_ns").alias("_logged_ns"))
+    joined = receipts.join(sent, ["publisher", "seq"], "left")
+    return (
+        joined.withColumn("sent_ns", F.coalesce(F.col("sent_ns"), F.col("_logged_ns")))
+        .drop("_logged_ns")
+        .select(*receipts.columns)
+    )
+
+
+QUANTILES = tuple(q / 100 for q in range(0, 101))
+
+
+def latency_distribution(receipts: DataFrame, by: str = "host") -> DataFrame:
+    """The latency (ms) of first copies at each of :data:`QUANTILES` per ``by`` (a receipt
+    column or "host"): columns ``by``, ``quantile``, ``latency_ms``, ``copies``."""
+    marked = annotate(receipts).where("first").where(F.col("latency_ms").isNotNull())
+    grouped = marked.groupBy(by).agg(
+        F.percentile_approx("latency_ms", list(QUANTILES), ACCURACY).alias("_at"),
+        F.count(F.lit(1)).alias("copies"),
+    )
+    return (
+        grouped.select(
+            by,
+            F.posexplode("_at").alias("_i", "latency_ms"),
+            "copies",
+        )
+        .select(
+            by,
+            F.element_at(F.array(*[F.lit(q) for q in QUANTILES]), F.col("_i") + 1).alias(
+                "quantile"
+            ),
+            "latency_ms",
+            "copies",
+        )
+        .orderBy(by, "quantile")
+    )
