@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import queue as _queue
 import threading
 import time
@@ -46,6 +45,7 @@ CHANNEL_OPTIONS = [
 ]
 
 SlowConsumerCallback = Callable[[Any], None]
+AckCallback = Callable[[int, int], None]  # (batch id, publications accepted in it)
 ACK_DELAY = 0.02  # seconds an acknowledgement may wait to be merged with the next ones
 _NEXT: Any = object()
 
@@ -232,7 +232,11 @@ class StreamPublisher:
     """Publishes on one long-lived stream in batches, with up to ``window`` batches awaiting
     acknowledgement. ``flush()`` waits for every acknowledgement and raises the first error;
     when the node acknowledges nothing for the client's timeout (a hung node), flushing or
-    waiting for a window slot raises MQRC_CONNECTION_BROKEN."""
+    waiting for a window slot raises MQRC_CONNECTION_BROKEN.
+
+    ``on_ack(batch_id, accepted)`` is called (on the stream's reader thread) when the node
+    answers a batch: its first ``accepted`` publications are published (committed first when
+    persistent). :attr:`pending_batch_id` is the id of the batch the next publication goes in."""
 
     def __init__(
         self,
@@ -240,14 +244,16 @@ class StreamPublisher:
         batch_size: int,
         window: int,
         timeout: float = 30.0,
+        on_ack: AckCallback | None = None,
     ) -> None:
         self._batch_size = batch_size
+        self._on_ack = on_ack
         self._timeout = timeout  # the longest wait for an acknowledgement before giving up
         self._acks = 0
         self._requests: _queue.Queue[messaging_pb2.PublishRequest | None] = _queue.Queue()
         self._window = window
         self._slots = threading.Semaphore(window)
-        self._ids = itertools.count(1)
+        self._next_id = 1  # the id the pending batch will be sent with
         self._pending = messaging_pb2.PublishRequest()
         self._outstanding = 0
         self._done = threading.Condition()
@@ -261,6 +267,12 @@ class StreamPublisher:
     def _read(self) -> None:
         try:
             for resp in self._responses:
+                if self._on_ack is not None:
+                    try:
+                        self._on_ack(resp.batch_id, resp.accepted)
+                    except Exception as exc:  # the application's callback failed
+                        with self._done:
+                            self._error = self._error or exc
                 with self._done:
                     self.accepted += resp.accepted
                     self.deliveries += resp.deliveries
@@ -298,6 +310,11 @@ class StreamPublisher:
         if len(self._pending.publications) >= self._batch_size:
             self._send()
 
+    @property
+    def pending_batch_id(self) -> int:
+        """The id the batch being filled will be sent with (see ``on_ack``)."""
+        return self._next_id
+
     def _send(self) -> None:
         if not self._pending.publications:
             return
@@ -308,7 +325,8 @@ class StreamPublisher:
         if self._error is not None:
             self._slots.release()
             raise self._error
-        self._pending.batch_id = next(self._ids)
+        self._pending.batch_id = self._next_id
+        self._next_id += 1
         with self._done:
             self._outstanding += 1
         self._requests.put(self._pending)
@@ -573,8 +591,12 @@ class QueueManagerClient:
             raise publish_error(resp, resp.accepted)
         return PublishResult(resp.accepted, resp.deliveries)
 
-    def stream_publisher(self, batch_size: int = 100, window: int = 8) -> StreamPublisher:
-        return StreamPublisher(self._msg, batch_size, window, self.timeout)
+    def stream_publisher(
+        self, batch_size: int = 100, window: int = 8, *, on_ack: AckCallback | None = None
+    ) -> StreamPublisher:
+        """A :class:`StreamPublisher`; ``on_ack(batch_id, accepted)`` is told of each batch
+        the node answers."""
+        return StreamPublisher(self._msg, batch_size, window, self.timeout, on_ack)
 
     def subscribe(
         self,

@@ -1,0 +1,213 @@
+"""One partition of ``spark.read.format("qmgr")``: one MQ queue or one Service Bus entity
+drained in order into rows of :data:`READ_SCHEMA`.
+
+A drain ends after ``idle`` seconds with nothing new (or at ``max_messages``). Messages are
+acknowledged (MQ) or completed (Service Bus peek-lock) once the partition has handed them to
+Spark, a batch at a time: a task that fails leaves what it had not handed over on the queue."""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from qmgr.client import ReceivedMessage
+from qmgr.spark.options import MqSource, SbSource
+from qmgr.spark.sink import client
+
+READ_SCHEMA = (
+    "source string, body binary, topic string, properties map<string,string>, "
+    "message_id string, correlation_id string, enqueue_time timestamp, "
+    "receive_time timestamp, route string, delivery_count int, session_id string, "
+    "sequence_number long"
+)
+ROUTE_PROPERTY = "qmgr.route"
+TOPIC_PROPERTY = "MQTopicString"
+Row = tuple[Any, ...]
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _timestamp(seconds: float | None) -> datetime | None:
+    return None if not seconds else datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def mq_row(label: str, msg: ReceivedMessage) -> Row:
+    props = {k: _text(v) for k, v in msg.properties.items()}
+    return (
+        label,
+        msg.body,
+        msg.topic or props.get(TOPIC_PROPERTY),
+        props,
+        msg.message_id or None,
+        msg.correl_id.hex() if msg.correl_id else None,
+        _timestamp(msg.put_time_ms / 1000.0),
+        _timestamp(msg.received_at),
+        props.get(ROUTE_PROPERTY),
+        msg.backout_count,
+        None,
+        msg.sequence or None,
+    )
+
+
+def drain_mq(
+    src: MqSource, idle: float, max_messages: int | None, batch_size: int
+) -> Iterator[Row]:
+    """Consume ``src.queue`` with explicit acknowledgement, a batch at a time."""
+    with client(src.address, src.security) as qm:
+        consumer = qm.consumer(src.queue, max_batch=batch_size, ack="explicit")
+        try:
+            taken = 0
+            while max_messages is None or taken < max_messages:
+                msg = consumer.receive(timeout=idle)
+                if msg is None:
+                    break
+                yield mq_row(src.label, msg)
+                taken += 1
+                if taken % batch_size == 0:
+                    consumer.ack()
+            if taken % batch_size:
+                consumer.ack()
+        finally:
+            consumer.close()
+
+
+def _sb_body(msg: Any) -> bytes:
+    body = msg.body
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    try:
+        return b"".join(bytes(part) for part in body)
+    except TypeError:
+        return str(msg).encode()
+
+
+def sb_row(label: str, msg: Any, received: float) -> Row:
+    props = {_text(k) or "": _text(v) for k, v in (msg.application_properties or {}).items()}
+    return (
+        label,
+        _sb_body(msg),
+        props.get(TOPIC_PROPERTY) or msg.subject,
+        props,
+        _text(msg.message_id),
+        _text(msg.correlation_id),
+        msg.enqueued_time_utc,
+        _timestamp(received),
+        props.get(ROUTE_PROPERTY),
+        msg.delivery_count,
+        msg.session_id,
+        msg.sequence_number,
+    )
+
+
+class _Budget:
+    """How many more messages a drain may take (max_messages over all its sessions)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.left = limit
+
+    def take(self, batch_size: int) -> int:
+        return batch_size if self.left is None else min(batch_size, self.left)
+
+    def took(self, n: int) -> None:
+        if self.left is not None:
+            self.left -= n
+
+
+def _receiver(sb: Any, src: SbSource, idle: float, session_id: Any = None) -> Any:
+    from azure.servicebus import ServiceBusReceiveMode
+
+    mode = (
+        ServiceBusReceiveMode.RECEIVE_AND_DELETE
+        if src.receive_mode == "receive_and_delete"
+        else ServiceBusReceiveMode.PEEK_LOCK
+    )
+    kwargs: dict[str, Any] = {"receive_mode": mode, "max_wait_time": idle}
+    if session_id is not None:
+        kwargs["session_id"] = session_id
+    if src.queue is not None:
+        return sb.get_queue_receiver(src.queue, **kwargs)
+    return sb.get_subscription_receiver(src.topic, src.subscription, **kwargs)
+
+
+def _drain_receiver(
+    receiver: Any, src: SbSource, idle: float, budget: _Budget, batch_size: int
+) -> Iterator[Row]:
+    peek_lock = src.receive_mode == "peek_lock"
+    while budget.take(batch_size) > 0:
+        batch = receiver.receive_messages(
+            max_message_count=budget.take(batch_size), max_wait_time=idle
+        )
+        if not batch:
+            return
+        received = time.time()
+        for msg in batch:
+            yield sb_row(src.label, msg, received)
+        budget.took(len(batch))
+        if peek_lock:
+            for msg in batch:
+                receiver.complete_message(msg)
+
+
+def _drain_sessions(
+    sb: Any, src: SbSource, idle: float, budget: _Budget, batch_size: int
+) -> Iterator[Row]:
+    """Every session, one at a time, each taken with a next-available session receiver,
+    until none is available for ``idle`` seconds."""
+    from azure.servicebus import NEXT_AVAILABLE_SESSION
+    from azure.servicebus.exceptions import OperationTimeoutError
+
+    while budget.take(batch_size) > 0:
+        try:
+            with _receiver(sb, src, idle, NEXT_AVAILABLE_SESSION) as receiver:
+                yield from _drain_receiver(receiver, src, idle, budget, batch_size)
+        except OperationTimeoutError:  # no session with messages became available
+            return
+
+
+def _drain_sequenced(
+    sb: Any, src: SbSource, idle: float, budget: _Budget, batch_size: int
+) -> Iterator[Row]:
+    """Every session through :func:`qmgr.client.sequenced.drain_sessions`, which hands over
+    each session's messages in the order of ``src.sequence_property``."""
+    sequenced = importlib.import_module("qmgr.client.sequenced")
+    received = time.time()
+    for msg in sequenced.drain_sessions(
+        sb,
+        queue=src.queue,
+        topic=src.topic,
+        subscription=src.subscription,
+        sequence_property=src.sequence_property,
+        idle=idle,
+        max_messages=budget.left,
+        receive_and_delete=src.receive_mode == "receive_and_delete",
+    ):
+        yield sb_row(src.label, msg, received)
+
+
+def drain_sb(
+    src: SbSource, idle: float, max_messages: int | None, batch_size: int
+) -> Iterator[Row]:
+    from azure.servicebus import ServiceBusClient
+
+    budget = _Budget(max_messages)
+    with ServiceBusClient.from_connection_string(src.connection_string) as sb:
+        if src.sessions == "all":
+            yield from _drain_sessions(sb, src, idle, budget, batch_size)
+        elif src.sessions == "sequenced":
+            yield from _drain_sequenced(sb, src, idle, budget, batch_size)
+        else:
+            with _receiver(sb, src, idle) as receiver:
+                yield from _drain_receiver(receiver, src, idle, budget, batch_size)

@@ -1,0 +1,157 @@
+"""The "qmgr" Spark data source (PySpark's Python Data Source API, Spark 4).
+
+Writing publishes each row on an MQ node, one stream publisher per partition::
+
+    df.write.format("qmgr").mode("append").option("node", "QM1").option("topic", "Prices/A").save()
+
+Reading drains MQ durable subscriptions or queues, or Service Bus queues or topic
+subscriptions (through azure-servicebus), one partition per source, in order::
+
+    spark.read.format("qmgr").option("node", "QM1").option("subscription", "S1").load()
+    spark.read.format("qmgr").option("servicebus", "127.0.0.1:5672").option("queue", "q").load()
+
+The options are described in the README ("Spark") and checked on the driver, before any
+message is sent or read (:class:`qmgr.spark.options.QmgrSourceError`). Clients are created in
+the partitions: the reader and writer objects only carry options."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from pyspark import TaskContext
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import BinaryType, BooleanType, MapType, StringType, StructType
+
+from qmgr.client import MQClientError
+from qmgr.spark.drain import READ_SCHEMA, drain_mq, drain_sb
+from qmgr.spark.options import (
+    MqSource,
+    QmgrSourceError,
+    ReadOptions,
+    SbSource,
+    WriteOptions,
+    read_options,
+    write_options,
+)
+from qmgr.spark.sink import Columns, WriteResult, client, publish_rows
+
+FORMAT = "qmgr"
+CONNECT_TIMEOUT = 10.0
+COLUMN_TYPES: dict[str, tuple[Any, ...]] = {
+    "body": (BinaryType(), StringType()),
+    "topic": (StringType(),),
+    "properties": (
+        MapType(StringType(), StringType(), True),
+        MapType(StringType(), StringType(), False),
+    ),
+    "persistent": (BooleanType(),),
+}
+
+
+class QmgrCommitMessage(WriterCommitMessage):
+    def __init__(self, result: WriteResult) -> None:
+        self.result = result
+
+
+def _check_columns(schema: StructType) -> Columns:
+    for field in schema.fields:
+        allowed = COLUMN_TYPES.get(field.name.lower())
+        if allowed is not None and field.dataType not in allowed:
+            want = " or ".join(t.simpleString() for t in allowed)
+            raise QmgrSourceError(
+                f"column {field.name} is {field.dataType.simpleString()}, it must be {want}"
+            )
+    return Columns.of(schema.fieldNames())
+
+
+def _check_node(opts: WriteOptions) -> None:
+    """The node answers (before any partition starts publishing)."""
+    with client(opts.address, opts.security) as qm:
+        try:
+            qm.wait_ready(CONNECT_TIMEOUT)
+        except MQClientError as exc:
+            raise QmgrSourceError(
+                f"node {opts.node} ({opts.address}) does not answer: {exc}"
+            ) from None
+
+
+def _subscription_queue(src: MqSource) -> MqSource:
+    """The queue of the durable subscription ``src.subscription`` (checked on the driver)."""
+    with client(src.address, src.security, CONNECT_TIMEOUT) as qm:
+        try:
+            if src.subscription is None:
+                ok, _ = qm.mqsc_ok(f"DISPLAY QLOCAL('{src.queue}')")
+                if not ok:
+                    raise QmgrSourceError(f"no queue {src.queue} on node {src.address}")
+                return src
+            ok, records = qm.mqsc_ok(f"DISPLAY SUB('{src.subscription}') DEST")
+        except MQClientError as exc:
+            raise QmgrSourceError(f"node {src.address} does not answer: {exc}") from None
+    if not ok or not records or not records[0].attrs.get("DEST"):
+        raise QmgrSourceError(f"no subscription {src.subscription} on node {src.address}")
+    return replace(src, queue=records[0].attrs["DEST"])
+
+
+class QmgrWriter(DataSourceWriter):
+    def __init__(self, opts: WriteOptions, columns: Columns) -> None:
+        self.opts = opts
+        self.columns = columns
+
+    def write(self, iterator: Iterator[Any]) -> QmgrCommitMessage:
+        ctx = TaskContext.get()
+        partition = ctx.partitionId() if ctx is not None else 0
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+        return QmgrCommitMessage(
+            publish_rows(self.opts, self.columns, iterator, partition, attempt)
+        )
+
+
+class QmgrReader(DataSourceReader):
+    def __init__(self, opts: ReadOptions) -> None:
+        self.opts = opts
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [InputPartition(src) for src in self.opts.sources]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        src = partition.value
+        o = self.opts
+        if isinstance(src, SbSource):
+            return drain_sb(src, o.idle, o.max_messages, o.batch_size)
+        return drain_mq(src, o.idle, o.max_messages, o.batch_size)
+
+
+class QmgrDataSource(DataSource):
+    """``format("qmgr")``: see the module documentation."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return READ_SCHEMA
+
+    def reader(self, schema: StructType) -> QmgrReader:
+        opts = read_options(self.options)
+        sources = tuple(
+            _subscription_queue(src) if isinstance(src, MqSource) else src for src in opts.sources
+        )
+        return QmgrReader(replace(opts, sources=sources))
+
+    def writer(self, schema: StructType, overwrite: bool) -> QmgrWriter:
+        if overwrite:
+            raise QmgrSourceError("messages can only be appended: use mode('append')")
+        opts = write_options(self.options)
+        columns = _check_columns(schema)
+        if columns.topic is None and opts.topic is None:
+            raise QmgrSourceError("the DataFrame has no topic column and there is no topic option")
+        _check_node(opts)
+        return QmgrWriter(opts, columns)
