@@ -36,6 +36,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from qmgr.client import MQClientError
 from qmgr.spark import metrics, report
 from qmgr.spark.nodes import ClusterError, Nodes, attach_nodes, start_nodes
 from qmgr.spark.report import ScenarioResult
@@ -210,6 +211,7 @@ def inject(
     def write(node: str, directory: Path) -> Callable[[], None]:
         def run() -> None:
             try:
+                _activate(spark)
                 (
                     load_frame(spark, scenario, run_id, node)
                     .select("topic", "body", "properties")
@@ -236,6 +238,7 @@ def inject(
     task = progress.add_task(f"injecting {load.publishers}×{load.messages}", total=load.total)
     kill = scenario.kill
     killed_at: float | None = None
+    killed_after = 0
     restarted: threading.Thread | None = None
     restart_error: list[BaseException] = []
     started = time.monotonic()
@@ -247,6 +250,7 @@ def inject(
         if kill is not None and killed_at is None and acked >= kill.after * load.total:
             nodes.kill(kill.node)
             killed_at = time.monotonic()
+            killed_after = acked
             progress.update(task, description=f"injecting (killed {kill.node} at {acked})")
             if kill.restart is not None:
                 restarted = threading.Thread(
@@ -272,7 +276,15 @@ def inject(
         "inject_rate": round(acked / elapsed, 1) if elapsed else 0.0,
         "acknowledged_lines": acked,
         "killed": kill.node if kill is not None and killed_at is not None else None,
+        "killed_after_acknowledged": killed_after if killed_at is not None else None,
     }
+
+
+def _activate(spark: SparkSession) -> None:
+    """Make ``spark`` the active session of this thread's JVM side: a Python thread talks to
+    the JVM on a thread of its own, where the session (and with it the Python data sources
+    registered in it, such as "qmgr") is not otherwise found."""
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[union-attr]
 
 
 def _restart_later(
@@ -376,8 +388,8 @@ def run_scenario(
     run_id = f"{scenario.name}-{uuid.uuid4().hex[:8]}"
     out.mkdir(parents=True, exist_ok=True)
     acks = out / "acks"
-    define_subscriptions(nodes, scenario)
     try:
+        define_subscriptions(nodes, scenario)
         wait_for_routes(nodes, scenario, progress, timeout)
         injected = inject(spark, scenario, nodes, run_id, acks, progress, timeout)
         if scenario.drain.settle:
@@ -394,6 +406,8 @@ def run_scenario(
         tables = measure(spark, scenario, run_id, receipts, acks)
         progress.update(task, total=1, completed=1, description="metrics computed")
         metrics_s = time.monotonic() - started
+    except MQClientError as exc:
+        raise JobError(f"scenario {scenario.name}: {exc}") from None
     finally:
         delete_subscriptions(nodes, scenario)
     meta = {
@@ -451,22 +465,33 @@ def _cluster(
 
 
 def run_job(spark: SparkSession, options: JobOptions, console: Any) -> list[ScenarioResult]:
-    """Every scenario of ``options``, its outputs under ``options.out/<scenario>``; the
-    summary of all of them in ``options.out``."""
+    """Every scenario file of ``options``: see :func:`run_scenarios`."""
     try:
         scenarios = [load_scenario(p) for p in options.scenarios]
     except ScenarioError as exc:
         raise JobError(str(exc)) from None
+    return run_scenarios(spark, scenarios, options, console)
+
+
+def run_scenarios(
+    spark: SparkSession, scenarios: Sequence[Scenario], options: JobOptions, console: Any
+) -> list[ScenarioResult]:
+    """Every scenario, its outputs under ``options.out/<scenario>``; the summary of all of
+    them in ``options.out`` and on the console. Consecutive scenarios on the same topology
+    share one cluster."""
     names = [s.name for s in scenarios]
     if len(set(names)) != len(names):
         raise JobError(f"scenario names must differ: {', '.join(names)}")
     options.out.mkdir(parents=True, exist_ok=True)
     results: list[ScenarioResult] = []
-    with _home(), tempfile.TemporaryDirectory(prefix="qmgr-load-") as state:
+    with contextlib.ExitStack() as stack:
+        if options.cluster is None:
+            stack.enter_context(_home())
+        state = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="qmgr-load-")))
         for group in _groups(scenarios):
             with (
                 report.progress(console) as progress,
-                _cluster(group, options, Path(state), progress) as nodes,
+                _cluster(group, options, state, progress) as nodes,
             ):
                 for scenario in group:
                     progress.console.print(

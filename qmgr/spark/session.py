@@ -38,6 +38,7 @@ def session_config(master: str, cores: int | None = None) -> dict[str, str]:
 
 def session(app: str, master: str = DEFAULT_MASTER, cores: int | None = None) -> SparkSession:
     """A session on ``master`` (an existing active session is reused, as Spark does)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder: Any = SparkSession.builder.appName(app)
     for key, value in session_config(master, cores).items():
         builder = builder.config(key, value)

@@ -1,0 +1,117 @@
+"""The load-and-ordering job in local mode on small real clusters (node processes on loopback,
+the "qmgr" Spark data source, real Spark): its metrics against what the test knows."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from qmgr.spark import metrics as m  # noqa: E402
+from qmgr.spark.job import JobOptions, run_scenarios  # noqa: E402
+from qmgr.spark.report import ScenarioResult, console  # noqa: E402
+from qmgr.spark.scenario import Scenario, load_scenario  # noqa: E402
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from qmgr.spark.session import local_session
+
+    session = local_session("qmgr-job-tests", cores=2)
+    yield session
+    session.stop()
+
+
+def small(name: str, publishers: int = 2, messages: int = 300, **load: Any) -> Scenario:
+    """A shipped scenario with a small load."""
+    scenario = load_scenario(SCENARIOS / f"{name}.toml")
+    smaller = dataclasses.replace(scenario.load, publishers=publishers, messages=messages, **load)
+    return dataclasses.replace(scenario, load=smaller)
+
+
+def run(spark: Any, tmp_path: Path, *scenarios: Scenario) -> list[ScenarioResult]:
+    options = JobOptions(scenarios=(), out=tmp_path / "out", timeout=60)
+    return run_scenarios(spark, list(scenarios), options, console())
+
+
+def rows(result: ScenarioResult) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r["subscriber"], r["publisher"]): r for r in result.metrics}
+
+
+def shares(result: ScenarioResult, subscriber: str = m.ALL) -> dict[str, float]:
+    return {
+        r["host"]: r["share"]
+        for r in result.hosts
+        if r["subscriber"] == subscriber and r["publisher"] == m.ALL
+    }
+
+
+def assert_complete(result: ScenarioResult) -> None:
+    """Everything sent was acknowledged and received once: nothing lost, duplicated or
+    unexpected, for every stream."""
+    for key, row in rows(result).items():
+        assert row["sent"] > 0, key
+        assert row["acknowledged"] == row["sent"], key
+        assert row["received"] == row["unique"] == row["sent"], key
+        assert (row["lost"], row["duplicated"], row["unexpected"]) == (0, 0, 0), key
+
+
+def test_one_topic_host_keeps_each_publishers_order(spark: Any, tmp_path: Path) -> None:
+    (result,) = run(spark, tmp_path, small("one-host"))
+    assert_complete(result)
+    table = rows(result)
+    # publisher i publishes on topics[i % 2]: ALL gets both publishers, APPLES only P000
+    assert table[("ALL", m.ALL)]["sent"] == 600
+    assert table[("APPLES", m.ALL)]["sent"] == 300
+    assert ("APPLES", "P001") not in table
+    for key, row in table.items():
+        assert row["out_of_order"] == 0, key
+        assert row["max_displacement"] == 0, key
+        assert row["latency_p50_ms"] is not None and row["latency_p50_ms"] >= 0, key
+        assert row["latency_p50_ms"] <= row["latency_p99_ms"] <= row["latency_max_ms"], key
+    assert shares(result) == {"HOSTA1": 1.0}
+
+    # the outputs
+    out = tmp_path / "out"
+    saved = json.loads((out / "one-host" / "metrics.json").read_text())
+    assert saved["meta"]["run"] == result.run_id
+    assert {(r["subscriber"], r["publisher"]) for r in saved["metrics"]} == set(table)
+    receipts = spark.read.parquet(str(out / "one-host" / "receipts.parquet"))
+    assert receipts.count() == 900
+    assert receipts.where(receipts.publisher.isNull()).count() == 0
+    header = (out / "summary.csv").read_text().splitlines()[0]
+    assert header.startswith("scenario,subscriber,publisher,sent,acknowledged,received")
+    for chart in (out / "chart.png", out / "one-host" / "chart.png"):
+        assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_two_topic_hosts_share_the_load_and_lose_order_and_a_kill_loses_nothing(
+    spark: Any, tmp_path: Path
+) -> None:
+    """The same cluster (two topic hosts) for both scenarios: round robin first, then a
+    persistent run during which HOSTA1 is killed with kill -9 and restarted."""
+    two = small("two-hosts")
+    kill = small("kill-host", rate=150.0)  # paced, so the kill comes in the middle
+    first, killed = run(spark, tmp_path, two, kill)
+
+    assert_complete(first)
+    total = rows(first)[("ALL", m.ALL)]
+    assert total["out_of_order"] > 0
+    assert 0 < total["out_of_order_ratio"] < 1
+    assert total["max_displacement"] > 0
+    split = shares(first, "ALL")
+    assert set(split) == {"HOSTA1", "HOSTA2"}
+    assert split["HOSTA1"] == pytest.approx(0.5, abs=0.1)
+
+    assert killed.meta["killed"] == "HOSTA1"
+    assert 0 < killed.meta["killed_after_acknowledged"] < killed.scenario.load.total
+    assert_complete(killed)
+    assert set(shares(killed, "ALL")) == {"HOSTA1", "HOSTA2"}
