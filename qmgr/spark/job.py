@@ -124,8 +124,10 @@ def wait_for_routes(nodes: Nodes, scenario: Scenario, progress: Any, timeout: fl
 # -- stage 1: inject ------------------------------------------------------------------------------
 
 
-def publisher_id(index: int) -> str:
-    return f"P{index:03d}"
+def publisher_id(index: int, run_id: str) -> str:
+    """Publisher ``index`` of run ``run_id``: unique to the run, so that what identifies a
+    publisher elsewhere (a Service Bus session, through a bridge's SESSPROP) starts afresh."""
+    return f"P{index:03d}-{run_id.rpartition('-')[2]}"
 
 
 def load_frame(spark: SparkSession, scenario: Scenario, run_id: str, node: str) -> DataFrame:
@@ -133,32 +135,26 @@ def load_frame(spark: SparkSession, scenario: Scenario, run_id: str, node: str) 
     its messages in sequence order (columns topic, body, properties, and publisher / seq)."""
     load = scenario.load
     mine = [p for p in range(load.publishers) if load.node_of(p) == node]
-    count = len(mine)
-    ids = spark.range(0, count * load.messages, 1, numPartitions=count)
-    local = (F.col("id") / F.lit(load.messages)).cast("int")
-    seq = (F.col("id") % F.lit(load.messages) + 1).cast("long")
-    pubs = F.array(*[F.lit(publisher_id(p)) for p in mine])
-    topics = F.array(*[F.lit(load.topic_of(p)) for p in mine])
+    ids = spark.range(0, len(mine) * load.messages, 1, numPartitions=len(mine))
+    local = (F.col("id") / F.lit(load.messages)).cast("int") + 1
+
+    def per_publisher(values: Sequence[str]) -> Any:
+        """The value of each row's publisher (publisher p takes values[p % len(values)])."""
+        return F.element_at(F.array(*[F.lit(values[p % len(values)]) for p in mine]), local)
+
     frame = ids.select(
-        F.element_at(pubs, local + 1).alias("publisher"),
-        seq.alias("seq"),
-        F.element_at(topics, local + 1).alias("topic"),
+        per_publisher([publisher_id(p, run_id) for p in range(load.publishers)]).alias("publisher"),
+        (F.col("id") % F.lit(load.messages) + 1).cast("long").alias("seq"),
+        per_publisher(load.topics).alias("topic"),
     )
     label = F.concat_ws(":", F.col("publisher"), F.col("seq").cast("string"))
     body = F.encode(F.rpad(label, load.payload, "."), "utf-8") if load.payload else F.lit(b"")
+    pairs = [F.lit(metrics.RUN), F.lit(run_id), F.lit(metrics.PUBLISHER), F.col("publisher")]
+    pairs += [F.lit(metrics.SEQ), F.col("seq").cast("string")]
+    for name, values in load.properties:
+        pairs += [F.lit(name), per_publisher(values)]
     return frame.select(
-        "publisher",
-        "seq",
-        "topic",
-        body.alias("body"),
-        F.create_map(
-            F.lit(metrics.RUN),
-            F.lit(run_id),
-            F.lit(metrics.PUBLISHER),
-            F.col("publisher"),
-            F.lit(metrics.SEQ),
-            F.col("seq").cast("string"),
-        ).alias("properties"),
+        "publisher", "seq", "topic", body.alias("body"), F.create_map(*pairs).alias("properties")
     )
 
 

@@ -39,16 +39,13 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from qmgr.spark.scenario import PUBLISHER, RUN, SENT_NS, SEQ
+
 ALL = "*"  # the publisher / subscriber of an aggregate row
 DIRECT = "direct"  # a copy that passed no node between its origin and its destination
 PERCENTILES = (0.5, 0.95, 0.99)
 ACCURACY = 10_000  # percentile_approx accuracy: relative error 1/ACCURACY
 
-# Names of the properties every injected message carries (the contract of the load job).
-RUN = "LoadRun"
-PUBLISHER = "LoadPublisher"
-SEQ = "LoadSeq"
-SENT_NS = "LoadSentNs"
 
 STREAM = ("subscriber", "publisher")
 

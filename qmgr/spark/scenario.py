@@ -17,6 +17,8 @@ Every problem in the file is collected and reported together (:class:`ScenarioEr
     persistent = true                   # default true
     batch_size = 100                    # messages per publish batch, default 100
     payload = 64                        # body size in bytes, default 64
+    properties = { Kind = ["A", "B"] }  # more message properties: a string for every
+                                        # publisher, or a list (publisher i: list[i % len])
 
     [[subscription]]                    # one table per measured subscription
     name = "SUB1"                       # required, unique: the subscriber in the metrics
@@ -48,6 +50,12 @@ from typing import Any, Literal
 
 from qmgr.cli.topology import TopologyError, _kind, load_topology
 
+# Names of the properties the job gives every injected message (the contract of the load job).
+RUN = "LoadRun"  # the run id
+PUBLISHER = "LoadPublisher"  # the publisher id
+SEQ = "LoadSeq"  # 1, 2, 3... per publisher
+SENT_NS = "LoadSentNs"  # time.time_ns() when the message was sent
+
 Sessions = Literal["none", "all", "sequenced"]
 SESSIONS: tuple[Sessions, ...] = ("none", "all", "sequenced")
 TOP_KEYS = ("name", "description", "topology", "load", "subscription", "drain", "fault")
@@ -60,6 +68,7 @@ LOAD_KEYS = (
     "persistent",
     "batch_size",
     "payload",
+    "properties",
 )
 SUB_KEYS = ("name", "node", "topic", "servicebus", "sessions")
 DRAIN_KEYS = ("idle", "settle")
@@ -88,6 +97,7 @@ class Load:
     persistent: bool = True
     batch_size: int = 100
     payload: int = 64
+    properties: tuple[tuple[str, tuple[str, ...]], ...] = ()  # name, value per publisher
 
     @property
     def total(self) -> int:
@@ -175,7 +185,9 @@ def parse_scenario(
     drain = _drain(data.get("drain", {}), problems)
     kill = _fault(data.get("fault", {}), problems)
     if node_names is not None:
-        named = [("load.nodes", n) for n in (load.nodes if load else ())]
+        raw = data.get("load", {}).get("nodes") if isinstance(data.get("load"), dict) else None
+        raw = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+        named = [("load.nodes", n) for n in raw if isinstance(n, str)]
         named += [(f"subscription {s.name}", s.node) for s in subs]
         named += [("fault.kill", kill.node)] if kill else []
         for where, node in named:
@@ -239,6 +251,7 @@ def _load(value: Any, problems: list[str]) -> Load | None:
     batch = _int(value.get("batch_size", 100), "load.batch_size", 1, 10_000, problems)
     payload = _int(value.get("payload", 64), "load.payload", 0, 4 * 1024 * 1024, problems)
     rate = _number(value.get("rate", 0), "load.rate", problems)
+    properties = _properties(value.get("properties", {}), problems)
     persistent = value.get("persistent", True)
     if not isinstance(persistent, bool):
         problems.append(f"load.persistent must be true or false, got {_kind(persistent)}")
@@ -253,7 +266,32 @@ def _load(value: Any, problems: list[str]) -> Load | None:
         persistent=bool(persistent),
         batch_size=batch,
         payload=payload,
+        properties=properties,
     )
+
+
+def _properties(value: Any, problems: list[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        problems.append(f"load.properties must be a table, got {_kind(value)}")
+        return ()
+    out = []
+    for name, values in value.items():
+        if name in (RUN, PUBLISHER, SEQ, SENT_NS):
+            problems.append(f"load.properties: {name} is set by the job")
+            continue
+        if isinstance(values, str):
+            values = [values]
+        if (
+            not isinstance(values, list)
+            or not values
+            or not all(isinstance(v, str) for v in values)
+        ):
+            problems.append(
+                f"load.properties.{name} must be a string or a non-empty list of strings"
+            )
+            continue
+        out.append((name, tuple(values)))
+    return tuple(out)
 
 
 def _subscriptions(value: Any, problems: list[str]) -> list[Subscription]:
