@@ -133,7 +133,7 @@ def publish_rows(
     qm = client(opts.address, opts.security)
     try:
         pub = qm.stream_publisher(batch_size, opts.window, on_ack=log.acked)
-        start = time.monotonic()
+        start = 0.0  # when the first message went: the n-th goes n / rate seconds after it
         for row in rows:
             topic = row[columns.topic] if columns.topic is not None else None
             topic = topic or opts.topic
@@ -148,6 +148,8 @@ def publish_rows(
                 persistent = opts.persistent
             body = _body(row[columns.body])
             if opts.rate > 0:
+                if sent == 0:
+                    start = time.monotonic()
                 delay = start + sent / opts.rate - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)

@@ -1,0 +1,390 @@
+"""The "qmgr" Spark data source on real Spark (local[2]) against real node processes: rows
+written from several partitions and read back from an MQ durable subscription with every
+column, the ack log, the rate, bad options refused before anything is sent, a node killed in
+the middle of a write, and Service Bus queues and topic subscriptions read through the real
+azure-servicebus SDK."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("azure.servicebus")
+
+from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+from qmgr.spark import register  # noqa: E402
+from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
+from tests.integration.cluster_nodes import cluster_with_topics, free_ports, wait_for  # noqa: E402
+from tests.integration.conftest import NodeProcess  # noqa: E402
+from tests.integration.test_sb_admin_http import _conn  # noqa: E402
+
+NodeFactory = Callable[..., NodeProcess]
+sb_node = admin_http.sb_node  # a node hosting a namespace, its Service Bus port on a free port
+
+
+@pytest.fixture(scope="module")
+def qmgr_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where nodes started by name register: Spark's Python workers (where the options are
+    checked) get QMGR_HOME from the environment the session started in."""
+    return tmp_path_factory.mktemp("qmgr-home")
+
+
+@pytest.fixture(scope="module")
+def spark(qmgr_home: Path) -> Iterator[SparkSession]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import qmgr
+    os.environ["QMGR_HOME"] = str(qmgr_home)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("test_spark_sources")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def named_node(tmp_path: Path, qmgr_home: Path) -> Iterator[NodeProcess]:
+    """QM1, registered where the Spark session's workers look up node names."""
+    node = NodeProcess("QM1", tmp_path)
+    node.env["QMGR_HOME"] = str(qmgr_home)
+    node.start()
+    yield node
+    node.kill()
+
+
+def load_rows(spark: SparkSession, publishers: int, per_publisher: int, topic: str) -> DataFrame:
+    """``publishers`` partitions, each one publisher P<n> with LoadSeq 1..per_publisher."""
+    n = publishers * per_publisher
+    pub = (F.col("id") / per_publisher).cast("int")
+    seq = F.col("id") % per_publisher + 1
+    return spark.range(0, n, 1, publishers).select(
+        F.concat(F.lit(topic + "/P"), pub.cast("string")).alias("topic"),
+        F.concat(F.lit("body-"), F.col("id").cast("string")).cast("binary").alias("body"),
+        F.create_map(
+            F.lit("LoadPublisher"),
+            F.concat(F.lit("P"), pub.cast("string")),
+            F.lit("LoadSeq"),
+            seq.cast("string"),
+        ).alias("properties"),
+    )
+
+
+def write(df: DataFrame, **options: Any) -> None:
+    writer = df.write.format("qmgr").mode("append")
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    writer.save()
+
+
+def read(spark: SparkSession, **options: Any) -> list[Any]:
+    reader = spark.read.format("qmgr")
+    for key, value in options.items():
+        reader = reader.option(key, str(value))
+    return reader.load().collect()
+
+
+def ack_log(directory: Path) -> dict[str, list[dict[str, Any]]]:
+    return {
+        p.name: [json.loads(line) for line in p.read_text().splitlines()]
+        for p in sorted(directory.glob("ack-*.jsonl"))
+    }
+
+
+def by_publisher(rows: list[Any]) -> dict[str, list[int]]:
+    seqs: dict[str, list[int]] = defaultdict(list)
+    for r in rows:
+        seqs[r.properties["LoadPublisher"]].append(int(r.properties["LoadSeq"]))
+    return seqs
+
+
+# -- MQ ---------------------------------------------------------------------------------------
+
+
+def test_rows_from_two_partitions_arrive_once_in_order_with_every_column(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    with cluster_with_topics(tmp_path, ["SUB1"], [("FR1", "LOAD", "Load")]) as cl:
+        cl["SUB1"].c.mqsc("DEFINE SUB(MEASURE) TOPICSTR('Load/#') DESTCLAS(MANAGED)")
+        cl.wait_proxy("FR1", "SUB1", "Load/#")
+        acks = tmp_path / "acks"
+        write(
+            load_rows(spark, 2, 600, "Load"),
+            node=cl["FR1"].address,
+            ack_log=acks,
+            batch_size=50,
+        )
+        # the topic host forwards asynchronously: read once everything is on SUB1's queue
+        wait_for("1,200 messages on SUB1", lambda: _depth(cl["SUB1"], "MEASURE") == 1200)
+        rows = read(spark, node=cl["SUB1"].address, subscription="MEASURE", idle=1)
+
+    assert len(rows) == 1200
+    assert by_publisher(rows) == {"P0": list(range(1, 601)), "P1": list(range(1, 601))}
+    first = rows[0]
+    assert first.source == f"mq:{cl['SUB1'].address}/subscription/MEASURE"
+    assert first.topic == f"Load/{first.properties['LoadPublisher']}"
+    assert first.body == f"body-{_row_id(first)}".encode()
+    for r in rows:
+        assert r.route == "FR1,SUB1"
+        assert r.delivery_count == 0
+        assert r.enqueue_time is not None and r.receive_time is not None
+        assert r.message_id and r.correlation_id
+        assert r.properties["MQTopicString"] == r.topic
+        assert r.session_id is None
+        assert r.sequence_number is not None
+    assert len({r.message_id for r in rows}) == 1200
+    assert [r.sequence_number for r in rows] == sorted(r.sequence_number for r in rows)
+
+    log = ack_log(acks)
+    assert sorted(log) == ["ack-0-0.jsonl", "ack-1-0.jsonl"]
+    for name, entries in log.items():
+        publisher = "P" + name.split("-")[1]
+        assert [e["seq"] for e in entries] == list(range(1, 601))
+        for e in entries:
+            assert set(e) == {"publisher", "seq", "topic", "ack_ns", "sent_ns"}
+            assert e["publisher"] == publisher and e["topic"] == f"Load/{publisher}"
+            assert isinstance(e["ack_ns"], int) and e["ack_ns"] >= e["sent_ns"] > 0
+        # acknowledged a batch at a time: at most batch_size messages share one acknowledgement
+        per_ack = defaultdict(int)
+        for e in entries:
+            per_ack[e["ack_ns"]] += 1
+        assert max(per_ack.values()) <= 50
+
+
+def _row_id(row: Any) -> int:
+    return (int(row.properties["LoadPublisher"][1:])) * 600 + int(row.properties["LoadSeq"]) - 1
+
+
+def _depth(node: Any, sub: str) -> int:
+    dest = node.mqsc(f"DISPLAY SUB({sub}) DEST")[0]["DEST"]
+    return int(node.mqsc(f"DISPLAY QLOCAL('{dest}') CURDEPTH")[0]["CURDEPTH"])
+
+
+def _subscribe(node: NodeProcess, name: str, topic: str) -> None:
+    with node.client() as qm:
+        qm.mqsc(f"DEFINE SUB({name}) TOPICSTR('{topic}') DESTCLAS(MANAGED)")
+
+
+def _sub_depth(node: NodeProcess, name: str) -> int:
+    with node.client() as qm:
+        dest = qm.mqsc(f"DISPLAY SUB({name}) DEST")[0]["DEST"]
+        return int(qm.mqsc(f"DISPLAY QLOCAL('{dest}') CURDEPTH")[0]["CURDEPTH"])
+
+
+def test_rate_paces_each_partition_in_small_batches(
+    spark: SparkSession, named_node: NodeProcess, tmp_path: Path
+) -> None:
+    _subscribe(named_node, "PACED", "Paced/#")
+    acks = tmp_path / "acks"
+    rate = 200  # per partition: a batch holds at most 10 ms of messages, so 2
+    write(load_rows(spark, 2, 200, "Paced"), node="QM1", rate=rate, ack_log=acks)
+    log = ack_log(acks)
+    assert sum(len(entries) for entries in log.values()) == 400
+    for entries in log.values():
+        per_ack: dict[int, int] = defaultdict(int)
+        for e in entries:
+            per_ack[e["ack_ns"]] += 1
+        assert max(per_ack.values()) <= 2
+        # no message left before its time: the i-th is sent i / rate seconds after the first
+        first = entries[0]["sent_ns"]
+        for i, e in enumerate(entries):
+            assert e["sent_ns"] - first >= i * 1_000_000_000 // rate - 1_000_000
+    rows = read(spark, node="QM1", subscription="PACED", idle=1)
+    assert by_publisher(rows) == {"P0": list(range(1, 201)), "P1": list(range(1, 201))}
+    assert {r.source for r in rows} == {"mq:QM1/subscription/PACED"}
+
+
+def _refused(call: Callable[[], object], text: str) -> None:
+    with pytest.raises(Exception) as info:
+        call()
+    assert text in str(info.value), str(info.value)[:2000]
+
+
+def test_bad_options_are_refused_before_anything_is_sent(
+    spark: SparkSession, node: NodeProcess
+) -> None:
+    _subscribe(node, "NOTHING", "Bad/#")
+    rows = load_rows(spark, 2, 10, "Bad")
+    addr = node.address
+    closed = f"127.0.0.1:{free_ports(1)[0]}"
+    cases: list[tuple[DataFrame, dict[str, Any], str]] = [
+        (rows, {"node": "NOPE"}, "unknown node 'NOPE'"),
+        (rows, {"node": closed}, f"node {closed} ({closed}) does not answer"),
+        (rows, {}, "option node is required"),
+        (rows.drop("topic"), {"node": addr}, "no topic column and there is no topic option"),
+        (rows, {"node": addr, "rate": "fast"}, "option rate must be a number >= 0, got 'fast'"),
+        (rows, {"node": addr, "rate": -5}, "option rate must be a number >= 0, got '-5'"),
+        (rows, {"node": addr, "batch_size": 0}, "option batch_size must be an integer >= 1"),
+        (rows, {"node": addr, "persistent": "maybe"}, "option persistent must be true or false"),
+        (rows, {"node": addr, "rtae": 10}, "unknown option(s) rtae"),
+        (rows.drop("body"), {"node": addr}, "the DataFrame needs a body column"),
+        (
+            rows.withColumn("properties", F.create_map(F.lit("n"), F.lit(1))),
+            {"node": addr},
+            "column properties is map<string,int>, it must be map<string,string>",
+        ),
+        (
+            rows.withColumn("body", F.lit(1)),
+            {"node": addr},
+            "column body is int, it must be binary or string",
+        ),
+    ]
+    for df, options, text in cases:
+        _refused(lambda df=df, options=options: write(df, **options), text)
+    _refused(
+        lambda: rows.write.format("qmgr").mode("overwrite").option("node", addr).save(),
+        "messages can only be appended",
+    )
+    reads: list[tuple[dict[str, Any], str]] = [
+        ({"subscription": "NOTHING"}, "exactly one of option node (MQ) or servicebus"),
+        ({"node": addr, "subscription": "NOPE"}, f"no subscription NOPE on node {addr}"),
+        ({"node": addr, "queue": "NO.SUCH.Q"}, f"no queue NO.SUCH.Q on node {addr}"),
+        ({"node": addr}, "either option subscription or option queue"),
+        ({"node": addr, "subscription": "NOTHING", "idle": 0}, "option idle must be a number > 0"),
+        ({"node": addr, "subscription": "NOTHING", "sessions": "all"}, "Service Bus reads only"),
+        ({"servicebus": "127.0.0.1:1", "queue": "q", "sessions": "some"}, "option sessions"),
+        (
+            {"servicebus": "127.0.0.1:1", "topic": "t"},
+            "needs option queue, or topic + subscription",
+        ),
+        ({"servicebus": "nowhere", "queue": "q"}, "connection string or HOST:PORT"),
+    ]
+    for options, text in reads:
+        _refused(lambda options=options: read(spark, **options), text)
+    assert _sub_depth(node, "NOTHING") == 0
+
+
+def test_a_node_killed_mid_write_fails_the_job_and_every_acknowledged_message_was_delivered(
+    spark: SparkSession, node: NodeProcess, tmp_path: Path
+) -> None:
+    _subscribe(node, "KILLED", "Kill/#")
+    acks = tmp_path / "acks"
+
+    def acknowledged_on_both() -> bool:
+        log = ack_log(acks)
+        return len(log) == 2 and all(len(entries) >= 100 for entries in log.values())
+
+    def kill_when_both_have_acknowledgements() -> None:
+        wait_for("messages acknowledged on both partitions", acknowledged_on_both, timeout=120)
+        node.kill()
+
+    killer = threading.Thread(target=kill_when_both_have_acknowledgements, daemon=True)
+    killer.start()
+    with pytest.raises(Exception) as info:  # the write, on this thread (the Spark session's)
+        write(load_rows(spark, 2, 4000, "Kill"), node=node.address, rate=500, ack_log=acks)
+    killer.join(10)
+    message = str(info.value)
+    assert "publishing to node" in message and "acknowledged" in message, message[:3000]
+    assert "MQRC_CONNECTION_BROKEN" in message or "MQRC_Q_MGR_NOT_AVAILABLE" in message
+
+    acked = {(e["publisher"], e["seq"]) for entries in ack_log(acks).values() for e in entries}
+    assert 200 <= len(acked) < 8000
+    node.start()  # the same data directory: persistent messages survived kill -9
+    rows = read(spark, node=node.address, subscription="KILLED", idle=1)
+    received = [(r.properties["LoadPublisher"], int(r.properties["LoadSeq"])) for r in rows]
+    assert len(received) == len(set(received))  # nothing twice
+    assert acked <= set(received)  # nothing acknowledged was lost
+    for seqs in by_publisher(rows).values():  # and what arrived is a prefix, in order
+        assert seqs == list(range(1, len(seqs) + 1))
+
+
+# -- Service Bus ------------------------------------------------------------------------------
+
+
+def _send(node: NodeProcess, entity: str, messages: list[ServiceBusMessage]) -> None:
+    with (
+        ServiceBusClient.from_connection_string(_conn(node)) as client,
+        client.get_queue_sender(entity) as sender,  # a topic's sender is the same link
+    ):
+        sender.send_messages(messages)
+
+
+def _message(i: int, session: str | None = None) -> ServiceBusMessage:
+    return ServiceBusMessage(
+        f"m{i}",
+        application_properties={"LoadSeq": str(i), "MQTopicString": f"Prices/{i % 3}", "n": i},
+        subject="ignored-when-MQTopicString-is-there",
+        session_id=session,
+        correlation_id=f"c{i}",
+    )
+
+
+def test_service_bus_queue_drained_peek_lock_with_every_column(
+    spark: SparkSession, sb_node: NodeProcess
+) -> None:
+    sb = sb_node.client().servicebus
+    sb.create_queue("orders")
+    _send(sb_node, "orders", [_message(i) for i in range(1, 51)])
+    rows = read(spark, servicebus=sb_node.sb_address, queue="orders", idle=1)
+    assert [int(r.properties["LoadSeq"]) for r in rows] == list(range(1, 51))
+    first = rows[0]
+    assert first.source == "sb:orders"
+    assert first.body == b"m1"
+    assert first.topic == "Prices/1"
+    assert first.properties["n"] == "1"
+    assert first.correlation_id == "c1"
+    assert first.message_id
+    assert first.enqueue_time is not None and first.receive_time is not None
+    assert first.delivery_count == 0 and first.session_id is None and first.route is None
+    assert [r.sequence_number for r in rows] == list(range(1, 51))
+    assert sb.get_queue("orders").counts.active == 0  # completed
+    # read again: nothing left
+    assert read(spark, servicebus=_conn(sb_node), queue="orders", idle=0.5) == []
+
+
+def test_service_bus_subscription_receive_and_delete_up_to_max_messages(
+    spark: SparkSession, sb_node: NodeProcess
+) -> None:
+    sb = sb_node.client().servicebus
+    sb.create_topic("prices")
+    sb.create_subscription("prices", "all")
+    msgs = [ServiceBusMessage(f"p{i}", subject=f"Prices/{i}") for i in range(30)]
+    _send(sb_node, "prices", msgs)
+    rows = read(
+        spark,
+        servicebus=sb_node.sb_address,
+        topic="prices",
+        subscription="all",
+        receive_mode="receive_and_delete",
+        max_messages=10,
+        idle=1,
+        source="prices-all",
+    )
+    assert [r.body for r in rows] == [f"p{i}".encode() for i in range(10)]
+    assert [r.topic for r in rows] == [f"Prices/{i}" for i in range(10)]  # the subject
+    assert {r.source for r in rows} == {"prices-all"}
+    assert sb.get_subscription("prices", "all").counts.active == 20
+
+
+def test_service_bus_sessions_all_drains_every_session_in_order(
+    spark: SparkSession, sb_node: NodeProcess
+) -> None:
+    sb = sb_node.client().servicebus
+    sb.create_queue("sessions", {"RequiresSession": True})
+    msgs = [_message(i, f"s{i % 3}") for i in range(1, 31)]
+    _send(sb_node, "sessions", msgs)
+    rows = read(spark, servicebus=sb_node.sb_address, queue="sessions", sessions="all", idle=1)
+    assert len(rows) == 30
+    per_session: dict[str, list[int]] = defaultdict(list)
+    for r in rows:
+        per_session[r.session_id].append(int(r.properties["LoadSeq"]))
+    assert per_session == {f"s{k}": [i for i in range(1, 31) if i % 3 == k] for k in range(3)}
+    # each session is drained whole before the next one starts
+    order = [r.session_id for r in rows]
+    assert sum(1 for a, b in zip(order, order[1:], strict=False) if a != b) == 2
+    assert sb.get_queue("sessions").counts.active == 0
