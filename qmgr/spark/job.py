@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -146,6 +147,7 @@ def load_frame(spark: SparkSession, scenario: Scenario, run_id: str, node: str) 
         per_publisher([publisher_id(p, run_id) for p in range(load.publishers)]).alias("publisher"),
         (F.col("id") % F.lit(load.messages) + 1).cast("long").alias("seq"),
         per_publisher(load.topics).alias("topic"),
+        "id",
     )
     label = F.concat_ws(":", F.col("publisher"), F.col("seq").cast("string"))
     body = F.encode(F.rpad(label, load.payload, "."), "utf-8") if load.payload else F.lit(b"")
@@ -155,7 +157,7 @@ def load_frame(spark: SparkSession, scenario: Scenario, run_id: str, node: str) 
         pairs += [F.lit(name), per_publisher(values)]
     return frame.select(
         "publisher", "seq", "topic", body.alias("body"), F.create_map(*pairs).alias("properties")
-    )
+    )  # (the rows' order within each partition is the order they are published in)
 
 
 def sent_frame(spark: SparkSession, scenario: Scenario, run_id: str) -> DataFrame:
@@ -264,7 +266,7 @@ def inject(
     if restarted is not None:
         restarted.join()
     if failures:
-        raise JobError(f"stage 1 (inject) failed: {failures[0]}") from failures[0]
+        raise JobError(f"stage 1 (inject) failed: {_reason(failures[0])}") from failures[0]
     if restart_error:
         raise JobError(f"stage 1: {restart_error[0]}") from restart_error[0]
     return {
@@ -353,7 +355,7 @@ def measure(
     sent = sent_frame(spark, scenario, run_id)
     acked = spark.read.schema(ACK_SCHEMA).json(str(acks / "*" / "ack-*.jsonl"))
     subs = metrics.subscriptions_frame(spark, [(s.name, s.topic) for s in scenario.subscriptions])
-    timed = metrics.with_send_times(receipts, acked).cache()
+    timed = metrics.annotate(metrics.with_send_times(receipts, acked)).cache()
     try:
         return {
             "metrics": _rows(metrics.delivery_metrics(sent, acked, timed, subs)),
@@ -394,12 +396,14 @@ def run_scenario(
             f"draining {len(scenario.subscriptions)} subscriptions", total=None
         )
         started = time.monotonic()
-        receipts = drain(spark, scenario, nodes, run_id, out / "receipts.parquet")
+        with _stage("stage 2 (drain)"):
+            receipts = drain(spark, scenario, nodes, run_id, out / "receipts.parquet")
         drain_s = time.monotonic() - started
         progress.update(task, total=1, completed=1, description="drained")
         task = progress.add_task("metrics", total=None)
         started = time.monotonic()
-        tables = measure(spark, scenario, run_id, receipts, acks)
+        with _stage("stage 3 (metrics)"):
+            tables = measure(spark, scenario, run_id, receipts, acks)
         progress.update(task, total=1, completed=1, description="metrics computed")
         metrics_s = time.monotonic() - started
     except MQClientError as exc:
@@ -420,6 +424,28 @@ def run_scenario(
         "metrics_seconds": round(metrics_s, 3),
     }
     return ScenarioResult(scenario, run_id, out, meta=meta, **tables)
+
+
+@contextlib.contextmanager
+def _stage(what: str) -> Iterator[None]:
+    """A Spark failure in a stage as a JobError naming the stage and its reason."""
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except (PySparkException, Py4JError) as exc:
+        raise JobError(f"{what} failed: {_reason(exc)}") from exc
+
+
+def _reason(exc: BaseException) -> str:
+    """The gist of a (Spark) exception: the last line of a Python worker's traceback, else
+    the first line of the message."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    errors = [line for line in lines if re.match(r"^[\w.]+(Error|Exception): ", line)]
+    return errors[-1] if errors else lines[0]
 
 
 def _groups(scenarios: Sequence[Scenario]) -> list[list[Scenario]]:

@@ -165,6 +165,11 @@ def host_of(route: Column) -> Column:
     return F.when(joined == "", F.lit(DIRECT)).otherwise(joined)
 
 
+def annotated(receipts: DataFrame) -> DataFrame:
+    """``receipts`` as :func:`annotate` gives them (unchanged when they already are)."""
+    return receipts if "first" in receipts.columns else annotate(receipts)
+
+
 def annotate(receipts: DataFrame) -> DataFrame:
     """Each receipt with, per stream: ``first`` (the first copy of its message),
     ``out_of_order`` and ``displacement`` (on first copies; null on the others),
@@ -213,7 +218,7 @@ def delivery_metrics(
     keys = ("publisher", "seq", "topic")
     sent_x = expected(sent.select(*keys), subscriptions)
     acked_x = expected(acked.select(*keys).dropDuplicates(["publisher", "seq"]), subscriptions)
-    marked = annotate(receipts)
+    marked = annotated(receipts)
     received_keys = marked.where("first").select(*STREAM, "seq")
     lost = acked_x.join(received_keys, [*STREAM, "seq"], "left_anti")
     unexpected = received_keys.join(sent_x.select(*STREAM, "seq"), [*STREAM, "seq"], "left_anti")
@@ -264,7 +269,7 @@ def share(receipts: DataFrame, by: str = "host") -> DataFrame:
     the same stream, subscriber or total)."""
     if by not in ("host", "route"):
         raise ValueError(f"share by 'host' or 'route', not {by!r}")
-    marked = annotate(receipts).where("first")
+    marked = annotated(receipts).where("first")
     if by == "route":
         marked = marked.withColumn("route", F.coalesce(F.col("route"), F.lit("")))
     grouped = marked.cube(*STREAM, by).agg(
@@ -312,7 +317,7 @@ QUANTILES = tuple(q / 100 for q in range(0, 101))
 def latency_distribution(receipts: DataFrame, by: str = "host") -> DataFrame:
     """The latency (ms) of first copies at each of :data:`QUANTILES` per ``by`` (a receipt
     column or "host"): columns ``by``, ``quantile``, ``latency_ms``, ``copies``."""
-    marked = annotate(receipts).where("first").where(F.col("latency_ms").isNotNull())
+    marked = annotated(receipts).where("first").where(F.col("latency_ms").isNotNull())
     grouped = marked.groupBy(by).agg(
         F.percentile_approx("latency_ms", list(QUANTILES), ACCURACY).alias("_at"),
         F.count(F.lit(1)).alias("copies"),
