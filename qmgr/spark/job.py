@@ -344,21 +344,14 @@ def drain(
 
 
 def measure(
-    spark: SparkSession,
-    scenario: Scenario,
-    run_id: str,
-    receipts: DataFrame,
-    acks: Path,
+    sent: DataFrame, acked: DataFrame, receipts: DataFrame, subscriptions: DataFrame
 ) -> dict[str, list[dict[str, Any]]]:
-    """Stage 3: the metric tables, collected (they are small: one row per stream, host or
-    percentile)."""
-    sent = sent_frame(spark, scenario, run_id)
-    acked = spark.read.schema(ACK_SCHEMA).json(str(acks / "*" / "ack-*.jsonl"))
-    subs = metrics.subscriptions_frame(spark, [(s.name, s.topic) for s in scenario.subscriptions])
+    """Stage 3: the metric tables (:mod:`qmgr.spark.metrics`), collected: they are small, one
+    row per stream, host, route or percentile."""
     timed = metrics.annotate(metrics.with_send_times(receipts, acked)).cache()
     try:
         return {
-            "metrics": _rows(metrics.delivery_metrics(sent, acked, timed, subs)),
+            "metrics": _rows(metrics.delivery_metrics(sent, acked, timed, subscriptions)),
             "hosts": _rows(metrics.share(timed, "host")),
             "routes": _rows(metrics.share(timed, "route")),
             "latency": _rows(metrics.latency_distribution(timed)),
@@ -403,7 +396,14 @@ def run_scenario(
         task = progress.add_task("metrics", total=None)
         started = time.monotonic()
         with _stage("stage 3 (metrics)"):
-            tables = measure(spark, scenario, run_id, receipts, acks)
+            acked = spark.read.schema(ACK_SCHEMA).json(str(acks / "*" / "ack-*.jsonl"))
+            subs = [(s.name, s.topic) for s in scenario.subscriptions]
+            tables = measure(
+                sent_frame(spark, scenario, run_id),
+                acked,
+                receipts,
+                metrics.subscriptions_frame(spark, subs),
+            )
         progress.update(task, total=1, completed=1, description="metrics computed")
         metrics_s = time.monotonic() - started
     except MQClientError as exc:

@@ -119,11 +119,15 @@ def subscriptions_frame(spark: SparkSession, patterns: Iterable[tuple[str, str]]
 
 def expected(messages: DataFrame, subscriptions: DataFrame) -> DataFrame:
     """``messages`` (sent or acknowledged, one row per message) paired with every subscriber
-    whose pattern matches the message's topic."""
+    whose pattern matches the message's topic. The patterns are matched once per distinct
+    topic string; the messages meet the (small) result in a broadcast equi-join."""
     subs = F.broadcast(subscriptions.select("subscriber", "topic_regex"))
-    topic = F.concat(F.lit("/"), messages["topic"])
-    matched = messages.join(subs, F.regexp_like(topic, subs["topic_regex"]))
-    return matched.drop("topic_regex")
+    topics = messages.select("topic").distinct()
+    slashed = F.concat(F.lit("/"), topics["topic"])
+    pairs = topics.join(subs, F.regexp_like(slashed, subs["topic_regex"])).select(
+        "topic", "subscriber"
+    )
+    return messages.join(F.broadcast(pairs), "topic")
 
 
 # -- receipts -------------------------------------------------------------------------------------
@@ -173,40 +177,43 @@ def annotated(receipts: DataFrame) -> DataFrame:
 def annotate(receipts: DataFrame) -> DataFrame:
     """Each receipt with, per stream: ``first`` (the first copy of its message),
     ``out_of_order`` and ``displacement`` (on first copies; null on the others),
-    ``latency_ms`` and ``host``."""
-    copies = Window.partitionBy(*STREAM, "seq").orderBy("arrival")
-    marked = receipts.withColumn("first", F.row_number().over(copies) == 1)
-    firsts = marked.where("first")
+    ``latency_ms`` and ``host``. Two windows over the same partitioning (one shuffle): in
+    sequence order (first copies, rank in sequence order) and in arrival order (the highest
+    sequence number before, rank in arrival order)."""
+    by_seq = Window.partitionBy(*STREAM).orderBy("seq", "arrival")
     by_arrival = Window.partitionBy(*STREAM).orderBy("arrival")
     before = by_arrival.rowsBetween(Window.unboundedPreceding, -1)
-    by_seq = Window.partitionBy(*STREAM).orderBy("seq", "arrival")
-    ordered = firsts.withColumn(
-        "out_of_order", F.coalesce(F.col("seq") < F.max("seq").over(before), F.lit(False))
+    so_far = by_arrival.rowsBetween(Window.unboundedPreceding, 0)
+    first = F.coalesce(F.lag("seq").over(by_seq) != F.col("seq"), F.lit(True))
+    seq_so_far = by_seq.rowsBetween(Window.unboundedPreceding, 0)
+    marked = receipts.withColumn("first", first).withColumn(
+        "_seq_rank", F.sum(F.col("first").cast("int")).over(seq_so_far)
+    )
+    # a later copy never raises the highest number seen: its first copy came before it
+    late = F.col("seq") < F.max("seq").over(before)
+    arrival_rank = F.sum(F.col("first").cast("int")).over(so_far)
+    ordered = marked.withColumn(
+        "out_of_order", F.when(F.col("first"), F.coalesce(late, F.lit(False)))
     ).withColumn(
-        "displacement", F.abs(F.row_number().over(by_arrival) - F.row_number().over(by_seq))
+        "displacement",
+        F.when(F.col("first"), F.abs(arrival_rank - F.col("_seq_rank")).cast("int")),
     )
-    rest = marked.where(~F.col("first")).select(
-        *marked.columns,
-        F.lit(None).cast("boolean").alias("out_of_order"),
-        F.lit(None).cast("int").alias("displacement"),
-    )
-    both = ordered.unionByName(rest)
     enqueue_us = F.unix_micros(F.col("enqueue_time"))
-    return both.withColumn(
-        "latency_ms", (enqueue_us - F.col("sent_ns") / 1000.0) / 1000.0
-    ).withColumn("host", host_of(F.col("route")))
+    return (
+        ordered.drop("_seq_rank")
+        .withColumn("latency_ms", (enqueue_us - F.col("sent_ns") / 1000.0) / 1000.0)
+        .withColumn("host", host_of(F.col("route")))
+    )
 
 
 # -- aggregation ----------------------------------------------------------------------------------
 
 
-def _rolled(df: DataFrame, *aggs: Column) -> DataFrame:
-    """``aggs`` per stream, per subscriber and in total (rolled-up keys become :data:`ALL`)."""
-    out = df.rollup(*STREAM).agg(*aggs)
-    return out.select(
-        F.coalesce(F.col("subscriber"), F.lit(ALL)).alias("subscriber"),
-        F.coalesce(F.col("publisher"), F.lit(ALL)).alias("publisher"),
-        *[c for c in out.columns if c not in STREAM],
+def _keys(df: DataFrame) -> DataFrame:
+    """Rolled-up keys (null) as :data:`ALL`."""
+    return df.select(
+        *[F.coalesce(F.col(k), F.lit(ALL)).alias(k) for k in STREAM],
+        *[c for c in df.columns if c not in STREAM],
     )
 
 
@@ -214,49 +221,73 @@ def delivery_metrics(
     sent: DataFrame, acked: DataFrame, receipts: DataFrame, subscriptions: DataFrame
 ) -> DataFrame:
     """The metrics of every stream, every subscriber and the total, one row each (columns
-    :data:`METRIC_COLUMNS`), ordered subscriber then publisher with the aggregates last."""
-    keys = ("publisher", "seq", "topic")
-    sent_x = expected(sent.select(*keys), subscriptions)
-    acked_x = expected(acked.select(*keys).dropDuplicates(["publisher", "seq"]), subscriptions)
-    marked = annotated(receipts)
-    received_keys = marked.where("first").select(*STREAM, "seq")
-    lost = acked_x.join(received_keys, [*STREAM, "seq"], "left_anti")
-    unexpected = received_keys.join(sent_x.select(*STREAM, "seq"), [*STREAM, "seq"], "left_anti")
+    :data:`METRIC_COLUMNS`), ordered subscriber then publisher with the aggregates last.
 
+    Counts are taken per stream (one shuffle per input) and rolled up on the small per-stream
+    table; only the latency percentiles are rolled up on the receipts themselves."""
+    keys = ("publisher", "seq", "topic")
+    marked = annotated(receipts)
+    # one row per (stream, seq) saying whether it was sent, acknowledged, received
+    flags = (
+        expected(sent.select(*keys), subscriptions)
+        .select(*STREAM, "seq", F.lit(1).alias("s"), F.lit(0).alias("a"), F.lit(0).alias("r"))
+        .unionByName(
+            expected(acked.select(*keys), subscriptions).select(
+                *STREAM, "seq", F.lit(0).alias("s"), F.lit(1).alias("a"), F.lit(0).alias("r")
+            )
+        )
+        .unionByName(
+            marked.where("first").select(
+                *STREAM, "seq", F.lit(0).alias("s"), F.lit(0).alias("a"), F.lit(1).alias("r")
+            )
+        )
+        .groupBy(*STREAM, "seq")
+        .agg(F.max("s").alias("s"), F.max("a").alias("a"), F.max("r").alias("r"))
+    )
+    per_message = flags.groupBy(*STREAM).agg(
+        F.sum("s").alias("sent"),
+        F.sum("a").alias("acknowledged"),
+        F.sum(F.when((F.col("a") == 1) & (F.col("r") == 0), 1).otherwise(0)).alias("lost"),
+        F.sum(F.when((F.col("r") == 1) & (F.col("s") == 0), 1).otherwise(0)).alias("unexpected"),
+    )
     first = F.col("first")
-    latency = F.when(first, F.col("latency_ms"))
-    got = _rolled(
-        marked,
+    per_copy = marked.groupBy(*STREAM).agg(
         F.count(F.lit(1)).alias("received"),
         F.count(F.when(first, 1)).alias("unique"),
         F.count(F.when(F.col("out_of_order"), 1)).alias("out_of_order"),
         F.max("displacement").alias("max_displacement"),
-        F.percentile_approx(latency, list(PERCENTILES), ACCURACY).alias("_pct"),
-        F.max(latency).alias("latency_max_ms"),
+        F.max(F.when(first, F.col("latency_ms"))).alias("latency_max_ms"),
     )
-    parts = [
-        _rolled(sent_x, F.count(F.lit(1)).alias("sent")),
-        _rolled(acked_x, F.count(F.lit(1)).alias("acknowledged")),
-        got,
-        _rolled(lost, F.count(F.lit(1)).alias("lost")),
-        _rolled(unexpected, F.count(F.lit(1)).alias("unexpected")),
-    ]
-    table = parts[0]
-    for part in parts[1:]:
-        table = table.join(part, list(STREAM), "full_outer")
-    counts = ("sent", "acknowledged", "received", "unique", "lost", "unexpected", "out_of_order")
-    table = table.fillna(0, subset=list(counts)).fillna(0, subset=["max_displacement"])
-    pct = F.col("_pct")
+    counts = ("sent", "acknowledged", "lost", "unexpected", "received", "unique", "out_of_order")
+    streams = (
+        per_message.join(per_copy, list(STREAM), "full_outer")
+        .fillna(0, subset=[*counts, "max_displacement"])
+        .cache()
+    )
+    table = _keys(
+        streams.rollup(*STREAM).agg(
+            *[F.sum(c).alias(c) for c in counts],
+            F.max("max_displacement").alias("max_displacement"),
+            F.max("latency_max_ms").alias("latency_max_ms"),
+        )
+    )
+    pct = _keys(
+        marked.where(first)
+        .rollup(*STREAM)
+        .agg(F.percentile_approx("latency_ms", list(PERCENTILES), ACCURACY).alias("_pct"))
+    )
+    table = table.join(pct, list(STREAM), "left")
+    pcts = F.col("_pct")
+    ratio = F.when(F.col("unique") > 0, F.col("out_of_order") / F.col("unique"))
     table = (
         table.withColumn("duplicated", F.col("received") - F.col("unique"))
-        .withColumn(
-            "out_of_order_ratio",
-            F.when(F.col("unique") > 0, F.col("out_of_order") / F.col("unique")).otherwise(0.0),
-        )
-        .withColumn("latency_p50_ms", pct.getItem(0))
-        .withColumn("latency_p95_ms", pct.getItem(1))
-        .withColumn("latency_p99_ms", pct.getItem(2))
+        .withColumn("out_of_order_ratio", F.coalesce(ratio, F.lit(0.0)))
+        .withColumn("latency_p50_ms", pcts.getItem(0))
+        .withColumn("latency_p95_ms", pcts.getItem(1))
+        .withColumn("latency_p99_ms", pcts.getItem(2))
     )
+    for c in (*counts, "duplicated", "max_displacement"):
+        table = table.withColumn(c, F.col(c).cast("long"))
     aggregate_last = [(F.col(k) == ALL).asc() for k in STREAM]
     return table.select(*METRIC_COLUMNS).orderBy(
         aggregate_last[0], "subscriber", aggregate_last[1], "publisher"
@@ -272,8 +303,9 @@ def share(receipts: DataFrame, by: str = "host") -> DataFrame:
     marked = annotated(receipts).where("first")
     if by == "route":
         marked = marked.withColumn("route", F.coalesce(F.col("route"), F.lit("")))
-    grouped = marked.cube(*STREAM, by).agg(
-        F.count(F.lit(1)).alias("copies"), F.grouping_id().alias("_gid")
+    per_stream = marked.groupBy(*STREAM, by).agg(F.count(F.lit(1)).alias("copies"))
+    grouped = per_stream.cube(*STREAM, by).agg(
+        F.sum("copies").alias("copies"), F.grouping_id().alias("_gid")
     )
     # keep (stream, by), (subscriber, by) and (by): the cube's other groupings are not shares
     bits = {"subscriber": 4, "publisher": 2, by: 1}
@@ -281,14 +313,8 @@ def share(receipts: DataFrame, by: str = "host") -> DataFrame:
     kept = grouped.where(F.col("_gid").isin(*wanted))
     whole = Window.partitionBy("_gid", *STREAM)
     return (
-        kept.withColumn("share", F.col("copies") / F.sum("copies").over(whole))
-        .select(
-            F.coalesce(F.col("subscriber"), F.lit(ALL)).alias("subscriber"),
-            F.coalesce(F.col("publisher"), F.lit(ALL)).alias("publisher"),
-            F.col(by),
-            "copies",
-            "share",
-        )
+        _keys(kept.withColumn("share", F.col("copies") / F.sum("copies").over(whole)))
+        .select(*STREAM, F.col(by), F.col("copies").cast("long").alias("copies"), "share")
         .orderBy(
             (F.col("subscriber") == ALL).asc(),
             "subscriber",
