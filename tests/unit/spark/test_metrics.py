@@ -267,3 +267,17 @@ def test_receipts_from_source_rows_keep_this_runs_messages_in_arrival_order(spar
         ("S1", "P1", 1, 5),
     ]
     assert m.receipts_from(raw, "S1").count() == 4
+
+
+def test_send_times_come_from_the_ack_log_when_a_message_carries_none(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    receipts = _receipts(spark, [("S1", "P1", 1, 7), ("S1", "P1", 2, 7)])
+    acked = _acked(_sent(spark, "P1", 2)).withColumn(
+        "sent_ns", F.lit(T0_NS) + F.col("seq") * 1_000_000
+    )
+    assert m.with_send_times(receipts, acked) is receipts  # every receipt has its send time
+    blank = receipts.withColumn("sent_ns", F.when(F.col("seq") == 2, F.col("sent_ns")))
+    filled = m.with_send_times(blank, acked).orderBy("seq").collect()
+    assert [r["sent_ns"] for r in filled] == [T0_NS + 1_000_000, T0_NS + 2_000_000]
+    assert list(filled[0].asDict()) == list(receipts.columns)
