@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import tempfile
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,9 +35,7 @@ from azure.servicebus import (  # noqa: E402
     ServiceBusReceiver,
     ServiceBusSender,
 )
-from azure.servicebus.management import ServiceBusAdministrationClient  # noqa: E402
-
-from qmgr.cli.launch import start_node  # noqa: E402
+from sb_node import servicebus_node  # noqa: E402
 
 BODY = "x" * 100
 
@@ -92,25 +87,11 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=10_000)
     args = parser.parse_args()
     n = max(100, args.messages // 100 * 100)
-    warnings.filterwarnings("ignore", message="Unverified HTTPS request")
-    base = Path(tempfile.mkdtemp(prefix="qmgr-bench-sb-"))
-    env = {**os.environ, "QMGR_HOME": str(base / "home")}
-    node = start_node(
-        "BENCH",
-        data_dir=base / "BENCH",
-        log=base / "node.log",
-        extra_args=["--servicebus"],
-        env=env,
-    )
-    try:
-        conn = (
-            f"Endpoint=sb://{node.servicebus};SharedAccessKeyName=RootManageSharedAccessKey;"
-            "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
-        )
-        admin = ServiceBusAdministrationClient.from_connection_string(conn, connection_verify=False)
+    with servicebus_node("qmgr-bench-sb-") as sb:
+        conn, admin = sb.conn, sb.admin
         admin.create_queue("bench")
         admin.create_queue("bench-sessions", requires_session=True)
-        pid = node.proc.pid
+        pid = sb.node.proc.pid
         with ServiceBusClient.from_connection_string(conn) as client:
             # links are opened before and closed after each measure: only the traffic is timed
             with client.get_queue_sender("bench") as sender:
@@ -130,9 +111,6 @@ def main() -> None:
                 "bench-sessions", session_id="s", prefetch_count=100
             ) as receiver:
                 measure("session receive + complete", n, pid, lambda: settle_all(receiver, n))
-    finally:
-        node.proc.send_signal(signal.SIGTERM)
-        node.proc.wait(30)
 
 
 if __name__ == "__main__":

@@ -516,6 +516,12 @@ def _response(
     )
 
 
+def refusal(request: Message, status: int, description: str, condition: str) -> Message:
+    """The answer refusing ``request`` before any operation ran (such as 401 when the
+    connection's token lacks the claim)."""
+    return _response(request, status, description, {}, condition)
+
+
 def handle(
     namespace: Namespace, entity_path: str, request: Message, now: float | None = None
 ) -> Message:

@@ -14,8 +14,8 @@ entity names may hold ``/``:
 A PUT without ``If-Match`` creates (409 if the name is taken); with ``If-Match: *`` it updates
 (404 if missing). Failures carry Service Bus's status (the HTTP status of ``qmgr.servicebus``'s
 error codes) and ``<Error><Code/><Detail/></Error>``. ``Response.changed`` tells the caller to
-commit before answering. Authorization is not checked: every SharedAccessSignature is accepted,
-as by the emulator's default SAS key.
+commit before answering. Authorization is checked before, by the port
+(:mod:`qmgr.node.sbport`), when the node has Service Bus keys.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import quote as _quote
 
 from qmgr.atom import descriptions as atom
 from qmgr.atom.descriptions import AtomError
@@ -44,6 +45,12 @@ XML_TYPE = "application/xml; charset=utf-8"
 TEXT_TYPE = "text/plain; charset=utf-8"
 API_VERSION = "2024-05"
 MAX_TOP = 100
+
+
+def quote(name: str) -> str:
+    """An entity or rule name as a URL path segment, ``$`` kept as Azure writes it (the JS SDK
+    reads names back from the entry's id, so ``$Default`` must not come back as ``%24Default``)."""
+    return _quote(name, safe="/$")
 
 
 @dataclass(frozen=True, slots=True)

@@ -188,8 +188,8 @@ def down(name: str | None, purge: bool, timeout: float) -> None:
     "directory for the built-in topology).",
 )
 def compose(topology_file: str | None, out: str | None) -> None:
-    """Write docker-compose.yml and init/NODE.mqsc for TOPOLOGY (default: the built-in DEMO
-    cluster), cluster.env with the cluster secret (for full repositories) when it is missing,
+    """Write docker-compose.yml, init/NODE.mqsc and servicebus/NODE.json (a copy of a node's
+    Config.json) for TOPOLOGY (default: the built-in DEMO cluster), cluster.env with the cluster secret (for full repositories) when it is missing,
     and member.env with the member secret derived from it (for partial repositories); both
     mode 0600, never committed. The compose file builds compose/Dockerfile from the repository root, so it is
     meant to live in the repository's compose/ directory."""

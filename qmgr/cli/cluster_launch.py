@@ -102,6 +102,7 @@ class Launch:
     data_dir: Path
     offset: int  # where this run's output starts in the (appended) log
     address: str = ""  # the address from its READY line, once it printed one
+    servicebus: str = ""  # its Service Bus port (sb= of the READY line), if it hosts one
 
 
 class StartFailure(Exception):
@@ -123,6 +124,12 @@ def node_args(topology: Topology, spec: NodeSpec, plan: dict[str, NodeAddresses]
         args += ["--full-repository", "--raft", str(plan[spec.name].raft), "--raft-peers", peers]
     else:
         args += ["--join", ",".join(plan[n.name].listen for n in frs)]
+    if spec.servicebus_config is not None:
+        args += ["--servicebus-config", str(spec.servicebus_config)]
+    elif spec.servicebus:
+        args += ["--servicebus"]
+    if spec.hosts_servicebus:  # a free port each start: several nodes may host a namespace
+        args += ["--servicebus-port", f"{LOOPBACK}:0"]
     return args
 
 
@@ -163,15 +170,15 @@ def _this_run(launch: Launch) -> str | None:
         return None
 
 
-def _ready_address(launch: Launch) -> str | None:
+def _ready_fields(launch: Launch) -> dict[str, str] | None:
+    """The key=value fields of the node's READY line in this run (addr, sb), or None."""
     text = _this_run(launch)
     if text is None:
         return None
     prefix = f"READY name={launch.spec.name} "
     for line in text.splitlines():
         if line.startswith(prefix):
-            fields = dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
-            return fields.get("addr")
+            return dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
     return None
 
 
@@ -183,9 +190,11 @@ def await_ready(launches: list[Launch], timeout: float, progress: Any, tasks: An
     deadline = time.monotonic() + timeout
     while pending:
         for launch in list(pending):
-            address = _ready_address(launch)
+            ready = _ready_fields(launch) or {}
+            address = ready.get("addr")
             if address:
                 launch.address = address
+                launch.servicebus = ready.get("sb", "")
                 pending.remove(launch)
                 progress.update(
                     tasks[launch.spec.name],
@@ -232,6 +241,7 @@ def state_of(topology: Topology, source: str, launches: list[Launch]) -> Cluster
                 pid=x.proc.pid,
                 log=str(x.log),
                 data_dir=str(x.data_dir),
+                servicebus=x.servicebus or None,
             )
             for x in launches
         ),

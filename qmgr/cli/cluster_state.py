@@ -18,7 +18,7 @@ import contextlib
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -42,6 +42,10 @@ class NodeState:
     pid: int
     log: str
     data_dir: str
+    servicebus: str | None = None  # HOST:PORT of its Service Bus port (sb= of READY), if any
+
+
+_NODE_FIELDS = frozenset(f.name for f in fields(NodeState))
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,17 @@ class ClusterState:
     topology: str
     nodes: tuple[NodeState, ...]
     tls: bool = False  # the nodes serve TLS (certificates in the state directory's pki/)
+
+    def node(self, name: str) -> NodeState:
+        """The node called ``name`` (KeyError if the cluster has none)."""
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def servicebus_address(self, name: str) -> str | None:
+        """HOST:PORT of the Service Bus port of node ``name``; None if it hosts no namespace."""
+        return self.node(name).servicebus
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,7 +79,10 @@ class ClusterState:
         return cls(
             cluster=str(data["cluster"]),
             topology=str(data.get("topology", "")),
-            nodes=tuple(NodeState(**n) for n in data["nodes"]),
+            nodes=tuple(
+                NodeState(**{k: v for k, v in n.items() if k in _NODE_FIELDS})
+                for n in data["nodes"]
+            ),
             tls=bool(data.get("tls", False)),
         )
 

@@ -36,6 +36,16 @@ CHANNEL_COLUMNS: Columns = (
     ("MSGS", ("MSGS",)),
     ("waiting", ("CURDEPTH", "XQMSGSA")),
 )
+BRIDGE_COLUMNS: Columns = (
+    ("BRIDGE", ("BRIDGE",)),
+    ("DIRECTION", ("DIRECTION",)),
+    ("TOPICSTR", ("TOPICSTR",)),
+    ("SBENTITY", ("SBENTITY",)),
+    ("STATUS", ("STATUS",)),
+    ("MSGS", ("MSGS",)),
+    ("waiting", ("CURDEPTH",)),
+    ("LASTERR", ("LASTERR",)),
+)
 TOPIC_COLUMNS: Columns = (
     ("TOPIC", ("TOPIC",)),
     ("TOPICSTR", ("TOPICSTR",)),
@@ -61,13 +71,14 @@ def print_summary(
     from rich.table import Table
 
     table = Table(title=f"cluster {topology.cluster} is up: {source}")
-    for col in ("node", "role", "address", "raft", "pid", "MQSC run"):
+    for col in ("node", "role", "address", "raft", "service bus", "pid", "MQSC run"):
         table.add_column(col, no_wrap=True)
     described = any(x.spec.description for x in launches)
     if described:
         table.add_column("description")
     for x in launches:
-        row = [x.spec.name, x.spec.role, x.address, x.addrs.raft or "-", str(x.proc.pid)]
+        row = [x.spec.name, x.spec.role, x.address, x.addrs.raft or "-", x.servicebus or "-"]
+        row.append(str(x.proc.pid))
         row.append(mqsc.get(x.spec.name, "-"))
         table.add_row(*row, *([x.spec.description] if described else []))
     console.print(table)
@@ -115,6 +126,7 @@ def collect_status(directory: Path, state: ClusterState) -> dict[str, Any]:
         for key, command in (
             ("channels", "DISPLAY CHSTATUS(*) ALL"),
             ("topic_hosts", "DISPLAY TCLUSTER(*) ALL"),
+            ("bridges", "DISPLAY BRIDGE(*) ALL"),
         ):
             records: list[dict[str, str]] | None = None
             error: str | None = "node is not running"
@@ -156,12 +168,18 @@ def print_status(status: dict[str, Any]) -> None:
     console = wide_console()
     nodes = status["nodes"]
     table = Table(title=f"cluster {status['cluster']}: {status['topology']}")
-    for col in ("node", "role", "address", "raft", "pid", "alive"):
+    for col in ("node", "role", "address", "raft", "service bus", "pid", "alive"):
         table.add_column(col, no_wrap=True)
     for n in nodes:
         alive = "[green]yes[/]" if n["alive"] else "[red]no[/]"
         table.add_row(
-            n["name"], n["role"], n["address"], n["raft_address"] or "-", str(n["pid"]), alive
+            n["name"],
+            n["role"],
+            n["address"],
+            n["raft_address"] or "-",
+            n.get("servicebus") or "-",
+            str(n["pid"]),
+            alive,
         )
     console.print(table)
     members = status["members"]
@@ -189,6 +207,12 @@ def print_status(status: dict[str, Any]) -> None:
         known = "all" if names == answered else " ".join(names)
         table.add_row(*cells, known)
     _print_table(console, table, _missing(nodes, "topic_hosts"))
+
+    table = _table("bridges to Service Bus (DISPLAY BRIDGE on each node)", BRIDGE_COLUMNS, "node")
+    for n in nodes:
+        for record in n["bridges"] or []:
+            table.add_row(n["name"], *_cells(record, BRIDGE_COLUMNS))
+    _print_table(console, table, _missing(nodes, "bridges"))
 
 
 def _table(title: str, columns: Columns, first: str | None = None) -> Any:

@@ -28,6 +28,8 @@ from qmgr.security.keys import SecretFormatError, member_secret
 
 COMPOSE_PORT = 7000  # every container listens here (gRPC)
 COMPOSE_RAFT_PORT = 7100  # and a full repository binds Raft here
+COMPOSE_SB_PORT = 5672  # and a node hosting a Service Bus namespace serves it here
+SB_CONFIG_DIR = "servicebus"  # the compose directory's copies of the nodes' Config.json files
 COMPOSE_IMAGE = "qmgr:local"
 ENV_FILE = "cluster.env"  # the cluster secret, for full repositories (never committed)
 MEMBER_ENV_FILE = "member.env"  # the member secret, for partial repositories (never committed)
@@ -72,11 +74,19 @@ def compose_document(topology: Topology) -> dict[str, Any]:
             command += ["--raft-peers", peers]
         else:
             command += ["--join", joins]
+        mounts = [f"{spec.name}-data:/data"]
+        if spec.servicebus_config is not None:
+            command += ["--servicebus-config", "/config/Config.json"]
+            mounts.append(f"./{sb_config_file(spec.name)}:/config/Config.json:ro")
+        elif spec.servicebus:
+            command += ["--servicebus"]
+        if spec.hosts_servicebus:
+            command += ["--servicebus-port", f"0.0.0.0:{COMPOSE_SB_PORT}"]
         service: dict[str, Any] = {**_image(), "hostname": spec.name, "init": True}
         service["command"] = command
         service["environment"] = _environment()
         service["env_file"] = [ENV_FILE if spec.full_repository else MEMBER_ENV_FILE]
-        service["volumes"] = [f"{spec.name}-data:/data"]
+        service["volumes"] = mounts
         service["healthcheck"] = {
             "test": [
                 "CMD-SHELL",
@@ -115,9 +125,16 @@ def project_name(topology: Topology) -> str:
     return re.sub(r"[^a-z0-9_-]", "-", f"qmgr-{topology.cluster.lower()}")
 
 
+def sb_config_file(node: str) -> str:
+    """Where the compose directory keeps the copy of ``node``'s Config.json."""
+    return f"{SB_CONFIG_DIR}/{node}.json"
+
+
 def compose_files(topology: Topology, source: str) -> dict[str, str]:
-    """Relative path -> content: docker-compose.yml and init/NODE.mqsc for each node that has
-    MQSC. ``source`` names the topology file in the generated header."""
+    """Relative path -> content: docker-compose.yml, init/NODE.mqsc for each node that has
+    MQSC and servicebus/NODE.json, a copy of the Config.json of each node that names one (so
+    the compose directory is complete on another machine). ``source`` names the topology file
+    in the generated header."""
     first = topology.nodes[0].name
     header = COMPOSE_HEADER.format(
         source=source,
@@ -134,6 +151,15 @@ def compose_files(topology: Topology, source: str) -> dict[str, str]:
             files[f"init/{spec.name}.mqsc"] = (
                 f"* MQSC for {spec.name}, generated from {source}\n" + "\n".join(commands) + "\n"
             )
+        if spec.servicebus_config is not None:
+            try:
+                files[sb_config_file(spec.name)] = spec.servicebus_config.read_text(
+                    encoding="utf-8"
+                )
+            except (OSError, UnicodeDecodeError) as exc:
+                raise TopologyError(
+                    source, [f"node {spec.name}: 'servicebus': cannot read: {exc}"]
+                ) from None
     return files
 
 

@@ -121,6 +121,14 @@ def cli() -> None:
     "port (default 127.0.0.1:5672, as the emulator's connection string says; 0 for any free "
     "port). Printed on the READY line as sb=HOST:PORT.",
 )
+@click.option(
+    "--servicebus-keys",
+    type=click.Path(dir_okay=False, exists=True),
+    envvar="QMGR_SERVICEBUS_KEYS",
+    help="JSON file (mode 0600) of shared access keys: name -> {key, rights: Manage/Send/"
+    "Listen}. With it every SAS token (AMQP CBS, the HTTP admin API) is verified and rights "
+    "are enforced; without it every token is accepted, as by Microsoft's emulator.",
+)
 def start(
     name: str,
     listen: str,
@@ -140,6 +148,7 @@ def start(
     servicebus_config: str | None,
     servicebus_limits: tuple[str, ...],
     servicebus_port: str | None,
+    servicebus_keys: str | None,
 ) -> None:
     """Run a queue manager node until SIGTERM. Prints READY name=.. addr=.. when serving (in a
     cluster: once it has joined)."""
@@ -190,13 +199,14 @@ def start(
             servicebus_config=servicebus_config,
             servicebus_limits=servicebus_limits,
             servicebus_port=servicebus_port,
+            servicebus_keys=servicebus_keys,
         )
     except (ConfigError, SecretError) as exc:
         raise _fail(exc) from None
     pid = os.getpid()
 
-    def on_ready(address: str) -> None:
-        register(name, address, pid)
+    def on_ready(address: str, servicebus: str) -> None:
+        register(name, address, pid, servicebus)
 
     try:
         run(config, on_ready=on_ready)

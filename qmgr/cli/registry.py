@@ -14,11 +14,16 @@ def home() -> Path:
     return Path(os.environ.get("QMGR_HOME", Path.home() / ".qmgr"))
 
 
-def register(name: str, address: str, pid: int) -> Path:
+def register(name: str, address: str, pid: int, servicebus: str = "") -> Path:
+    """Record a running node: its gRPC address and, when it hosts a namespace, its Service Bus
+    port (``servicebus``, the READY line's sb=)."""
     path = home() / "nodes" / f"{name}.json"
     private_dir(path.parent)
     tmp = path.with_suffix(".tmp")
-    write_private(tmp, json.dumps({"name": name, "address": address, "pid": pid}))
+    entry = {"name": name, "address": address, "pid": pid}
+    if servicebus:
+        entry["servicebus"] = servicebus
+    write_private(tmp, json.dumps(entry))
     tmp.replace(path)
     return path
 
@@ -32,15 +37,36 @@ def unregister(name: str, pid: int) -> None:
         pass
 
 
+def _entry(node: str) -> dict[str, object]:
+    path = home() / "nodes" / f"{node}.json"
+    try:
+        entry = json.loads(path.read_text())
+        if isinstance(entry, dict) and "address" in entry:
+            return entry
+    except (OSError, ValueError):
+        pass
+    raise LookupError(
+        f"no running node called {node} is registered under {home() / 'nodes'}; "
+        "give its address as HOST:PORT"
+    )
+
+
 def resolve(node: str) -> str:
     """An address for NODE: itself if it looks like HOST:PORT, else the registered one."""
     if ":" in node:
         return node
-    path = home() / "nodes" / f"{node}.json"
-    try:
-        return str(json.loads(path.read_text())["address"])
-    except (OSError, ValueError, KeyError):
+    return str(_entry(node)["address"])
+
+
+def resolve_servicebus(node: str) -> str:
+    """The Service Bus port (HOST:PORT) of NODE: itself if it looks like HOST:PORT, else the
+    registered node's."""
+    if ":" in node:
+        return node
+    found = _entry(node).get("servicebus")
+    if not found:
         raise LookupError(
-            f"no running node called {node} is registered under {home() / 'nodes'}; "
-            "give its address as HOST:PORT"
-        ) from None
+            f"node {node} has no Service Bus port (start it with --servicebus); or give the "
+            "port as HOST:PORT"
+        )
+    return str(found)

@@ -9,6 +9,7 @@
     qmgr sb queue show NODE orders -o json
     qmgr sb import NODE Config.json
     qmgr sb export NODE > Config.json
+    qmgr sb send NODE orders '{"id": 1}'     # messages: qmgr.cli.sb_data, through the SDK
 
 NODE is a node name (``qmgr start --name``) or HOST:PORT. Options take the values the
 management API documents: durations as ISO 8601 (``PT30S``, ``P1D``) or ``d.hh:mm:ss``; flags
@@ -18,6 +19,7 @@ the options given. Output is a table, or JSON with ``-o json``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import sys
@@ -464,7 +466,8 @@ def _error_text(exc: Exception) -> str:
 @click.group(name="sb")
 def sb() -> None:
     """Manage the Service Bus namespace of a node started with --servicebus (queues, topics,
-    subscriptions, rules; Config.json import and export)."""
+    subscriptions, rules; Config.json import and export), and its messages (send, receive, peek,
+    dlq) through Microsoft's azure-servicebus client on the node's Service Bus port."""
 
 
 def _entity_group(kind: str, cls: Props, parents: tuple[str, ...]) -> click.Group:
@@ -692,155 +695,6 @@ def export(node: str, path: Any, emulator: bool, access: Access) -> None:
 
 # ---------------------------------------------------------------------- messages
 
-_MESSAGE_FIELDS = (
-    ("message_id", "--message-id"),
-    ("correlation_id", "--correlation-id"),
-    ("session_id", "--session-id"),
-    ("subject", "--subject"),
-    ("content_type", "--content-type"),
-    ("to", "--to"),
-    ("reply_to", "--reply-to"),
-)
-
-
-def application_properties(items: tuple[str, ...]) -> dict[str, Any]:
-    """``NAME=VALUE`` (a string) or ``NAME:=JSON`` (typed: ``n:=5``, ``ok:=true``)."""
-    props: dict[str, Any] = {}
-    for item in items:
-        name, typed, _ = name_value(item, "--property")
-        props[name] = typed
-    return props
-
-
-def _message_options(f: F) -> F:
-    for attr, name in reversed(_MESSAGE_FIELDS):
-        f = click.option(name, f"m_{attr}", help=f"The message's {attr.replace('_', ' ')}.")(f)
-    return f
-
-
-@sb.command()
-@click.argument("node")
-@click.argument("path")
-@click.argument("body", required=False)
-@click.option(
-    "-p",
-    "--property",
-    "properties",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Application property (repeat; NAME:=JSON for a typed value).",
-)
-@_message_options
-@click.option("--ttl", help="Time to live (ISO 8601 or d.hh:mm:ss).")
-@click.option("--count", default=1, show_default=True, help="Send the message this many times.")
-@client_options
-def send(
-    node: str,
-    path: str,
-    body: str | None,
-    properties: tuple[str, ...],
-    ttl: str | None,
-    count: int,
-    access: Access,
-    **fields: Any,
-) -> None:
-    """Send a message (BODY, or standard input) to a queue or topic PATH; it is stored once the
-    command returns."""
-    from qmgr.servicebus.entities import parse_duration
-    from qmgr.servicebus.message import SbMessage
-
-    text = body if body is not None else sys.stdin.read()
-    message = SbMessage(body=text.encode(), properties=application_properties(properties))
-    for attr, _ in _MESSAGE_FIELDS:
-        setattr(message, attr, fields.get(f"m_{attr}"))
-    if ttl is not None:
-        try:
-            message.time_to_live = parse_duration(ttl)
-        except ServiceBusError as exc:
-            raise click.BadParameter(exc.text, param_hint="--ttl") from None
-    with _admin(node, access) as admin:
-        admin.send(path, [message] * count)
-    click.echo(f"sent {count} message{'s' if count != 1 else ''} to {path}")
-
-
-def _stored_dict(s: Any) -> dict[str, Any]:
-    m = s.message
-    out: dict[str, Any] = {
-        "sequenceNumber": s.sequence_number,
-        "state": s.state.name.capitalize(),
-        "deliveryCount": s.delivery_count,
-        "enqueuedTime": s.enqueued_time,
-        "expiresAt": None if math.isinf(s.expires_at) else s.expires_at,
-    }
-    for attr, _ in _MESSAGE_FIELDS:
-        value = getattr(m, attr)
-        if value is not None:
-            out["".join(p.capitalize() if i else p for i, p in enumerate(attr.split("_")))] = value
-    if s.dead_letter_source:
-        out["deadLetterSource"] = s.dead_letter_source
-    if s.hop_count:
-        out["hopCount"] = s.hop_count
-    out["properties"] = {k: _jsonable(v) for k, v in m.properties.items()}
-    try:
-        out["body"] = m.body.decode()
-    except UnicodeDecodeError:
-        out["bodyHex"] = m.body.hex()
-    return out
-
-
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, bytes):
-        return value.hex()
-    return str(value)
-
-
-@sb.command()
-@click.argument("node")
-@click.argument("path")
-@click.option(
-    "--from", "from_sequence", default=0, show_default=True, help="First sequence number."
-)
-@click.option("--max", "max_count", default=100, show_default=True, help="At most this many.")
-@click.option("--session", help="Only this session's messages.")
-@output_option
-@client_options
-def peek(
-    node: str,
-    path: str,
-    from_sequence: int,
-    max_count: int,
-    session: str | None,
-    output: str,
-    access: Access,
-) -> None:
-    """Look at the messages of a queue or subscription without locking them (active, deferred
-    and scheduled); PATH may end in /$DeadLetterQueue."""
-    with _admin(node, access) as admin:
-        found = admin.peek(path, from_sequence, max_count, session)
-    items = [_stored_dict(s) for s in found]
-    if output == "json":
-        click.echo(json.dumps(items, indent=2))
-        return
-    from rich.table import Table
-
-    table = Table(title=path, title_justify="left")
-    for column in ("seq", "state", "deliveries", "enqueued", "message id", "subject", "properties"):
-        table.add_column(column)
-    table.add_column("body", overflow="fold")
-    for s, item in zip(found, items, strict=True):
-        body = item.get("body", item.get("bodyHex", ""))
-        table.add_row(
-            str(s.sequence_number),
-            item["state"],
-            str(s.delivery_count),
-            _time(s.enqueued_time),
-            str(item.get("messageId", "")),
-            str(item.get("subject", "")),
-            json.dumps(item["properties"]) if item["properties"] else "",
-            body if len(body) <= 80 else body[:77] + "...",
-        )
-    _console().print(table)
-    if not found:
-        click.echo(f"no messages in {path}", err=True)
+# send, receive, peek, dlq and connection-string go through Microsoft's SDK (qmgr.cli.sb_data,
+# which adds them to this group)
+importlib.import_module("qmgr.cli.sb_data")

@@ -19,6 +19,10 @@ docker-compose.yml and the per-node init scripts from it)::
     role = "full"                 # "full" (full repository) or "partial" (the default)
     description = "..."           # optional, shown by `qmgr cluster up`
     mqsc = "DEFINE TOPIC(..)"     # optional: MQSC run on this node once the cluster is up
+    servicebus = true             # optional: the node hosts a Service Bus namespace (its
+                                  # port is chosen at start and kept in the cluster state);
+                                  # or "Config.json": the emulator's Config.json (relative
+                                  # to this file) defining the namespace and its entities
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from qmgr.node.config import NAME_RE
 Role = Literal["full", "partial"]
 ROLES: tuple[Role, ...] = ("full", "partial")
 TOP_KEYS = ("cluster", "base_port", "secret_file", "tls", "node")
-NODE_KEYS = ("name", "role", "mqsc", "description")
+NODE_KEYS = ("name", "role", "mqsc", "description", "servicebus")
 RAFT_OFFSET = 100  # with base_port: the Raft port of node i is base_port + RAFT_OFFSET + i
 DEFAULT_SOURCE = "(built-in default topology)"
 
@@ -56,10 +60,16 @@ class NodeSpec:
     role: Role = "partial"
     mqsc: str = ""
     description: str = ""
+    servicebus: bool = False  # hosts a Service Bus namespace
+    servicebus_config: Path | None = None  # its Config.json (implies servicebus)
 
     @property
     def full_repository(self) -> bool:
         return self.role == "full"
+
+    @property
+    def hosts_servicebus(self) -> bool:
+        return self.servicebus or self.servicebus_config is not None
 
 
 @dataclass(frozen=True)
@@ -127,7 +137,7 @@ def parse_topology(
         {k: v for k, v in data.items() if k != "password"}, TOP_KEYS, "top level", problems
     )
     cluster = _cluster_name(data.get("cluster"), problems)
-    nodes = _nodes(data.get("node"), cluster, problems)
+    nodes = _nodes(data.get("node"), cluster, problems, directory)
     base_port = _base_port(data.get("base_port"), len(nodes), problems)
     secret = _optional_text(data.get("secret_file"), "secret_file", problems, allow_empty=False)
     tls = data.get("tls", False)
@@ -255,7 +265,9 @@ def _optional_text(
     return value
 
 
-def _nodes(value: Any, cluster: str, problems: list[str]) -> list[NodeSpec]:
+def _nodes(
+    value: Any, cluster: str, problems: list[str], directory: Path | None = None
+) -> list[NodeSpec]:
     if value is None or value == []:
         problems.append("no nodes: add at least one [[node]] table")
         return []
@@ -265,7 +277,7 @@ def _nodes(value: Any, cluster: str, problems: list[str]) -> list[NodeSpec]:
     nodes: list[NodeSpec] = []
     seen: dict[str, str] = {}
     for i, table in enumerate(value, 1):
-        spec = _node(i, table, cluster, problems)
+        spec = _node(i, table, cluster, problems, directory)
         if spec is None:
             continue
         other = seen.get(spec.name.upper())
@@ -287,7 +299,9 @@ def _nodes(value: Any, cluster: str, problems: list[str]) -> list[NodeSpec]:
     return nodes
 
 
-def _node(i: int, table: Any, cluster: str, problems: list[str]) -> NodeSpec | None:
+def _node(
+    i: int, table: Any, cluster: str, problems: list[str], directory: Path | None = None
+) -> NodeSpec | None:
     if not isinstance(table, dict):
         problems.append(f"node {i}: must be a table ([[node]]), got {_kind(table)}")
         return None
@@ -312,9 +326,43 @@ def _node(i: int, table: Any, cluster: str, problems: list[str]) -> NodeSpec | N
     mqsc = _optional_text(table.get("mqsc"), "mqsc", problems, where=label) or ""
     description = _optional_text(table.get("description"), "description", problems, where=label)
     problems.extend(_mqsc_problems(label, mqsc, cluster))
+    servicebus, config = _servicebus(table.get("servicebus", False), label, problems, directory)
     if not ok or len(problems) > before or not isinstance(name, str):
         return None
-    return NodeSpec(name=name, role=role, mqsc=mqsc, description=description or "")
+    return NodeSpec(
+        name=name,
+        role=role,
+        mqsc=mqsc,
+        description=description or "",
+        servicebus=servicebus,
+        servicebus_config=config,
+    )
+
+
+def _servicebus(
+    value: Any, label: str, problems: list[str], directory: Path | None
+) -> tuple[bool, Path | None]:
+    """``servicebus = true | false | "path/to/Config.json"`` (relative to the topology file);
+    a Config.json is checked here, so a bad one is reported before anything starts."""
+    if isinstance(value, bool):
+        return value, None
+    if not isinstance(value, str) or not value:
+        problems.append(
+            f"{label}: 'servicebus' must be true, false or the path of a Config.json, "
+            f"got {_kind(value) if value != '' else 'an empty string'}"
+        )
+        return False, None
+    path = Path(value).expanduser()
+    if directory is not None and not path.is_absolute():
+        path = directory / path
+    from qmgr.node.servicebus import ServiceBusStartError, read_config_file
+
+    try:
+        read_config_file(path)
+    except ServiceBusStartError as exc:
+        problems.append(f"{label}: 'servicebus': {exc}")
+        return False, None
+    return True, path.resolve()
 
 
 def _mqsc_problems(label: str, text: str, cluster: str) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 REASONS: dict[str, int] = {
     "MQRC_BACKED_OUT": 2003,
     "MQRC_CONNECTION_BROKEN": 2009,
+    "MQRC_ENVIRONMENT_ERROR": 2012,
     "MQRC_EXPIRY_ERROR": 2013,
     "MQRC_GET_INHIBITED": 2016,
     "MQRC_HCONN_ERROR": 2018,

@@ -247,6 +247,28 @@ def _sub_needs_dest(params: Mapping[str, str | None]) -> str | None:
     return "Missing required parameter DEST for DEFINE SUB (or DESTCLAS(MANAGED))"
 
 
+# --- bridges to Service Bus (an object of qmgr's own) ----------------------------------------
+
+BRIDGE_PARAMS: Mapping[str, Domain] = {
+    "DIRECTION": Choice(("TOSB", "FROMSB")),
+    "TOPICSTR": Text(10240, nonempty=True),
+    "SBENTITY": Text(260, nonempty=True),
+    "SESSPROP": Text(256),
+    "DESCR": _DESCR,
+}
+BRIDGE_ATTRS = _words(
+    "BRIDGE DIRECTION TOPICSTR SBENTITY SESSPROP DESCR SUB STATUS MSGS DROPPED CURDEPTH LASTERR "
+    "ALTDATE ALTTIME CRDATE CRTIME"
+)
+
+
+def _sessprop_only_tosb(params: Mapping[str, str | None]) -> str | None:
+    """DEFINE BRIDGE: SESSPROP names an MQ property, so it applies to DIRECTION(TOSB) only."""
+    if params.get("DIRECTION") == "FROMSB" and params.get("SESSPROP"):
+        return "SESSPROP is valid only with DIRECTION(TOSB)"
+    return None
+
+
 # --- channels, queue manager, cluster -------------------------------------------------------
 
 CHANNEL_PARAMS: Mapping[str, Domain] = {
@@ -448,6 +470,26 @@ _SPECS: tuple[CommandSpec, ...] = (
         name_alternative="SUBID",
         params={"SUBID": SUBID, "SUBTYPE": _SUBTYPE, "DURABLE": _DURABLE},
     ),
+    # bridges
+    CommandSpec(
+        "DEFINE",
+        "BRIDGE",
+        name=OBJECT_NAME,
+        params=BRIDGE_PARAMS,
+        flags=frozenset(_REPLACE),
+        exclusive=(_REPLACE,),
+        required=(("DIRECTION",), ("TOPICSTR",), ("SBENTITY",)),
+        checks=(_sessprop_only_tosb,),
+    ),
+    CommandSpec(
+        "ALTER",
+        "BRIDGE",
+        name=OBJECT_NAME,
+        params=_without(BRIDGE_PARAMS, "DIRECTION"),
+        forbidden={"DIRECTION": "DIRECTION cannot be altered; delete and define the bridge"},
+    ),
+    CommandSpec("DELETE", "BRIDGE", name=OBJECT_NAME),
+    _display("BRIDGE", GENERIC, BRIDGE_ATTRS, params={"DIRECTION": BRIDGE_PARAMS["DIRECTION"]}),
     # channels
     CommandSpec(
         "DEFINE",

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from qmgr.amqp.connection import Closed, Connection, Event, SaslInit
 from qmgr.node.sb_links import POLL, SbLinks
+from qmgr.servicebus.sas import Claims
 
 if TYPE_CHECKING:
     from qmgr.node.runtime import NodeRuntime
@@ -42,6 +43,16 @@ class AmqpServer:
         self.host = runtime.servicebus
         self.container_id = f"qmgr-{uuid.uuid4().hex[:12]}"
         self.connections: weakref.WeakSet[SbLinks] = weakref.WeakSet()
+        self.keys = runtime.config.servicebus_keys  # None: every token is accepted
+        # each connection's timer, woken early when the node's bridges send
+        self._wake: weakref.WeakKeyDictionary[SbLinks, asyncio.Event] = weakref.WeakKeyDictionary()
+        self.host.on_arrival.append(self.arrived)
+
+    def arrived(self) -> None:
+        """Messages were sent from inside the node (a bridge): every connection's timer looks
+        for them now instead of at its next tick."""
+        for wake in list(self._wake.values()):
+            wake.set()
 
     def poke_all(self, but: SbLinks | None = None) -> None:
         """The namespace changed: let every connection's receivers look for messages."""
@@ -71,9 +82,11 @@ class AmqpServer:
             changed=self._changed,
             durable=durable,
             flush=flush,
+            claims=None if self.keys is None else Claims(self.keys),
         )
         self.connections.add(links)
-        timer = loop.create_task(self._timer(conn, links, flush))
+        wake = self._wake[links] = asyncio.Event()
+        timer = loop.create_task(self._timer(conn, links, flush, wake))
         try:
             data = first
             while not conn.closed:
@@ -119,7 +132,9 @@ class AmqpServer:
     def _changed(self) -> None:
         self.host.changed()
 
-    async def _timer(self, conn: Connection, links: SbLinks, flush: Callable[[], None]) -> None:
+    async def _timer(
+        self, conn: Connection, links: SbLinks, flush: Callable[[], None], wake: asyncio.Event
+    ) -> None:
         loop = asyncio.get_running_loop()
         while not conn.closed:
             deadline = conn.tick(loop.time())
@@ -130,6 +145,9 @@ class AmqpServer:
             if conn.closed:
                 break
             wait = POLL if deadline is None else max(0.0, min(POLL, deadline - loop.time()))
-            await asyncio.sleep(wait)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), wait)
+            wake.clear()
+            links.expire_tokens()
             links.poke()
             await links.commit()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from qmgr.security.keys import NodeSecret, SecretFormatError, parse_secret
+from qmgr.servicebus.sas import KeysFileError, SasKeys, parse_keys
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._%/]{1,48}$")
 CLUSTER_RE = re.compile(r"^[A-Za-z0-9._%/]{1,48}$")
@@ -71,6 +73,9 @@ class NodeConfig:
     # free port); the default when a namespace is hosted
     servicebus_host: str = DEFAULT_SERVICEBUS_HOST
     servicebus_port: int = DEFAULT_SERVICEBUS_PORT
+    # --servicebus-keys FILE: the shared access keys SAS tokens are checked against (None:
+    # every token is accepted, as by Microsoft's emulator)
+    servicebus_keys: SasKeys | None = field(default=None, repr=False)
 
     @property
     def address(self) -> str:
@@ -236,6 +241,7 @@ def make_config(
     servicebus_config: str | None = None,
     servicebus_limits: tuple[str, ...] = (),
     servicebus_port: str | None = None,
+    servicebus_keys: str | None = None,
 ) -> NodeConfig:
     if not NAME_RE.match(name):
         raise ConfigError(
@@ -264,7 +270,27 @@ def make_config(
         servicebus_limits=_limits(servicebus_limits),
         servicebus_host=sb_host,
         servicebus_port=sb_port,
+        servicebus_keys=read_keys_file(Path(servicebus_keys)) if servicebus_keys else None,
     )
+
+
+def read_keys_file(path: Path) -> SasKeys:
+    """The Service Bus keys of ``--servicebus-keys FILE`` (:mod:`qmgr.servicebus.sas`), refused
+    when other users may read or write the file (it must be 0600 or 0400)."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--servicebus-keys: cannot read {path}: {exc}") from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError(
+            f"--servicebus-keys: {path} can be read by other users (mode {mode & 0o777:o}): "
+            f"it holds keys; make it private (chmod 600 {path})"
+        )
+    try:
+        return parse_keys(text)
+    except KeysFileError as exc:
+        raise ConfigError(f"--servicebus-keys: {path}: {exc}") from None
 
 
 SERVICEBUS_LIMITS = (

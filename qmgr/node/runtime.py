@@ -23,6 +23,7 @@ from qmgr.core.message import Message
 from qmgr.core.qmgr import DEAD_LETTER_QUEUE, QueueManager
 from qmgr.core.queue import QueueDef
 from qmgr.core.subscription import Subscription
+from qmgr.node.bridge import Bridges
 from qmgr.node.cluster.chlcmds import ClusterChannels
 from qmgr.node.cluster.items import XMITQ_PREFIX
 from qmgr.node.committer import Committer
@@ -119,6 +120,7 @@ class NodeRuntime:
             self.qm.define_queue(QueueDef(DEAD_LETTER_QUEUE, maxdepth=999_999_999))
         self.qm.set_message_listener(self.signals.notify)
         self.channels = ClusterChannels(self)
+        self.bridges = Bridges(self)
 
     def _restore(
         self,
@@ -189,6 +191,9 @@ class NodeRuntime:
 
     async def mqsc(self, text: str) -> tuple[bool, list[Record]]:
         """Run one MQSC command (cluster commands too when in a cluster)."""
+        bridged = self.bridges.mqsc(text)
+        if bridged is not None:
+            return bridged
         if self.agent is not None:
             return await self.agent.admin.run(text)
         handled = await self.channels.run(text)
@@ -230,6 +235,7 @@ class NodeRuntime:
         return self.committer.position if self.committer is not None else 0
 
     async def stop(self) -> None:
+        await self.bridges.stop()
         if self.servicebus is not None:
             await self.servicebus.stop()
         if self.committer is not None:

@@ -4,8 +4,14 @@ The protocol is :class:`qmgr.amqp.connection.Connection` (sans-IO); the asyncio 
 (:mod:`qmgr.node.amqp_server`) feeds it bytes and hands its events here. This module gives them
 their Service Bus meaning (reference ``servicebus-amqp.md`` §B–G):
 
-- ``$cbs``: a link pair; every ``put-token`` is accepted and answered with ``status-code`` 202 on
-  the ``$cbs`` receiver link, ``correlation-id`` = the request's message-id.
+- ``$cbs``: a link pair; a ``put-token`` is answered with ``status-code`` 202 on the ``$cbs``
+  receiver link, ``correlation-id`` = the request's message-id. Without keys every token is
+  accepted; with keys (``claims``, :mod:`qmgr.servicebus.sas`) a token that is malformed, signed
+  with an unknown or wrong key, expired or out of scope is answered 401 (the SDK raises its
+  authentication error), and every other link needs a token put for its entity: a sender the
+  ``Send`` claim, a receiver ``Listen``, ``$management`` the claim of each operation (rule
+  operations ``Manage``); a link without one is attached and detached with
+  ``amqp:unauthorized-access``, as is a link whose token expired without being renewed.
 - ``<entity>/$management``: a link pair; each request goes to
   :func:`qmgr.amqp.sb_management.handle` and its answer back on the client's receiver link whose
   address is the request's ``reply-to``.
@@ -72,6 +78,7 @@ from qmgr.amqp.message import (
 from qmgr.amqp.types import DecodeError, Described, Int, Symbol
 from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
+from qmgr.servicebus.sas import Claims, Right, SasError
 
 log = logging.getLogger("qmgr.servicebus.amqp")
 
@@ -81,6 +88,17 @@ LINK_TIMEOUT = Symbol("com.microsoft:timeout")
 SENDER_CREDIT = 500  # credit kept granted to a client's sender link
 DEFAULT_SESSION_WAIT = 60.0  # seconds, when the link names no com.microsoft:timeout
 POLL = 0.2  # seconds between looks for messages the timer made available
+
+UNAUTHORIZED = "amqp:unauthorized-access"
+# the claim each $management operation needs (the others: Listen)
+MGMT_RIGHTS = {
+    sb_management.SCHEDULE_MESSAGE: Right.SEND,
+    sb_management.CANCEL_SCHEDULED_MESSAGE: Right.SEND,
+    sb_management.ADD_RULE: Right.MANAGE,
+    sb_management.REMOVE_RULE: Right.MANAGE,
+    sb_management.ENUMERATE_RULES: Right.MANAGE,
+}
+LINK_RIGHTS = {"send": Right.SEND, "receive": Right.LISTEN, "mgmt": Right.NONE}
 
 # ServiceBusError codes → the AMQP error conditions the SDK turns into its exception classes
 CONDITIONS: dict[Code, str] = {
@@ -140,8 +158,10 @@ class SbLinks:
         changed: Callable[[], None],
         durable: Callable[[], Awaitable[None]],
         flush: Callable[[], None],
+        claims: Claims | None = None,
     ) -> None:
         self.conn = conn
+        self.claims = claims
         self.ns = namespace
         self.now = now
         self._changed = changed
@@ -218,8 +238,14 @@ class SbLinks:
             self._reply_attach(link, client_sends)
             return
         if low.endswith("/$management"):
+            if not self._authorized(link, path[: -len("/$management")], Right.NONE, client_sends):
+                return
             self.links[link] = LinkState("mgmt", path[: -len("/$management")], link)
             self._reply_attach(link, client_sends)
+            return
+        if not self._authorized(
+            link, path, Right.SEND if client_sends else Right.LISTEN, client_sends
+        ):
             return
         if client_sends:
             try:
@@ -259,6 +285,39 @@ class SbLinks:
             return
         self.links[link] = LinkState("receive", path, link, mode)
         self._reply_attach(link, False)
+
+    def _authorized(self, link: Link, path: str, right: Right, client_sends: bool) -> bool:
+        """With keys: whether a token put on this connection lets ``link`` use ``path`` with
+        ``right``; if not the link is refused with ``amqp:unauthorized-access``."""
+        if self.claims is None:
+            return True
+        try:
+            self.claims.check(path, right, self.now())
+        except SasError as exc:
+            error = p.Error(condition=UNAUTHORIZED, description=str(exc))
+            if client_sends:
+                self.conn.refuse_attach(link, error, target=None)
+            else:
+                self.conn.refuse_attach(link, error, source=None)
+            return False
+        return True
+
+    def expire_tokens(self) -> None:
+        """With keys: detach (``amqp:unauthorized-access``) the links whose token expired
+        without being renewed."""
+        if self.claims is None:
+            return
+        now = self.now()
+        for link, st in list(self.links.items()):
+            right = LINK_RIGHTS.get(st.kind)
+            if right is None or not link.live:
+                continue
+            try:
+                self.claims.check(st.path, right, now)
+            except SasError as exc:
+                self.conn.detach(link, p.Error(condition=UNAUTHORIZED, description=str(exc)))
+                self._gone(link, self._unsettled_tags(link))
+        self.claims.expired(now)
 
     def _reply_attach(self, link: Link, client_sends: bool) -> None:
         self.conn.attach_reply(link)
@@ -394,9 +453,10 @@ class SbLinks:
         if request is None:
             return
         msg_id = request.properties.message_id if request.properties else None
+        status, text = self._put_token(request)
         reply = Message(
             properties=Properties(correlation_id=msg_id),
-            application_properties={"status-code": Int(202), "status-description": "Accepted"},
+            application_properties={"status-code": Int(status), "status-description": text},
             body=None,
         )
         self._reply_on(
@@ -407,14 +467,40 @@ class SbLinks:
             request.properties.reply_to if request.properties else None,
         )
 
+    def _put_token(self, request: Message) -> tuple[int, str]:
+        """The status of a CBS put-token: 202 (accepted), 401 (refused token), 400 (bad
+        request)."""
+        if self.claims is None:
+            return 202, "Accepted"
+        app = request.application_properties or {}
+        audience, token = app.get("name"), request.body
+        if app.get("operation") != "put-token" or not isinstance(audience, str):
+            return 400, "a $cbs request is operation 'put-token' with the audience in 'name'"
+        if not isinstance(token, str):
+            return 401, "the token (the request's body) is not a string"
+        try:
+            self.claims.put_token(token, audience, self.now())
+        except SasError as exc:
+            log.info("Service Bus AMQP: put-token for %s refused: %s", audience, exc)
+            return 401, str(exc)
+        return 202, "Accepted"
+
     def _mgmt(self, st: LinkState, ev: TransferReceived) -> None:
         request = self._request(ev)
         if request is None:
             return
-        reply = sb_management.respond(self.ns, st.path, request)
-        if reply.changed:
-            self._mark()
-        response = reply.message
+        try:
+            if self.claims is not None:
+                operation = (request.application_properties or {}).get("operation")
+                right = MGMT_RIGHTS.get(str(operation), Right.LISTEN)
+                self.claims.check(st.path, right, self.now())
+        except SasError as exc:
+            response = sb_management.refusal(request, 401, str(exc), UNAUTHORIZED)
+        else:
+            reply = sb_management.respond(self.ns, st.path, request)
+            if reply.changed:
+                self._mark()
+            response = reply.message
         reply_to = request.properties.reply_to if request.properties else None
         data = encode_message(response)
         self._after.append(lambda: self._reply_on("mgmt", st.path, ev.link, data, reply_to))

@@ -14,8 +14,11 @@ connection decide what it is:
 TLS runs through ``ssl.MemoryBIO`` rather than ``start_tls``, because the bytes read to sniff
 the connection are part of the ClientHello and must reach the TLS engine. HTTP is parsed by h11;
 each request is answered by ``qmgr.atom.api.ManagementApi``, and a request that changed the
-namespace is committed (``runtime.durable()``) before its answer. One connection failing never
-affects another.
+namespace is committed (``runtime.durable()``) before its answer. When the node has Service Bus
+keys (``--servicebus-keys``), every request but ``GET /health`` needs ``Authorization:
+SharedAccessSignature ...`` with a valid token for the request's URL whose key has the
+``Manage`` claim, or it is answered 401 (``ClientAuthenticationError`` in the SDK) and changes
+nothing. One connection failing never affects another.
 
 The certificate is ``--tls-cert/--tls-key`` when given, else a self-signed one made once per
 data directory (``servicebus-tls.pem``/``servicebus-tls.key``; in memory without a data
@@ -34,10 +37,13 @@ from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import h11
 
-from qmgr.atom.api import TEXT_TYPE, ManagementApi, Response
+from qmgr.atom.api import TEXT_TYPE, XML_TYPE, ManagementApi, Response
+from qmgr.atom.descriptions import error as error_body
+from qmgr.servicebus.sas import Right, SasError, require
 
 if TYPE_CHECKING:
     from qmgr.node.runtime import NodeRuntime
@@ -209,6 +215,8 @@ class ServiceBusPort:
         self.amqp_handler = amqp_handler
         host_ = runtime.servicebus
         self.api = ManagementApi(host_.namespace, host_.clock.now)
+        self.now = host_.clock.now
+        self.keys = runtime.config.servicebus_keys  # None: every request is accepted
         self._server: asyncio.Server | None = None
 
     async def start(self) -> int:
@@ -351,6 +359,9 @@ class ServiceBusPort:
         method = request.method.decode("ascii", "replace").upper()
         target = request.target.decode("latin-1")
         host = headers.get("host", f"{self.host}:{self.port}")
+        refused = self._refused(method, target, headers, host)
+        if refused is not None:
+            return refused
         try:
             response = self.api.handle(method, target, headers, body, host)  # atomic: no await
         except Exception:
@@ -362,6 +373,23 @@ class ServiceBusPort:
             await self.rt.durable()
         log.debug("%s %s -> %s", method, target, response.status)
         return response
+
+    def _refused(
+        self, method: str, target: str, headers: dict[str, str], host: str
+    ) -> Response | None:
+        """With keys: the 401 answer to a request without a token granting Manage on its URL."""
+        path = urlsplit(target).path
+        if self.keys is None or (method == "GET" and path.strip("/").lower() == "health"):
+            return None
+        try:
+            grant = self.keys.verify(
+                headers.get("authorization", ""), f"https://{host}{path}", self.now()
+            )
+            require(grant, Right.MANAGE)
+        except SasError as exc:
+            log.info("Service Bus port: %s %s refused: %s", method, path, exc)
+            return Response(401, XML_TYPE, error_body(401, f"Unauthorized: {exc}"))
+        return None
 
     async def _respond(
         self, conn: h11.Connection, stream: _Plain, response: Response, request: h11.Request

@@ -40,7 +40,9 @@ GRPC_OPTIONS = [
 ]
 
 
-async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = None) -> None:
+async def serve(config: NodeConfig, on_ready: Callable[[str, str], None] | None = None) -> None:
+    """Serve until SIGTERM; ``on_ready(address, servicebus)`` once serving (``servicebus``: the
+    Service Bus port's HOST:PORT, or "")."""
     from qmgr.rpc.services import MESSAGING_SERVICE, add_services, interceptors
 
     users = _users(config)
@@ -104,8 +106,9 @@ async def serve(config: NodeConfig, on_ready: Callable[[str], None] | None = Non
             f"qmgr: {config.name} cannot listen on {config.servicebus_host}:"
             f"{config.servicebus_port} for Service Bus (--servicebus-port): {sb_ready}"
         )
+    runtime.bridges.start()  # after the cluster join: what they publish is routed
     if on_ready is not None:
-        on_ready(f"{host}:{port}")
+        on_ready(f"{host}:{port}", sb_ready.partition("=")[2])
     print(f"READY name={config.name} addr={host}:{port}{sb_ready}", flush=True)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -260,5 +263,5 @@ def _listen(server: grpc.aio.Server, config: NodeConfig) -> int:
     return server.add_secure_port(f"{config.host}:{config.port}", server_credentials(config.tls))
 
 
-def run(config: NodeConfig, on_ready: Callable[[str], None] | None = None) -> None:
+def run(config: NodeConfig, on_ready: Callable[[str, str], None] | None = None) -> None:
     asyncio.run(serve(config, on_ready))

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,6 +84,10 @@ class ServiceBusHost:
         self.namespace = Namespace(name, clock=clock, journal=journal, limits=limits)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # told at every change (the node's bridges that read from the namespace wake up)
+        self.listeners: list[Callable[[], None]] = []
+        # told when something inside the node (a bridge) sent messages: receivers look again
+        self.on_arrival: list[Callable[[], None]] = []
         if loaded is not None and not loaded.empty:
             self._restore(loaded)
         if store is not None:
@@ -130,6 +135,14 @@ class ServiceBusHost:
     def changed(self) -> None:
         """Something may have moved the next deadline earlier: look again."""
         self._wake.set()
+        for listener in self.listeners:
+            listener()
+
+    def arrived(self) -> None:
+        """Messages were sent from inside the node: the timer and the receivers look again."""
+        self.changed()
+        for listener in self.on_arrival:
+            listener()
 
     async def _timer(self) -> None:
         ns = self.namespace

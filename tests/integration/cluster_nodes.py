@@ -80,6 +80,7 @@ class ClusterNode(NodeProcess):
         )
         self.proc = launched.proc
         self.address = launched.address
+        self.sb_address = launched.servicebus
         self._client = None
         return self.address
 

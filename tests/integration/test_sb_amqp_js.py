@@ -1,11 +1,14 @@
 """@azure/service-bus (the JavaScript SDK, which sends no message-id and needs one back) against a
 node: batched and single sends, peek-lock receive and complete, the next available session
-(drained empty, then its state set and read). Installed by the test with npm
+(drained empty, then its state set and read); and its ServiceBusAdministrationClient, which
+speaks HTTPS to the connection string's host and port (7.9.5 ignores UseDevelopmentEmulator
+there) and trusts the node's self-signed certificate through NODE_EXTRA_CA_CERTS. Installed by the test with npm
 into a temporary directory; skipped with the reason when Node.js, npm or the package is missing."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +17,7 @@ import pytest
 
 pytest.importorskip("azure.servicebus")
 
+from qmgr.node.sbport import CERT_FILE  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
@@ -66,6 +70,35 @@ const { ServiceBusClient } = require("@azure/service-bus");
 """
 
 
+ADMIN = r"""
+const { ServiceBusAdministrationClient } = require("@azure/service-bus");
+(async () => {
+  const admin = new ServiceBusAdministrationClient(process.argv[2]);
+  const out = {};
+  await admin.createQueue("jsadmin", { maxDeliveryCount: 7, lockDuration: "PT45S" });
+  const q = await admin.getQueue("jsadmin");
+  out.queue = { maxDeliveryCount: q.maxDeliveryCount, lockDuration: q.lockDuration };
+  await admin.createTopic("jstopic");
+  await admin.createSubscription("jstopic", "audit");
+  await admin.createRule("jstopic", "audit", "big", { sqlExpression: "size > 10" });
+  const rules = [];
+  for await (const r of admin.listRules("jstopic", "audit")) rules.push(r.name);
+  out.rules = rules.sort();
+  const names = [];
+  for await (const item of admin.listQueues()) names.push(item.name);
+  out.queues = names.sort();
+  out.exists = await admin.queueExists("nope");
+  const rt = await admin.getQueueRuntimeProperties("jsadmin");
+  out.total = rt.totalMessageCount;
+  try { await admin.createQueue("jsadmin"); out.duplicate = "created"; }
+  catch (e) { out.duplicate = e.code || e.name; }
+  await admin.deleteQueue("jsadmin");
+  out.after = await admin.queueExists("jsadmin");
+  console.log(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+"""
+
+
 @pytest.fixture(scope="module")
 def js_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
@@ -82,6 +115,7 @@ def js_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip(f"npm cannot install {JS_SDK}: {done.stderr.strip()[-300:]}")
     script = where / "client.js"
     script.write_text(CLIENT)
+    (where / "admin.js").write_text(ADMIN)
     return script
 
 
@@ -108,3 +142,29 @@ def test_js_sdk_sends_receives_and_completes(sb_node: NodeProcess, js_client: Pa
         "state": "done",
     }
     assert admin.get_queue_runtime_properties("js").total_message_count == 0
+
+
+def test_js_admin_client_over_plain_http(sb_node: NodeProcess, js_client: Path) -> None:
+    _admin(sb_node).create_queue("existing")
+    assert sb_node.data_dir is not None
+    cert = sb_node.data_dir / CERT_FILE  # the certificate the node made in its data directory
+    done = subprocess.run(
+        ["node", str(js_client.parent / "admin.js"), _conn(sb_node)],
+        cwd=js_client.parent,
+        env={**os.environ, "NODE_EXTRA_CA_CERTS": str(cert)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {
+        "queue": {"maxDeliveryCount": 7, "lockDuration": "PT45S"},
+        "rules": ["$Default", "big"],
+        "queues": ["existing", "jsadmin"],
+        "exists": False,
+        "total": 0,
+        "duplicate": "MessageEntityAlreadyExistsError",
+        "after": False,
+    }
+    assert [t.name for t in _admin(sb_node).list_topics()] == ["jstopic"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from azure.servicebus import ServiceBusClient
 from click.testing import CliRunner, Result
 
 from qmgr.cli.sb import sb
@@ -202,6 +203,128 @@ def test_send_and_peek(sb_node: NodeProcess) -> None:
     assert "no messages" in qsb("peek", "QM1", "orders/$DeadLetterQueue").output
 
     result = qsb("send", "QM1", "nope", "x", ok=False)
-    assert "MessagingEntityNotFound" in result.output
+    assert "MessagingEntityNotFound" in result.output and "nope" in result.output
     result = qsb("peek", "QM1", "events/Subscriptions/all", ok=False)  # a forwarding source
-    assert "InvalidOperation" in result.output
+    assert "forward" in result.output
+    result = qsb("receive", "QM1", "nope", ok=False)
+    assert "MessagingEntityNotFound" in result.output and "nope" in result.output
+    assert as_json("queue", "show", "QM1", "orders")["counts"]["active"] == 3
+
+
+def test_receive_peek_lock_and_receive_and_delete(sb_node: NodeProcess) -> None:
+    qsb("queue", "create", "QM1", "orders")
+    qsb("topic", "create", "QM1", "events")
+    qsb("subscription", "create", "QM1", "events", "audit")
+    for n in range(3):
+        qsb("send", "QM1", "orders", f"m{n}", "-p", f"n:={n}")
+    got = as_json("receive", "QM1", "orders", "--max", "2")
+    assert [m["body"] for m in got] == ["m0", "m1"]
+    assert [m["properties"]["n"] for m in got] == [0, 1]
+    assert all(m["deliveryCount"] == 0 for m in got)
+    assert as_json("queue", "show", "QM1", "orders")["counts"]["active"] == 1  # completed
+    table = qsb("receive", "QM1", "orders", "--receive-and-delete").output
+    assert "m2" in table
+    out = qsb("receive", "QM1", "orders", "--wait", "0.5").output
+    assert "no messages in orders" in out
+
+    qsb("send", "QM1", "events", "e1", "--subject", "created", "--count", "2")
+    got = as_json("receive", "QM1", "events/Subscriptions/audit", "--max", "5", "--wait", "1")
+    assert [(m["body"], m["subject"]) for m in got] == [("e1", "created"), ("e1", "created")]
+    assert as_json("peek", "QM1", "events/subscriptions/audit") == []
+
+
+def test_dead_letter_queue_read_and_resubmit(sb_node: NodeProcess) -> None:
+    qsb("queue", "create", "QM1", "orders")
+    qsb("topic", "create", "QM1", "events")
+    qsb("subscription", "create", "QM1", "events", "audit")
+    qsb("subscription", "create", "QM1", "events", "other")
+    qsb("send", "QM1", "orders", "bad order", "-p", "region=eu", "--message-id", "o-1")
+    qsb("send", "QM1", "events", "bad event")
+    conn = qsb("connection-string", "QM1").output.strip()
+    assert conn == (
+        f"Endpoint=sb://{sb_node.sb_address};SharedAccessKeyName=RootManageSharedAccessKey;"
+        "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;"
+    )
+    with ServiceBusClient.from_connection_string(conn) as client:
+        for receiver in (
+            client.get_queue_receiver("orders", max_wait_time=5),
+            client.get_subscription_receiver("events", "audit", max_wait_time=5),
+        ):
+            with receiver:
+                (msg,) = receiver.receive_messages(max_wait_time=5)
+                receiver.dead_letter_message(msg, reason="Invalid", error_description="no sku")
+
+    (dead,) = as_json("dlq", "QM1", "orders")
+    assert dead["body"] == "bad order" and dead["messageId"] == "o-1"
+    assert dead["deadLetterReason"] == "Invalid"
+    assert dead["deadLetterErrorDescription"] == "no sku"
+    assert "Invalid" in qsb("dlq", "QM1", "orders").output
+    assert as_json("dlq", "QM1", "orders") == as_json("peek", "QM1", "orders/$DeadLetterQueue")
+
+    out = qsb("dlq", "QM1", "orders", "--resubmit").output
+    assert "resubmitted 1 message to orders" in out
+    assert as_json("dlq", "QM1", "orders") == []
+    (back,) = as_json("receive", "QM1", "orders")
+    assert back["body"] == "bad order" and back["messageId"] == "o-1"
+    assert back["properties"] == {"region": "eu"}  # without the dead-letter reason
+
+    # a subscription's dead letters go back through its topic (so every subscription gets one)
+    assert (
+        "resubmitted 1 message to events"
+        in qsb("dlq", "QM1", "events/Subscriptions/audit", "--resubmit").output
+    )
+    assert [m["body"] for m in as_json("peek", "QM1", "events/Subscriptions/audit")] == [
+        "bad event"
+    ]
+    assert len(as_json("peek", "QM1", "events/Subscriptions/other")) == 2
+    assert "no dead-lettered messages" in qsb("dlq", "QM1", "events/Subscriptions/audit").output
+
+    result = qsb("dlq", "QM1", "orders/$DeadLetterQueue", ok=False)
+    assert "not its /$DeadLetterQueue" in result.output
+    result = qsb("dlq", "QM1", "nope", "--resubmit", ok=False)
+    assert "MessagingEntityNotFound" in result.output
+
+
+def test_data_commands_with_keys(
+    node_factory: NodeFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = tmp_path / "keys.json"
+    keys.write_text(
+        json.dumps(
+            {
+                "sender": {"key": "s3nd", "rights": ["Send"]},
+                "RootManageSharedAccessKey": {"key": "r00t", "rights": ["Manage"]},
+            }
+        )
+    )
+    keys.chmod(0o600)
+    node = node_factory("QM1", args=("--servicebus", "--servicebus-keys", str(keys)))
+    monkeypatch.setenv("QMGR_HOME", node.env["QMGR_HOME"])
+    qsb("queue", "create", "QM1", "orders")  # the admin gRPC port is not the Service Bus port
+
+    result = qsb("send", "QM1", "orders", "x", ok=False)  # the emulator's key
+    assert "ServiceBusAuthenticationError" in result.output
+    qsb("send", "QM1", "orders", "one", "--keys", str(keys), "--key-name", "sender")
+    result = qsb("receive", "QM1", "orders", "--keys", str(keys), "--key-name", "sender", ok=False)
+    assert "ServiceBusAuthorizationError" in result.output and "Listen" in result.output
+    monkeypatch.setenv("QMGR_SERVICEBUS_KEYS", str(keys))
+    assert [m["body"] for m in as_json("receive", "QM1", "orders")] == ["one"]  # Manage key
+    conn = qsb("connection-string", "QM1", "--key-name", "sender").output.strip()
+    assert conn.endswith(
+        "SharedAccessKeyName=sender;SharedAccessKey=s3nd;UseDevelopmentEmulator=true;"
+    )
+    result = qsb("connection-string", "QM1", "--key-name", "nobody", ok=False)
+    assert "has no key 'nobody'" in result.output
+
+
+def test_node_and_path_errors(sb_node: NodeProcess, node_factory: NodeFactory) -> None:
+    result = qsb("send", "QM9", "orders", "x", ok=False)
+    assert "no running node called QM9" in result.output
+    result = qsb("peek", "QM1", "events/Subscriptions/", ok=False)
+    assert "names no subscription" in result.output
+    plain = node_factory("QM2")
+    result = qsb("connection-string", "QM2", ok=False)
+    assert "QM2 has no Service Bus port" in result.output
+    assert plain.sb_address == ""
+    result = qsb("send", sb_node.sb_address, "nope", "x", ok=False)  # HOST:PORT of the port
+    assert "MessagingEntityNotFound" in result.output

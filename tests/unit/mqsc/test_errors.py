@@ -47,13 +47,15 @@ CASES = [
     (
         "DEFINE QREMOTE(Q1)",
         "AMQ8427E",
-        "Object type QREMOTE not valid for DEFINE; valid types are CHANNEL, QLOCAL, QMODEL, SUB, TOPIC",
+        "Object type QREMOTE not valid for DEFINE; valid types are BRIDGE, CHANNEL, QLOCAL, QMODEL, "
+        "SUB, TOPIC",
         "QREMOTE",
     ),
     (
         "DEFINE QUEUE(Q1)",
         "AMQ8427E",
-        "Object type QUEUE not valid for DEFINE; valid types are CHANNEL, QLOCAL, QMODEL, SUB, TOPIC",
+        "Object type QUEUE not valid for DEFINE; valid types are BRIDGE, CHANNEL, QLOCAL, QMODEL, "
+        "SUB, TOPIC",
         "QUEUE",
     ),
     (
@@ -65,7 +67,8 @@ CASES = [
     (
         "DEFINE",
         "AMQ8427E",
-        "Missing object type after DEFINE; valid types are CHANNEL, QLOCAL, QMODEL, SUB, TOPIC",
+        "Missing object type after DEFINE; valid types are BRIDGE, CHANNEL, QLOCAL, QMODEL, SUB, "
+        "TOPIC",
         "",
     ),
     ("DEFINE QLOCAL", "AMQ8427E", "Missing name in parentheses after QLOCAL", ""),
