@@ -3,11 +3,12 @@ drained in order into rows of :data:`READ_SCHEMA`.
 
 A drain ends after ``idle`` seconds with nothing new (or at ``max_messages``). Messages are
 acknowledged (MQ) or completed (Service Bus peek-lock) once the partition has handed them to
-Spark, a batch at a time: a task that fails leaves what it had not handed over on the queue."""
+Spark, a batch at a time: a task that fails leaves what it had not handed over on the queue.
+A sequenced drain (``sessions="sequenced"``) completes each message as the sequenced-delivery
+helper processes it and hands the rows over when it ends."""
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -177,24 +178,27 @@ def _drain_sessions(
             return
 
 
-def _drain_sequenced(
-    sb: Any, src: SbSource, idle: float, budget: _Budget, batch_size: int
-) -> Iterator[Row]:
-    """Every session through :func:`qmgr.client.sequenced.drain_sessions`, which hands over
-    each session's messages in the order of ``src.sequence_property``."""
-    sequenced = importlib.import_module("qmgr.client.sequenced")
-    received = time.time()
-    for msg in sequenced.drain_sessions(
+def _drain_sequenced(sb: Any, src: SbSource, idle: float) -> Iterator[Row]:
+    """Every session through :func:`qmgr.client.sequenced.drain_sessions`, which processes each
+    session's messages in the order of ``src.sequence_property`` (deferring early arrivals);
+    the rows are handed over once the drain has ended."""
+    from qmgr.client.sequenced import drain_sessions
+
+    rows: list[Row] = []
+
+    def handle(msg: Any) -> None:
+        rows.append(sb_row(src.label, msg, time.time()))
+
+    drain_sessions(
         sb,
-        queue=src.queue,
-        topic=src.topic,
-        subscription=src.subscription,
+        handle,
+        queue_name=src.queue,
+        topic_name=src.topic,
+        subscription_name=src.subscription,
         sequence_property=src.sequence_property,
-        idle=idle,
-        max_messages=budget.left,
-        receive_and_delete=src.receive_mode == "receive_and_delete",
-    ):
-        yield sb_row(src.label, msg, received)
+        idle_timeout=idle,
+    )
+    yield from rows
 
 
 def drain_sb(
@@ -207,7 +211,7 @@ def drain_sb(
         if src.sessions == "all":
             yield from _drain_sessions(sb, src, idle, budget, batch_size)
         elif src.sessions == "sequenced":
-            yield from _drain_sequenced(sb, src, idle, budget, batch_size)
+            yield from _drain_sequenced(sb, src, idle)
         else:
             with _receiver(sb, src, idle) as receiver:
                 yield from _drain_receiver(receiver, src, idle, budget, batch_size)

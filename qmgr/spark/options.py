@@ -278,6 +278,13 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
                     "string carries its own credentials)"
                 )
         sources.extend(_sb_sources(options, label))
+    if sources and isinstance(sources[0], SbSource) and sources[0].sessions == "sequenced":
+        for name, value in (("max_messages", None), ("receive_mode", "peek_lock")):
+            if _get(options, name) not in (None, value):
+                raise QmgrSourceError(
+                    f"option {name} does not apply to sessions=sequenced (every session is "
+                    "drained, peek-lock, deferring early arrivals)"
+                )
     if label is not None and len(sources) > 1:
         raise QmgrSourceError("option source labels one source; this read has several")
     return ReadOptions(

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -24,25 +23,38 @@ class QmgrWriteError(RuntimeError):
     """A partition could not publish everything (the node failed or refused a message)."""
 
 
+Message = tuple[Any, Any, Any, Any]  # (topic, body, properties, persistent) of one row
+COLUMNS = ("topic", "body", "properties", "persistent")
+
+
 @dataclass(frozen=True)
 class Columns:
-    """Where the written DataFrame's columns are in each row (None: no such column)."""
+    """The written DataFrame's columns (by their lower-case names) that the sink uses."""
 
-    body: int
-    topic: int | None
-    properties: int | None
-    persistent: int | None
+    names: tuple[str | None, ...]  # the DataFrame's name for each of COLUMNS, None if absent
 
     @classmethod
     def of(cls, names: Sequence[str]) -> Columns:
-        where = {n.lower(): i for i, n in enumerate(names)}
+        where = {n.lower(): n for n in names}
         if "body" not in where:
             raise QmgrSourceError(
                 f"the DataFrame needs a body column (binary or string); it has {list(names)}"
             )
-        return cls(
-            where["body"], where.get("topic"), where.get("properties"), where.get("persistent")
-        )
+        return cls(tuple(where.get(c) for c in COLUMNS))
+
+    @property
+    def has_topic(self) -> bool:
+        return self.names[0] is not None
+
+    def messages(self, batches: Iterable[Any]) -> Iterator[Message]:
+        """The rows of Arrow record batches as (topic, body, properties, persistent)."""
+        for batch in batches:
+            n = batch.num_rows
+            columns = [
+                batch.column(name).to_pylist() if name is not None else [None] * n
+                for name in self.names
+            ]
+            yield from zip(*columns, strict=True)
 
 
 @dataclass
@@ -61,7 +73,10 @@ def client(address: str, security: Security, timeout: float = 30.0) -> QueueMana
 
 class AckLog:
     """``ack-<partition>-<attempt>.jsonl``: one line per acknowledged message, written as each
-    acknowledgement arrives (so it holds what was acknowledged even when the task fails)."""
+    acknowledgement arrives (so it holds what was acknowledged even when the task fails).
+
+    The sender records each message under the batch it goes in before publishing it; the
+    stream's reader thread takes a batch's records once the node has answered it."""
 
     def __init__(self, directory: str | None, partition: int, attempt: int) -> None:
         self._file: IO[str] | None = None
@@ -69,17 +84,25 @@ class AckLog:
             Path(directory).mkdir(parents=True, exist_ok=True)
             path = os.path.join(directory, f"ack-{partition}-{attempt}.jsonl")
             self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._lock = threading.Lock()
-        self._batches: dict[int, list[tuple[str | None, int | None, str, int]]] = {}
+        self._batches: dict[int, list[tuple[str, int]]] = {}
+        self._json: dict[str | None, str] = {None: "null"}
         self.acknowledged = 0
 
     def sending(
-        self, batch_id: int, publisher: str | None, seq: int | None, topic: str, sent_ns: int
+        self, batch_id: int, publisher: str | None, seq: str | None, topic: str, sent_ns: int
     ) -> None:
         if self._file is None:
             return
-        with self._lock:
-            self._batches.setdefault(batch_id, []).append((publisher, seq, topic, sent_ns))
+        batch = self._batches.get(batch_id)
+        if batch is None:
+            batch = self._batches[batch_id] = []
+        head = self._json.get(publisher)
+        if head is None:
+            head = self._json[publisher] = json.dumps(publisher)
+        tail = self._json.get(topic)
+        if tail is None:
+            tail = self._json[topic] = json.dumps(topic)
+        batch.append((f'{{"publisher": {head}, "seq": {_seq(seq)}, "topic": {tail}', sent_ns))
 
     def acked(self, batch_id: int, accepted: int) -> None:
         """The node answered batch ``batch_id``: its first ``accepted`` messages are published."""
@@ -87,15 +110,10 @@ class AckLog:
         self.acknowledged += accepted
         if self._file is None:
             return
-        with self._lock:
-            entries = self._batches.pop(batch_id, [])[:accepted]
+        entries = self._batches.pop(batch_id, [])[:accepted]
         self._file.write(
             "".join(
-                json.dumps(
-                    {"publisher": p, "seq": s, "topic": t, "ack_ns": ack_ns, "sent_ns": sent}
-                )
-                + "\n"
-                for p, s, t, sent in entries
+                f'{head}, "ack_ns": {ack_ns}, "sent_ns": {sent_ns}}}\n' for head, sent_ns in entries
             )
         )
         self._file.flush()
@@ -105,11 +123,12 @@ class AckLog:
             self._file.close()
 
 
-def _seq(value: Any) -> int | None:
+def _seq(value: str | None) -> str:
+    """LoadSeq as a JSON integer (null when it is not one)."""
     try:
-        return int(value)
+        return str(int(value))  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        return None
+        return "null"
 
 
 def _body(value: Any) -> bytes:
@@ -121,9 +140,9 @@ def _body(value: Any) -> bytes:
 
 
 def publish_rows(
-    opts: WriteOptions, columns: Columns, rows: Iterable[Any], partition: int, attempt: int
+    opts: WriteOptions, rows: Iterable[Message], partition: int, attempt: int
 ) -> WriteResult:
-    """Publish every row; raises :class:`QmgrWriteError` (after recording what was
+    """Publish every (topic, body, properties, persistent) row; raises :class:`QmgrWriteError` (after recording what was
     acknowledged) when the node fails."""
     batch_size = opts.batch_size
     if opts.rate > 0:
@@ -134,19 +153,18 @@ def publish_rows(
     try:
         pub = qm.stream_publisher(batch_size, opts.window, on_ack=log.acked)
         start = 0.0  # when the first message went: the n-th goes n / rate seconds after it
-        for row in rows:
-            topic = row[columns.topic] if columns.topic is not None else None
+        for topic, body, properties, persistent in rows:
             topic = topic or opts.topic
             if not topic:
                 raise QmgrSourceError(
                     f"row {sent + 1} of partition {partition} has no topic and there is no "
                     "topic option"
                 )
-            props = dict(row[columns.properties] or {}) if columns.properties is not None else {}
-            persistent = row[columns.persistent] if columns.persistent is not None else None
+            if body is None:
+                raise QmgrSourceError(f"row {sent + 1} of partition {partition} has no body")
+            props = dict(properties) if properties else {}
             if persistent is None:
                 persistent = opts.persistent
-            body = _body(row[columns.body])
             if opts.rate > 0:
                 if sent == 0:
                     start = time.monotonic()
@@ -159,11 +177,11 @@ def publish_rows(
             log.sending(
                 pub.pending_batch_id,
                 props.get(PUBLISHER_PROPERTY),
-                _seq(props.get(SEQ_PROPERTY)),
+                props.get(SEQ_PROPERTY),
                 topic,
                 sent_ns,
             )
-            pub.publish(topic, body, properties=props, persistent=bool(persistent))
+            pub.publish(topic, _body(body), properties=props, persistent=persistent)
             sent += 1
         pub.flush()
     except MQClientError as exc:

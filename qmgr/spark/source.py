@@ -23,8 +23,8 @@ from typing import Any
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSource,
+    DataSourceArrowWriter,
     DataSourceReader,
-    DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
 )
@@ -100,7 +100,7 @@ def _subscription_queue(src: MqSource) -> MqSource:
     return replace(src, queue=records[0].attrs["DEST"])
 
 
-class QmgrWriter(DataSourceWriter):
+class QmgrWriter(DataSourceArrowWriter):
     def __init__(self, opts: WriteOptions, columns: Columns) -> None:
         self.opts = opts
         self.columns = columns
@@ -109,9 +109,8 @@ class QmgrWriter(DataSourceWriter):
         ctx = TaskContext.get()
         partition = ctx.partitionId() if ctx is not None else 0
         attempt = ctx.attemptNumber() if ctx is not None else 0
-        return QmgrCommitMessage(
-            publish_rows(self.opts, self.columns, iterator, partition, attempt)
-        )
+        rows = self.columns.messages(iterator)
+        return QmgrCommitMessage(publish_rows(self.opts, rows, partition, attempt))
 
 
 class QmgrReader(DataSourceReader):
@@ -151,7 +150,7 @@ class QmgrDataSource(DataSource):
             raise QmgrSourceError("messages can only be appended: use mode('append')")
         opts = write_options(self.options)
         columns = _check_columns(schema)
-        if columns.topic is None and opts.topic is None:
+        if not columns.has_topic and opts.topic is None:
             raise QmgrSourceError("the DataFrame has no topic column and there is no topic option")
         _check_node(opts)
         return QmgrWriter(opts, columns)

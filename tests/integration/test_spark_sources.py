@@ -113,6 +113,13 @@ def by_publisher(rows: list[Any]) -> dict[str, list[int]]:
     return seqs
 
 
+def by_session(rows: list[Any]) -> dict[str, list[int]]:
+    seqs: dict[str, list[int]] = defaultdict(list)
+    for r in rows:
+        seqs[r.session_id].append(int(r.properties["LoadSeq"]))
+    return seqs
+
+
 # -- MQ ---------------------------------------------------------------------------------------
 
 
@@ -243,6 +250,16 @@ def test_bad_options_are_refused_before_anything_is_sent(
             {"node": addr},
             "column body is int, it must be binary or string",
         ),
+        (  # checked row by row: the first row already fails
+            rows.withColumn("topic", F.lit(None).cast("string")),
+            {"node": addr},
+            "has no topic and there is no topic option",
+        ),
+        (
+            rows.withColumn("body", F.lit(None).cast("binary")),
+            {"node": addr, "topic": "Bad/x"},
+            "has no body",
+        ),
     ]
     for df, options, text in cases:
         _refused(lambda df=df, options=options: write(df, **options), text)
@@ -314,6 +331,17 @@ def _send(node: NodeProcess, entity: str, messages: list[ServiceBusMessage]) -> 
         sender.send_messages(messages)
 
 
+def _topic_with(
+    node: NodeProcess, subscription: str, properties: dict[str, Any], msgs: list[ServiceBusMessage]
+) -> Any:
+    """Topic "prices" with one subscription, ``msgs`` sent to it; the namespace's admin."""
+    sb = node.client().servicebus
+    sb.create_topic("prices")
+    sb.create_subscription("prices", subscription, properties)
+    _send(node, "prices", msgs)
+    return sb
+
+
 def _message(i: int, session: str | None = None) -> ServiceBusMessage:
     return ServiceBusMessage(
         f"m{i}",
@@ -350,11 +378,8 @@ def test_service_bus_queue_drained_peek_lock_with_every_column(
 def test_service_bus_subscription_receive_and_delete_up_to_max_messages(
     spark: SparkSession, sb_node: NodeProcess
 ) -> None:
-    sb = sb_node.client().servicebus
-    sb.create_topic("prices")
-    sb.create_subscription("prices", "all")
     msgs = [ServiceBusMessage(f"p{i}", subject=f"Prices/{i}") for i in range(30)]
-    _send(sb_node, "prices", msgs)
+    sb = _topic_with(sb_node, "all", {}, msgs)
     rows = read(
         spark,
         servicebus=sb_node.sb_address,
@@ -380,11 +405,40 @@ def test_service_bus_sessions_all_drains_every_session_in_order(
     _send(sb_node, "sessions", msgs)
     rows = read(spark, servicebus=sb_node.sb_address, queue="sessions", sessions="all", idle=1)
     assert len(rows) == 30
-    per_session: dict[str, list[int]] = defaultdict(list)
-    for r in rows:
-        per_session[r.session_id].append(int(r.properties["LoadSeq"]))
+    per_session = by_session(rows)
     assert per_session == {f"s{k}": [i for i in range(1, 31) if i % 3 == k] for k in range(3)}
     # each session is drained whole before the next one starts
     order = [r.session_id for r in rows]
     assert sum(1 for a, b in zip(order, order[1:], strict=False) if a != b) == 2
     assert sb.get_queue("sessions").counts.active == 0
+
+
+def test_service_bus_sessions_sequenced_restores_the_order_of_load_seq(
+    spark: SparkSession, sb_node: NodeProcess
+) -> None:
+    sent_order = [3, 1, 2, 6, 4, 5, 9, 10, 7, 8]  # each session's LoadSeq as sent: disordered
+    msgs = [_message(i, f"pub{k}") for i in sent_order for k in (1, 2)]
+    sb = _topic_with(sb_node, "ordered", {"RequiresSession": True}, msgs)
+    rows = read(
+        spark,
+        servicebus=sb_node.sb_address,
+        topic="prices",
+        subscription="ordered",
+        sessions="sequenced",
+        idle=1,
+    )
+    per_session = by_session(rows)
+    assert per_session == {"pub1": list(range(1, 11)), "pub2": list(range(1, 11))}
+    assert sb.get_subscription("prices", "ordered").counts.active == 0
+    # the same options with max_messages are refused: a sequenced drain takes every session
+    _refused(
+        lambda: read(
+            spark,
+            servicebus=sb_node.sb_address,
+            topic="prices",
+            subscription="ordered",
+            sessions="sequenced",
+            max_messages=5,
+        ),
+        "option max_messages does not apply to sessions=sequenced",
+    )
