@@ -116,3 +116,34 @@ def test_two_topic_hosts_share_the_load_and_lose_order_and_a_kill_loses_nothing(
     assert 0 < killed.meta["killed_after_acknowledged"] < killed.scenario.load.total
     assert_complete(killed)
     assert set(shares(killed, "ALL")) == {"HOSTA1", "HOSTA2"}
+
+
+def test_mq_to_service_bus_sessions_and_the_sequenced_helper_and_nservicebus(
+    spark: Any, tmp_path: Path
+) -> None:
+    """One cluster (two topic hosts for Prices, a Service Bus node bridging Prices/# and
+    Orders/#): the bridge carries a disordered stream into per-publisher sessions, the
+    sequenced-delivery helper hands it over in order; the ForwardingTopology routes each
+    event type to the endpoints whose rules ask for it."""
+    sequenced, nsb = run(
+        spark, tmp_path, small("bridge-sequenced", messages=150), small("nservicebus", messages=100)
+    )
+    assert_complete(sequenced)
+    table = rows(sequenced)
+    assert table[("MQ", m.ALL)]["out_of_order"] > 0  # two topic hosts
+    assert table[("SB-SESSIONS", m.ALL)]["out_of_order"] > 0  # the sessions as they arrived
+    sequenced_rows = [r for (s, _), r in table.items() if s == "SB-SEQUENCED"]
+    assert len(sequenced_rows) == 3  # two publishers and their total
+    for row in sequenced_rows:
+        assert (row["received"], row["out_of_order"], row["max_displacement"]) == (
+            row["sent"],
+            0,
+            0,
+        )
+    assert set(shares(sequenced, "SB-SEQUENCED")) == {"HOSTA1", "HOSTA2"}  # qmgr.route kept
+
+    assert_complete(nsb)
+    endpoints = rows(nsb)
+    assert endpoints[("shipping", m.ALL)]["received"] == 100  # OrderAccepted only
+    assert endpoints[("billing", m.ALL)]["received"] == 200  # OrderAccepted and OrderDeclined
+    assert endpoints[(m.ALL, m.ALL)]["out_of_order"] == 0  # one topic host for Orders
