@@ -44,12 +44,17 @@ def load(
     The same job runs under spark-submit: spark-submit qmgr/spark/job.py SCENARIO... --out DIR.
     Exit code 1 when anything acknowledged was lost or duplicated."""
     try:
-        from qmgr.spark.job import JobError, JobOptions, run_job, spark_session
+        from qmgr.spark.job import JobError, JobOptions, run_scenarios, spark_session
         from qmgr.spark.report import clean, console
+        from qmgr.spark.scenario import ScenarioError, load_scenario
     except ImportError as exc:
         raise click.ClickException(
             f"the load job needs the [spark] extra (pip install 'qmgr[spark]'): {exc}"
         ) from None
+    try:  # every scenario checked before Spark starts
+        parsed = [load_scenario(Path(s)) for s in scenarios]
+    except ScenarioError as exc:
+        raise click.ClickException(str(exc)) from None
     options = JobOptions(
         scenarios=tuple(Path(s) for s in scenarios),
         out=Path(out),
@@ -60,7 +65,7 @@ def load(
     out_console = console()
     spark = spark_session(master)
     try:
-        results = run_job(spark, options, out_console)
+        results = run_scenarios(spark, parsed, options, out_console)
     except JobError as exc:
         raise click.ClickException(str(exc)) from None
     finally:

@@ -121,3 +121,17 @@ def test_missing_parts_and_files(tmp_path: Path) -> None:
         parse_scenario("load = [")
     with pytest.raises(ScenarioError, match="cannot be read"):
         load_scenario(tmp_path / "absent.toml")
+
+
+def test_qmgr_load_refuses_a_bad_scenario_before_spark_starts(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from qmgr.cli.load import load
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('topology = "nowhere.toml"\n[load]\nnodes = ["X"]\ntopics = ["T"]\n')
+    result = CliRunner().invoke(load, [str(bad), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert f"invalid scenario {bad}" in result.output
+    assert "does not exist" in result.output and "no measured subscription" in result.output
+    assert not (tmp_path / "out").exists()
