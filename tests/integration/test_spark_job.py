@@ -147,3 +147,40 @@ def test_mq_to_service_bus_sessions_and_the_sequenced_helper_and_nservicebus(
     assert endpoints[("shipping", m.ALL)]["received"] == 100  # OrderAccepted only
     assert endpoints[("billing", m.ALL)]["received"] == 200  # OrderAccepted and OrderDeclined
     assert endpoints[(m.ALL, m.ALL)]["out_of_order"] == 0  # one topic host for Orders
+
+
+def test_a_cluster_started_by_qmgr_cluster_up_is_used_and_left_running(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from qmgr.cli.cluster_state import read_state, state_dir
+    from qmgr.cli.launch import qmgr_command
+    from qmgr.client import QueueManagerClient
+    from qmgr.spark.job import JobError
+
+    monkeypatch.setenv("QMGR_HOME", str(tmp_path / "home"))
+
+    def qmgr(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*qmgr_command(), *args], capture_output=True, text=True, timeout=180)
+
+    up = qmgr("cluster", "up", str(SCENARIOS / "topology-direct.toml"), "--timeout", "60")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        options = JobOptions(scenarios=(), out=tmp_path / "out", cluster="LOAD3")
+        (result,) = run_scenarios(spark, [small("direct", messages=200)], options, console())
+        assert_complete(result)
+        assert result.total()["out_of_order"] == 0
+        assert shares(result) == {m.DIRECT: 1.0}
+        # the nodes still run; the job's subscriptions are gone
+        state = read_state(state_dir("LOAD3"))
+        assert state is not None
+        sub1 = next(n for n in state.nodes if n.name == "SUB1")
+        with QueueManagerClient(sub1.address) as client:
+            _, records = client.mqsc_ok("DISPLAY SUB(*)")
+        assert not [r for r in records if r.attrs.get("SUB", "").startswith("LOAD.")]
+        # a fault needs a cluster the job starts (and restarts a node of)
+        with pytest.raises(JobError, match="needs a cluster the job starts"):
+            run_scenarios(spark, [small("kill-host")], options, console())
+    finally:
+        qmgr("cluster", "down", "--cluster", "LOAD3")
