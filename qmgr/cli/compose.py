@@ -1,6 +1,8 @@
 """docker compose files for a topology (:mod:`qmgr.cli.topology`): ``docker-compose.yml`` with
-one service per node plus a ``mqsc-init`` service, and ``init/NODE.mqsc`` for each node with
-MQSC. Written by ``qmgr cluster compose``.
+one service per node (the arguments ``qmgr cluster up`` gives it, its ports published on the
+host), a ``mqsc-init`` service and the Spark load job behind the profile ``load``;
+``init/NODE.mqsc`` for each node with MQSC and ``servicebus/NODE.json`` for each node with a
+Config.json. Written by ``qmgr cluster compose``.
 
 The secrets are in none of them: full repositories read the cluster secret from ``cluster.env``
 and partial repositories the member secret derived from it (:mod:`qmgr.security.keys`) from
@@ -19,28 +21,48 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qmgr.cli.topology import Topology, TopologyError, mqsc_commands
+from qmgr.cli.topology import NodeAddresses, NodeSpec, Topology, TopologyError, mqsc_commands
 from qmgr.security.files import SecretError, generate_secret, read_secret, write_private
 from qmgr.security.keys import SecretFormatError, member_secret
 
 COMPOSE_PORT = 7000  # every container listens here (gRPC)
 COMPOSE_RAFT_PORT = 7100  # and a full repository binds Raft here
 COMPOSE_SB_PORT = 5672  # and a node hosting a Service Bus namespace serves it here
-SB_CONFIG_DIR = "servicebus"  # the compose directory's copies of the nodes' Config.json files
 COMPOSE_IMAGE = "qmgr:local"
+BASE_IMAGE_VAR = "QMGR_BASE_IMAGE"  # the image's base, as compose/build-image names it too
+DEFAULT_BASE_IMAGE = "python:3.11-slim"  # compose/Dockerfile's default BASE_IMAGE
+LOAD_IMAGE = "qmgr-load:local"  # the node image plus Java and the [spark] extra
+CONFIG_MOUNT = "/config/Config.json"  # where a node's Service Bus Config.json is mounted
+SB_CONFIG_DIR = "servicebus"  # the compose directory's copies of the nodes' Config.json files
+HOST_PORT_BASE = 17000  # published port of node i when the topology has no base_port
+SB_HOST_PORT = 5672  # published Service Bus port of the first node hosting one (then 5673...)
+PUBLISH_ADDRESS_VAR = "QMGR_PUBLISH_ADDRESS"  # host address ports are published on
+PUBLISH_ADDRESS = "127.0.0.1"  # by default: application ports carry no authentication
 ENV_FILE = "cluster.env"  # the cluster secret, for full repositories (never committed)
 MEMBER_ENV_FILE = "member.env"  # the member secret, for partial repositories (never committed)
 SECRET_VAR = "QMGR_CLUSTER_SECRET"
 IMAGE_UID = 10001  # the non-root user of compose/Dockerfile
 INIT_SERVICE = "mqsc-init"  # '-' cannot occur in a node name, so no node service can clash
+# `qmgr health --quiet ADDR` as a module: every container runs it every interval, and this
+# way it costs half the CPU (0.1 s instead of 0.2 s: no imports of the other commands)
+HEALTHCHECK = ["CMD", "python3", "-m", "qmgr.cli.health", "--quiet"]
+LOAD_SERVICE = "load"  # the Spark load job, one shot, behind the profile of the same name
+LOAD_SCENARIOS = ("one-host", "two-hosts", "kill-host")  # scenarios/NAME.toml it runs
 COMPOSE_HEADER = """\
 # GENERATED from {source} by `qmgr cluster compose`: edit that file and regenerate.
-# Run from this directory: docker compose -p {project} up --build
-# (docker-compose 1.29: docker-compose -p {project} up --build)
-# Admin: docker compose -p {project} exec {first} qmgr runmqsc 127.0.0.1:{port}
+# Run from this directory: docker compose -p {project} up --build -d
+# (docker-compose 1.29: docker-compose -p {project} up --build -d; `compose/build-image` builds the
+# image without a registry). The Spark load job: docker compose -p {project} --profile load
+# run --rm load (its report in the volume load-reports).
+# Published on {publish_default} (${publish_var} to change; each port has a variable too):
+{ports}
+# Admin from the host: qmgr runmqsc localhost:PORT. Service Bus applications: the connection
+# string Endpoint=sb://localhost[:PORT];SharedAccessKeyName=RootManageSharedAccessKey;
+# SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;
 # Full repositories read the cluster secret from {env_file}, partial repositories the member
 # secret from {member_env_file} (mode 0600, not committed); `qmgr cluster compose` creates them.
 """
@@ -49,10 +71,70 @@ _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _YAML_WORDS = {"y", "yes", "n", "no", "true", "false", "on", "off", "null"}
 
 
+@dataclass(frozen=True)
+class Published:
+    """A port a node's container publishes on the host: ``variable`` (default ``port``) names
+    the host port, ``target`` the container's."""
+
+    node: str
+    variable: str
+    port: int
+    target: int
+    servicebus: bool = False
+
+    def mapping(self) -> str:
+        return (
+            f"${{{PUBLISH_ADDRESS_VAR}:-{PUBLISH_ADDRESS}}}:"
+            f"${{{self.variable}:-{self.port}}}:{self.target}"
+        )
+
+
+def published_ports(topology: Topology) -> list[Published]:
+    """Node i (file order) publishes its gRPC port on ``base_port + i`` (the port `qmgr cluster
+    up` gives it with the same topology) or ``HOST_PORT_BASE + i``; the nodes hosting a Service
+    Bus namespace publish it on 5672, 5673, ... in file order."""
+    base = topology.base_port if topology.base_port is not None else HOST_PORT_BASE
+    out: list[Published] = []
+    hosts = 0
+    for i, spec in enumerate(topology.nodes):
+        out.append(Published(spec.name, f"QMGR_PORT_{spec.name}", base + i, COMPOSE_PORT))
+        if spec.hosts_servicebus:
+            sb = Published(
+                spec.name, f"QMGR_SB_PORT_{spec.name}", SB_HOST_PORT + hosts, COMPOSE_SB_PORT, True
+            )
+            out.append(sb)
+            hosts += 1
+    return out
+
+
+def node_command(topology: Topology, spec: NodeSpec) -> list[str]:
+    """The container's command: `qmgr` and the arguments `qmgr cluster up` gives the node
+    (:func:`qmgr.cli.cluster_launch.node_args`) with container addresses (host names = node
+    names), the data volume, and the Config.json where the compose file mounts it."""
+    from qmgr.cli.cluster_launch import node_args
+
+    plan = {
+        n.name: NodeAddresses(
+            f"{n.name}:{COMPOSE_PORT}",
+            f"{n.name}:{COMPOSE_RAFT_PORT}" if n.full_repository else None,
+        )
+        for n in topology.nodes
+    }
+    args = node_args(topology, spec, plan)
+    args[args.index("--listen") + 1] = f"0.0.0.0:{COMPOSE_PORT}"
+    if "--servicebus-config" in args:
+        args[args.index("--servicebus-config") + 1] = CONFIG_MOUNT
+    if "--servicebus-port" in args:
+        args[args.index("--servicebus-port") + 1] = f"0.0.0.0:{COMPOSE_SB_PORT}"
+    listen = args.index("--listen")
+    return ["qmgr", *args[: listen + 2], "--data-dir", "/data", *args[listen + 2 :]]
+
+
 def compose_document(topology: Topology) -> dict[str, Any]:
     """The docker-compose.yml content as plain data: one service per node (service and host
-    name = node name), a named data volume each, and a ``mqsc-init`` service that runs each node's
-    MQSC once (a marker per node in its own volume) after every node is healthy."""
+    name = node name), a named data volume each (and the copy of its Config.json, read-only), a
+    ``mqsc-init`` service that runs each node's MQSC once (a marker per node in its own volume)
+    after every node is healthy, and the Spark load job behind the ``load`` profile."""
     bad = [n.name for n in topology.nodes if not _HOST_NAME.match(n.name)]
     if bad:
         raise TopologyError(
@@ -63,38 +145,22 @@ def compose_document(topology: Topology) -> dict[str, Any]:
             ],
         )
     frs = topology.full_repositories
-    peers = ",".join(f"{n.name}:{COMPOSE_RAFT_PORT}" for n in frs)
-    joins = ",".join(f"{n.name}:{COMPOSE_PORT}" for n in frs)
+    ports = published_ports(topology)
     services: dict[str, Any] = {}
     for spec in topology.nodes:
-        command = ["qmgr", "start", "--name", spec.name, "--listen", f"0.0.0.0:{COMPOSE_PORT}"]
-        command += ["--data-dir", "/data", "--cluster", topology.cluster]
-        if spec.full_repository:
-            command += ["--full-repository", "--raft", f"{spec.name}:{COMPOSE_RAFT_PORT}"]
-            command += ["--raft-peers", peers]
-        else:
-            command += ["--join", joins]
-        mounts = [f"{spec.name}-data:/data"]
-        if spec.servicebus_config is not None:
-            command += ["--servicebus-config", "/config/Config.json"]
-            mounts.append(f"./{sb_config_file(spec.name)}:/config/Config.json:ro")
-        elif spec.servicebus:
-            command += ["--servicebus"]
-        if spec.hosts_servicebus:
-            command += ["--servicebus-port", f"0.0.0.0:{COMPOSE_SB_PORT}"]
         service: dict[str, Any] = {**_image(), "hostname": spec.name, "init": True}
-        service["command"] = command
+        service["command"] = node_command(topology, spec)
         service["environment"] = _environment()
         service["env_file"] = [ENV_FILE if spec.full_repository else MEMBER_ENV_FILE]
-        service["volumes"] = mounts
+        service["ports"] = [p.mapping() for p in ports if p.node == spec.name]
+        service["volumes"] = [f"{spec.name}-data:/data"]
+        if spec.servicebus_config is not None:
+            service["volumes"].append(f"./{sb_config_file(spec.name)}:{CONFIG_MOUNT}:ro")
         service["healthcheck"] = {
-            "test": [
-                "CMD-SHELL",
-                f"echo 'DISPLAY QMGR' | qmgr runmqsc 127.0.0.1:{COMPOSE_PORT} >/dev/null",
-            ],
-            "interval": "2s",
+            "test": HEALTHCHECK + [f"127.0.0.1:{COMPOSE_PORT}"],
+            "interval": "5s",
             "timeout": "5s",
-            "retries": 30,
+            "retries": 40,
         }
         if not spec.full_repository:
             service["depends_on"] = {n.name: {"condition": "service_healthy"} for n in frs}
@@ -114,8 +180,24 @@ def compose_document(topology: Topology) -> dict[str, Any]:
         "depends_on": {n.name: {"condition": "service_healthy"} for n in topology.nodes},
         "restart": "no",
     }
+    services[LOAD_SERVICE] = {
+        "image": LOAD_IMAGE,
+        "build": _build("load"),
+        "profiles": [LOAD_SERVICE],
+        "command": [
+            "qmgr",
+            "load",
+            *(f"/scenarios/{name}.toml" for name in LOAD_SCENARIOS),
+            "--out",
+            "/reports",
+        ],
+        "environment": _environment(),
+        "volumes": ["../scenarios:/scenarios:ro", "load-reports:/reports"],
+        "restart": "no",
+    }
     volumes: dict[str, Any] = {f"{n.name}-data": {} for n in topology.nodes}
     volumes[f"{INIT_SERVICE}-state"] = {}
+    volumes["load-reports"] = {}
     return {"services": services, "volumes": volumes}
 
 
@@ -135,14 +217,21 @@ def compose_files(topology: Topology, source: str) -> dict[str, str]:
     MQSC and servicebus/NODE.json, a copy of the Config.json of each node that names one (so
     the compose directory is complete on another machine). ``source`` names the topology file
     in the generated header."""
-    first = topology.nodes[0].name
+    ports = published_ports(topology)
+    width = max(len(p.node) for p in ports)
+    listing = "\n".join(
+        f"#   {p.node:<{width}}  {'Service Bus (AMQP, HTTP)' if p.servicebus else 'gRPC'} "
+        f"{p.port} (${p.variable})"
+        for p in ports
+    )
     header = COMPOSE_HEADER.format(
         source=source,
-        first=first,
-        port=COMPOSE_PORT,
         env_file=ENV_FILE,
         member_env_file=MEMBER_ENV_FILE,
         project=project_name(topology),
+        publish_default=PUBLISH_ADDRESS,
+        publish_var=PUBLISH_ADDRESS_VAR,
+        ports=listing,
     )
     files = {"docker-compose.yml": header + to_yaml(compose_document(topology))}
     for spec in topology.nodes:
@@ -164,9 +253,17 @@ def compose_files(topology: Topology, source: str) -> dict[str, str]:
 
 
 def _image() -> dict[str, Any]:
+    return {"image": COMPOSE_IMAGE, "build": _build("node")}
+
+
+def _build(target: str) -> dict[str, Any]:
+    """compose/Dockerfile's stage ``target``, on ``$QMGR_BASE_IMAGE`` (default: the Dockerfile's
+    python:3.11-slim; qmgr-base:bookworm, which compose/build-image makes, needs no registry)."""
     return {
-        "image": COMPOSE_IMAGE,
-        "build": {"context": "..", "dockerfile": "compose/Dockerfile"},
+        "context": "..",
+        "dockerfile": "compose/Dockerfile",
+        "target": target,
+        "args": {"BASE_IMAGE": f"${{{BASE_IMAGE_VAR}:-{DEFAULT_BASE_IMAGE}}}"},
     }
 
 

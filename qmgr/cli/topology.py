@@ -42,6 +42,9 @@ TOP_KEYS = ("cluster", "base_port", "secret_file", "tls", "node")
 NODE_KEYS = ("name", "role", "mqsc", "description", "servicebus")
 RAFT_OFFSET = 100  # with base_port: the Raft port of node i is base_port + RAFT_OFFSET + i
 DEFAULT_SOURCE = "(built-in default topology)"
+# where the built-in default's relative paths (its Config.json) are read: files shipped with
+# qmgr, copies of those next to compose/cluster.toml
+DEFAULT_DIRECTORY = Path(__file__).parent / "defaults"
 
 
 class TopologyError(ValueError):
@@ -106,7 +109,7 @@ class NodeAddresses:
 def load_topology(path: Path | None = None) -> Topology:
     """The topology in ``path``, or the built-in default (compose/cluster.toml) when None."""
     if path is None:
-        return parse_topology(DEFAULT_TOPOLOGY_TOML, DEFAULT_SOURCE)
+        return parse_topology(DEFAULT_TOPOLOGY_TOML, DEFAULT_SOURCE, DEFAULT_DIRECTORY)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -414,8 +417,10 @@ DEFAULT_TOPOLOGY_TOML = """\
 # and never committed, holding the cluster secret; without it `qmgr cluster up` generates one
 # in the cluster's state directory), tls (optional: true makes `qmgr cluster up` start the
 # nodes with TLS and certificates of the cluster CA it creates), and one [[node]] table per
-# queue manager with name, role ("full" repository or "partial", the default), description
-# and mqsc (commands run on that node once the whole cluster is up, in node order).
+# queue manager with name, role ("full" repository or "partial", the default), description,
+# mqsc (commands run on that node once the whole cluster is up, in node order) and servicebus
+# (true, or the emulator's Config.json relative to this file: the node hosts a Service Bus
+# namespace; `qmgr cluster up` gives it a free port, the compose file publishes it on 5672).
 
 cluster = "DEMO"
 
@@ -466,4 +471,13 @@ description = "Subscriber: applications subscribe here"
 [[node]]
 name = "SUB2"
 description = "Subscriber: applications subscribe here"
+
+[[node]]
+name = "SB1"
+description = "Service Bus namespace (entities from servicebus/SB1.json); bridges Prices/# into its topic 'prices'"
+servicebus = "servicebus/SB1.json"
+mqsc = \"\"\"
+DEFINE BRIDGE(PRICES.SB) DIRECTION(TOSB) TOPICSTR('Prices/#') SBENTITY('prices') +
+       DESCR('Prices to the Service Bus topic prices')
+\"\"\"
 """

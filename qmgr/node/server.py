@@ -23,6 +23,7 @@ from qmgr.node.config import (
     TlsSettings,
     channel_settings,
 )
+from qmgr.node.ready import READY_SERVICE
 from qmgr.node.runtime import NodeRuntime
 from qmgr.node.sbport import ServiceBusPort, server_context
 from qmgr.security.users import Users, UsersFileError
@@ -52,7 +53,7 @@ async def serve(config: NodeConfig, on_ready: Callable[[str, str], None] | None 
     failures: list[StoreFailed] = []
 
     async def not_serving() -> None:
-        for service in ("", MESSAGING_SERVICE):
+        for service in ("", MESSAGING_SERVICE, READY_SERVICE):
             await health_servicer.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
 
     def store_failed(failure: StoreFailed) -> None:
@@ -109,10 +110,10 @@ async def serve(config: NodeConfig, on_ready: Callable[[str, str], None] | None 
     runtime.bridges.start()  # after the cluster join: what they publish is routed
     if on_ready is not None:
         on_ready(f"{host}:{port}", sb_ready.partition("=")[2])
-    print(f"READY name={config.name} addr={host}:{port}{sb_ready}", flush=True)
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT):  # before READY: a stop right after it is clean
         loop.add_signal_handler(sig, stop.set)
+    print(f"READY name={config.name} addr={host}:{port}{sb_ready}", flush=True)
+    await health_servicer.set(READY_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     await stop.wait()
     log.info("stopping %s", config.name)
     await health_servicer.enter_graceful_shutdown()

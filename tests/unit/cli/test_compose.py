@@ -15,21 +15,39 @@ import pytest
 from click.testing import CliRunner
 
 from qmgr.cli.cluster import cluster
+from qmgr.cli.cluster_launch import node_args
 from qmgr.cli.compose import (
+    CONFIG_MOUNT,
     ENV_FILE,
     IMAGE_UID,
     INIT_SERVICE,
+    LOAD_SCENARIOS,
+    LOAD_SERVICE,
     MEMBER_ENV_FILE,
     compose_document,
     compose_files,
+    published_ports,
     to_yaml,
 )
-from qmgr.cli.topology import TopologyError, load_topology, parse_topology
+from qmgr.cli.topology import (
+    NodeAddresses,
+    TopologyError,
+    load_topology,
+    mqsc_commands,
+    parse_topology,
+    plan_addresses,
+)
 from qmgr.security.files import write_private
 from qmgr.security.keys import member_secret, parse_secret
 
 REPO = Path(__file__).resolve().parents[3]
 COMPOSE = REPO / "compose"
+NODES = ["FR1", "FR2", "FR3", "HOSTA1", "HOSTA2", "HOSTB1", "PUB1", "SUB1", "SUB2", "SB1"]
+WITH_MQSC = ["HOSTA1", "HOSTA2", "HOSTB1", "SB1"]
+
+
+def committed_topology() -> Any:
+    return load_topology(COMPOSE / "cluster.toml")
 
 
 def read_yaml(text: str) -> Any:
@@ -105,7 +123,7 @@ class _SubsetReader:
 
 
 def test_committed_compose_files_are_what_the_topology_generates() -> None:
-    files = compose_files(load_topology(COMPOSE / "cluster.toml"), "cluster.toml")
+    files = compose_files(committed_topology(), "cluster.toml")
     for rel, text in files.items():
         assert (COMPOSE / rel).read_text() == text, (
             f"compose/{rel} is stale: regenerate with `qmgr cluster compose compose/cluster.toml`"
@@ -116,9 +134,14 @@ def test_committed_compose_files_are_what_the_topology_generates() -> None:
 
 def test_compose_command_writes_the_same_files(tmp_path: Path) -> None:
     shutil.copy(COMPOSE / "cluster.toml", tmp_path / "cluster.toml")
+    shutil.copytree(COMPOSE / "servicebus", tmp_path / "servicebus")
     result = CliRunner().invoke(cluster, ["compose", str(tmp_path / "cluster.toml")])
     assert result.exit_code == 0, result.output
-    for rel in ("docker-compose.yml", "init/HOSTA1.mqsc", "init/HOSTA2.mqsc", "init/HOSTB1.mqsc"):
+    for rel in (
+        "docker-compose.yml",
+        "servicebus/SB1.json",
+        *(f"init/{n}.mqsc" for n in WITH_MQSC),
+    ):
         assert (tmp_path / rel).read_text() == (COMPOSE / rel).read_text()
         assert f"wrote {tmp_path / rel}" in result.output
 
@@ -128,27 +151,29 @@ def test_compose_command_out_dir_and_built_in_default(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "docker-compose.yml").is_file()
     assert sorted(p.name for p in (tmp_path / "out" / "init").iterdir()) == [
-        "HOSTA1.mqsc",
-        "HOSTA2.mqsc",
-        "HOSTB1.mqsc",
+        f"{n}.mqsc" for n in WITH_MQSC
     ]
+    doc = read_yaml((tmp_path / "out" / "docker-compose.yml").read_text())
+    (mount,) = [v for v in doc["services"]["SB1"]["volumes"] if v.endswith(":ro")]
+    copy = tmp_path / "out" / mount.split(":")[0]
+    shipped = load_topology(None).node("SB1").servicebus_config
+    assert shipped is not None and copy.read_bytes() == shipped.read_bytes()
 
 
 def test_the_yaml_reads_back_as_the_document() -> None:
-    topology = load_topology(None)
     text = (COMPOSE / "docker-compose.yml").read_text()
-    assert read_yaml(text) == compose_document(topology)
+    assert read_yaml(text) == compose_document(committed_topology())
 
 
 def test_services_follow_the_topology() -> None:
     doc = read_yaml((COMPOSE / "docker-compose.yml").read_text())
     services = doc["services"]
-    nodes = ["FR1", "FR2", "FR3", "HOSTA1", "HOSTA2", "HOSTB1", "PUB1", "SUB1", "SUB2"]
-    assert list(services) == [*nodes, INIT_SERVICE]
+    nodes = NODES
+    assert list(services) == [*nodes, INIT_SERVICE, LOAD_SERVICE]
     for name in nodes:
         svc = services[name]
         assert svc["hostname"] == name
-        assert svc["volumes"] == [f"{name}-data:/data"]
+        assert svc["volumes"][0] == f"{name}-data:/data"
         assert f"{name}-data" in doc["volumes"]
         command = svc["command"]
         assert command[:8] == [
@@ -172,16 +197,36 @@ def test_services_follow_the_topology() -> None:
             ]
             assert "depends_on" not in svc  # full repositories start together
         else:
-            assert command[10:] == ["--join", "FR1:7000,FR2:7000,FR3:7000"]
-            assert set(svc["depends_on"]) == {"FR1", "FR2", "FR3"}
-        assert svc["healthcheck"]["test"][0] == "CMD-SHELL"
+            assert command[10:12] == ["--join", "FR1:7000,FR2:7000,FR3:7000"]
+            assert svc["depends_on"] == {
+                n: {"condition": "service_healthy"} for n in ("FR1", "FR2", "FR3")
+            }
+        # the gRPC health service, asked by `qmgr health` (SERVING once the node is ready)
+        assert svc["healthcheck"]["test"] == [
+            "CMD",
+            "python3",
+            "-m",
+            "qmgr.cli.health",
+            "--quiet",
+            "127.0.0.1:7000",
+        ]
+    sb1 = services["SB1"]
+    assert sb1["command"][12:] == [
+        "--servicebus-config",
+        CONFIG_MOUNT,
+        "--servicebus-port",
+        "0.0.0.0:5672",
+    ]
+    assert sb1["volumes"] == ["SB1-data:/data", f"./servicebus/SB1.json:{CONFIG_MOUNT}:ro"]
     init = services[INIT_SERVICE]
     assert init["depends_on"] == {n: {"condition": "service_healthy"} for n in nodes}
     assert "./init:/init:ro" in init["volumes"]
     script = init["command"][2]
-    for host in ("HOSTA1", "HOSTA2", "HOSTB1"):
+    for host in WITH_MQSC:
         assert f"qmgr runmqsc {host}:7000 -f /init/{host}.mqsc" in script
-    assert script.index("HOSTA1") < script.index("HOSTA2") < script.index("HOSTB1")
+    assert [script.index(f"/init/{n}.mqsc") for n in WITH_MQSC] == sorted(
+        script.index(f"/init/{n}.mqsc") for n in WITH_MQSC
+    )
     assert "PUB1" not in script and "SUB1" not in script
 
 
@@ -189,6 +234,114 @@ def test_init_scripts_hold_each_nodes_mqsc() -> None:
     assert (COMPOSE / "init" / "HOSTB1.mqsc").read_text().splitlines()[1:] == [
         "DEFINE TOPIC(ORDERS) TOPICSTR('Orders') CLUSTER(DEMO) CLROUTE(TOPICHOST)"
     ]
+    (bridge,) = (COMPOSE / "init" / "SB1.mqsc").read_text().splitlines()[1:]
+    assert bridge.startswith("DEFINE BRIDGE(PRICES.SB) DIRECTION(TOSB) TOPICSTR('Prices/#')")
+
+
+def _container_plan(names: list[str], frs: set[str]) -> dict[str, NodeAddresses]:
+    return {n: NodeAddresses(f"{n}:7000", f"{n}:7100" if n in frs else None) for n in names}
+
+
+def test_the_compose_file_and_the_local_launcher_agree() -> None:
+    """Every container runs `qmgr` with the arguments `qmgr cluster up` gives that node (its
+    addresses being the containers'), plus the data volume, with the Config.json and the
+    Service Bus port where the container has them; init files hold the MQSC `cluster up`
+    runs, in the same node order."""
+    topology = committed_topology()
+    doc = read_yaml((COMPOSE / "docker-compose.yml").read_text())
+    plan = _container_plan(NODES, {n.name for n in topology.full_repositories})
+    for spec in topology.nodes:
+        launcher = ["qmgr", *node_args(topology, spec, plan)]
+        command = list(doc["services"][spec.name]["command"])
+        assert command[command.index("--data-dir") + 1] == "/data"
+        del command[command.index("--data-dir") : command.index("--data-dir") + 2]
+        assert launcher[launcher.index("--listen") + 1] == f"{spec.name}:7000"
+        assert command[command.index("--listen") + 1] == "0.0.0.0:7000"
+        launcher[launcher.index("--listen") + 1] = "0.0.0.0:7000"
+        if spec.servicebus_config is not None:
+            i = launcher.index("--servicebus-config") + 1
+            assert launcher[i] == str(COMPOSE / "servicebus" / "SB1.json")
+            launcher[i] = CONFIG_MOUNT
+        if spec.hosts_servicebus:
+            i = launcher.index("--servicebus-port") + 1
+            assert launcher[i] == "127.0.0.1:0"
+            launcher[i] = "0.0.0.0:5672"
+        assert command == launcher, spec.name
+        init = COMPOSE / "init" / f"{spec.name}.mqsc"
+        if mqsc_commands(spec):
+            assert init.read_text().splitlines()[1:] == mqsc_commands(spec)
+        else:
+            assert not init.exists()
+
+
+def test_published_ports_are_the_ports_the_launcher_gives_with_a_base_port() -> None:
+    """With base_port, `qmgr runmqsc localhost:PORT` reaches the same node whether the
+    cluster runs as processes (`qmgr cluster up`) or as containers."""
+    text = (
+        (COMPOSE / "cluster.toml")
+        .read_text()
+        .replace('cluster = "DEMO"', 'cluster = "DEMO"\nbase_port = 21000')
+    )
+    topology = parse_topology(text, "t", COMPOSE)
+    plan = plan_addresses(topology, "127.0.0.1", lambda n: [])
+    doc = compose_document(topology)
+    for spec in topology.nodes:
+        port = plan[spec.name].listen.rsplit(":", 1)[1]
+        mapping = doc["services"][spec.name]["ports"][0]
+        assert (
+            mapping
+            == f"${{QMGR_PUBLISH_ADDRESS:-127.0.0.1}}:${{QMGR_PORT_{spec.name}:-{port}}}:7000"
+        )
+    assert doc["services"]["SB1"]["ports"][1] == (
+        "${QMGR_PUBLISH_ADDRESS:-127.0.0.1}:${QMGR_SB_PORT_SB1:-5672}:5672"
+    )
+
+
+def test_without_a_base_port_nodes_publish_from_17000_and_namespaces_from_5672() -> None:
+    text = 'cluster = "C"\n[[node]]\nname = "FR1"\nrole = "full"\n'
+    text += '[[node]]\nname = "SBA"\nservicebus = true\n[[node]]\nname = "SBB"\nservicebus = true\n'
+    ports = published_ports(parse_topology(text))
+    assert [(p.node, p.variable, p.port, p.target) for p in ports] == [
+        ("FR1", "QMGR_PORT_FR1", 17000, 7000),
+        ("SBA", "QMGR_PORT_SBA", 17001, 7000),
+        ("SBA", "QMGR_SB_PORT_SBA", 5672, 5672),
+        ("SBB", "QMGR_PORT_SBB", 17002, 7000),
+        ("SBB", "QMGR_SB_PORT_SBB", 5673, 5672),
+    ]
+    doc = compose_document(parse_topology(text))
+    assert doc["services"]["SBB"]["command"][-3:] == [
+        "--servicebus",
+        "--servicebus-port",
+        "0.0.0.0:5672",
+    ]
+    assert all(":ro" not in v for v in doc["services"]["SBB"]["volumes"])
+    header = compose_files(parse_topology(text), "t.toml")["docker-compose.yml"]
+    assert "SBB  Service Bus (AMQP, HTTP) 5673 ($QMGR_SB_PORT_SBB)" in header
+
+
+def test_the_load_job_is_a_one_shot_service_behind_its_profile() -> None:
+    doc = read_yaml((COMPOSE / "docker-compose.yml").read_text())
+    load = doc["services"][LOAD_SERVICE]
+    assert load["profiles"] == [LOAD_SERVICE] and load["restart"] == "no"
+    assert load["build"]["target"] == "load" and load["image"] != doc["services"]["FR1"]["image"]
+    assert load["command"][:2] == ["qmgr", "load"]
+    assert load["command"][-2:] == ["--out", "/reports"]
+    assert "load-reports:/reports" in load["volumes"] and "load-reports" in doc["volumes"]
+    if (REPO / "scenarios").is_dir():
+        for name in LOAD_SCENARIOS:
+            assert (REPO / "scenarios" / f"{name}.toml").is_file(), name
+    dockerfile = (COMPOSE / "Dockerfile").read_text()
+    assert " AS node\n" in dockerfile and " AS load\n" in dockerfile
+
+
+def test_every_image_is_built_on_the_base_the_dockerfile_names_unless_told() -> None:
+    doc = read_yaml((COMPOSE / "docker-compose.yml").read_text())
+    dockerfile = (COMPOSE / "Dockerfile").read_text()
+    assert "ARG BASE_IMAGE=python:3.11-slim\n" in dockerfile
+    assert "FROM ${BASE_IMAGE} AS node\n" in dockerfile
+    for name, svc in doc["services"].items():
+        assert svc["build"]["args"] == {"BASE_IMAGE": "${QMGR_BASE_IMAGE:-python:3.11-slim}"}, name
+    assert "QMGR_BASE_IMAGE" in (COMPOSE / "build-image").read_text()
 
 
 def test_the_project_is_named_after_the_cluster_on_the_command_line() -> None:
@@ -206,7 +359,7 @@ def test_nodes_read_their_secret_from_an_env_file_and_no_committed_file_holds_on
     assert any(roles.values()) and not all(roles.values())
     for name, svc in doc["services"].items():
         assert "QMGR_CLUSTER_SECRET" not in svc.get("environment", {})
-        if name == INIT_SERVICE:
+        if name in (INIT_SERVICE, LOAD_SERVICE):
             assert svc.get("env_file") is None
         else:
             assert svc["env_file"] == [ENV_FILE if roles[name] else MEMBER_ENV_FILE], name
@@ -350,7 +503,7 @@ def test_docker_compose_accepts_the_file(tmp_path: Path) -> None:
     command = _docker_compose()
     if command is None:
         pytest.skip("docker compose is not available here (no compose plugin, no docker-compose)")
-    shutil.copytree(COMPOSE, tmp_path / "compose")
+    shutil.copytree(COMPOSE, tmp_path / "compose", ignore=shutil.ignore_patterns("*.whl"))
     work = tmp_path / "compose"
     (work / ENV_FILE).unlink(missing_ok=True)
     (work / MEMBER_ENV_FILE).unlink(missing_ok=True)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from qmgr.cli.topology import (
+    DEFAULT_DIRECTORY,
     DEFAULT_TOPOLOGY_TOML,
     NodeAddresses,
     Topology,
@@ -45,6 +46,9 @@ def one_problem(text: str) -> str:
 
 def test_compose_cluster_toml_is_the_built_in_default() -> None:
     assert (REPO / "compose" / "cluster.toml").read_text() == DEFAULT_TOPOLOGY_TOML
+    shipped = DEFAULT_DIRECTORY / "servicebus" / "SB1.json"
+    assert (REPO / "compose" / "servicebus" / "SB1.json").read_bytes() == shipped.read_bytes()
+    assert load_topology(None).node("SB1").servicebus_config == shipped.resolve()
 
 
 def test_default_topology_is_the_demo_cluster() -> None:
@@ -59,7 +63,9 @@ def test_default_topology_is_the_demo_cluster() -> None:
         "PUB1",
         "SUB1",
         "SUB2",
+        "SB1",
     ]
+    assert [n.name for n in topology.nodes if n.hosts_servicebus] == ["SB1"]
     prices = "DEFINE TOPIC(PRICES) TOPICSTR('Prices') CLUSTER(DEMO) CLROUTE(TOPICHOST)"
     orders = "DEFINE TOPIC(ORDERS) TOPICSTR('Orders') CLUSTER(DEMO) CLROUTE(TOPICHOST)"
     assert mqsc_commands(topology.node("HOSTA1")) == [prices]
