@@ -61,6 +61,29 @@ def mq_row(label: str, msg: ReceivedMessage) -> Row:
     )
 
 
+class QmgrReadError(RuntimeError):
+    """A source could not be drained (its node or entity failed or refused the reader)."""
+
+
+def drain(
+    src: MqSource | SbSource, idle: float, max_messages: int | None, batch_size: int
+) -> Iterator[Row]:
+    """The rows of one source; a failure is a :class:`QmgrReadError` naming the source."""
+    from azure.servicebus.exceptions import ServiceBusError
+
+    from qmgr.client import MQClientError
+
+    try:
+        if isinstance(src, SbSource):
+            yield from drain_sb(src, idle, max_messages, batch_size)
+        else:
+            yield from drain_mq(src, idle, max_messages, batch_size)
+    except (MQClientError, ServiceBusError) as exc:
+        raise QmgrReadError(
+            f"qmgr data source: reading {src.label} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def drain_mq(
     src: MqSource, idle: float, max_messages: int | None, batch_size: int
 ) -> Iterator[Row]:
@@ -81,6 +104,66 @@ def drain_mq(
                 consumer.ack()
         finally:
             consumer.close()
+
+
+class MqStream:
+    """A continuous drain of one MQ queue for Spark's simple stream reader (on the driver).
+
+    Offsets count the messages handed to Spark: ``{"taken": n}``. Each :meth:`batch` takes what
+    has arrived (waiting up to ``wait`` seconds for the first message, at most ``limit``).
+    A micro-batch's messages are acknowledged once Spark has finished it: when it commits that
+    batch, or when it asks for the next one (it only does so after finishing the previous
+    one). A query that stops or dies before leaves them on the queue for the next reader."""
+
+    def __init__(self, src: MqSource, wait: float, limit: int, batch_size: int) -> None:
+        self.src = src
+        self.wait = wait
+        self.limit = limit
+        self.batch_size = batch_size
+        self._qm: Any = None
+        self._consumer: Any = None
+        self._through = -1  # the offset of everything handed over so far (-1: nothing yet)
+        self._unacked = False
+
+    def _open(self) -> Any:
+        if self._consumer is None:
+            self._qm = client(self.src.address, self.src.security)
+            self._consumer = self._qm.consumer(
+                self.src.queue, max_batch=self.batch_size, ack="explicit"
+            )
+        return self._consumer
+
+    def _take(self, most: int, wait: float) -> list[Row]:
+        consumer = self._open()
+        if self._unacked:  # Spark finished the micro-batch that took them
+            consumer.ack()
+            self._unacked = False
+        rows: list[Row] = []
+        msg = consumer.receive(timeout=wait)
+        while msg is not None:
+            rows.append(mq_row(self.src.label, msg))
+            if len(rows) >= most:
+                break
+            msg = consumer.receive(timeout=0)
+        self._unacked = bool(rows)
+        return rows
+
+    def batch(self, start: int) -> list[Row]:
+        rows = self._take(self.limit, self.wait)
+        self._through = start + len(rows)
+        return rows
+
+    def replay(self, start: int, end: int) -> list[Row]:
+        """A micro-batch planned before a restart: what it had taken went back on the queue
+        unacknowledged, so the same number of messages is taken again from its head."""
+        rows = self._take(end - start, self.wait) if end > start else []
+        self._through = start + len(rows)
+        return rows
+
+    def commit(self, end: int) -> None:
+        if end == self._through and self._unacked:
+            self._consumer.ack()
+            self._unacked = False
 
 
 def _sb_body(msg: Any) -> bytes:

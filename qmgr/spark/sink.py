@@ -142,8 +142,8 @@ def _body(value: Any) -> bytes:
 def publish_rows(
     opts: WriteOptions, rows: Iterable[Message], partition: int, attempt: int
 ) -> WriteResult:
-    """Publish every (topic, body, properties, persistent) row; raises :class:`QmgrWriteError` (after recording what was
-    acknowledged) when the node fails."""
+    """Publish every (topic, body, properties, persistent) row; raises
+    :class:`QmgrWriteError` (the ack log holding what was acknowledged) when the node fails."""
     batch_size = opts.batch_size
     if opts.rate > 0:
         batch_size = max(1, min(batch_size, int(opts.rate * RATE_BATCH_SECONDS)))

@@ -26,17 +26,17 @@ from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceReader,
     InputPartition,
+    SimpleDataSourceStreamReader,
     WriterCommitMessage,
 )
 from pyspark.sql.types import BinaryType, BooleanType, MapType, StringType, StructType
 
 from qmgr.client import MQClientError
-from qmgr.spark.drain import READ_SCHEMA, drain_mq, drain_sb
+from qmgr.spark.drain import READ_SCHEMA, MqStream, drain
 from qmgr.spark.options import (
     MqSource,
     QmgrSourceError,
     ReadOptions,
-    SbSource,
     WriteOptions,
     read_options,
     write_options,
@@ -44,6 +44,7 @@ from qmgr.spark.options import (
 from qmgr.spark.sink import Columns, WriteResult, client, publish_rows
 
 FORMAT = "qmgr"
+STREAM_BATCH = 10_000  # the most messages in one micro-batch unless max_messages says
 CONNECT_TIMEOUT = 10.0
 COLUMN_TYPES: dict[str, tuple[Any, ...]] = {
     "body": (BinaryType(), StringType()),
@@ -73,14 +74,19 @@ def _check_columns(schema: StructType) -> Columns:
 
 
 def _check_node(opts: WriteOptions) -> None:
-    """The node answers (before any partition starts publishing)."""
-    with client(opts.address, opts.security) as qm:
+    """The node answers and accepts the credentials (before any partition starts publishing):
+    a connection is opened and closed."""
+    with client(opts.address, opts.security, CONNECT_TIMEOUT) as qm:
         try:
             qm.wait_ready(CONNECT_TIMEOUT)
         except MQClientError as exc:
             raise QmgrSourceError(
                 f"node {opts.node} ({opts.address}) does not answer: {exc}"
             ) from None
+        try:
+            qm.connection_id()
+        except MQClientError as exc:
+            raise QmgrSourceError(f"node {opts.node} ({opts.address}) refused: {exc}") from None
 
 
 def _subscription_queue(src: MqSource) -> MqSource:
@@ -94,7 +100,7 @@ def _subscription_queue(src: MqSource) -> MqSource:
                 return src
             ok, records = qm.mqsc_ok(f"DISPLAY SUB('{src.subscription}') DEST")
         except MQClientError as exc:
-            raise QmgrSourceError(f"node {src.address} does not answer: {exc}") from None
+            raise QmgrSourceError(f"node {src.address} refused the read: {exc}") from None
     if not ok or not records or not records[0].attrs.get("DEST"):
         raise QmgrSourceError(f"no subscription {src.subscription} on node {src.address}")
     return replace(src, queue=records[0].attrs["DEST"])
@@ -121,11 +127,31 @@ class QmgrReader(DataSourceReader):
         return [InputPartition(src) for src in self.opts.sources]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
-        src = partition.value
         o = self.opts
-        if isinstance(src, SbSource):
-            return drain_sb(src, o.idle, o.max_messages, o.batch_size)
-        return drain_mq(src, o.idle, o.max_messages, o.batch_size)
+        return drain(partition.value, o.idle, o.max_messages, o.batch_size)
+
+
+class QmgrStreamReader(SimpleDataSourceStreamReader):
+    """``spark.readStream.format("qmgr")`` of one MQ subscription or queue: each micro-batch
+    takes what has arrived (see :class:`qmgr.spark.drain.MqStream`)."""
+
+    def __init__(self, stream: MqStream) -> None:
+        self.stream = stream
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"taken": 0}
+
+    def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[Any, ...]], dict[str, int]]:
+        rows = self.stream.batch(start["taken"])
+        return iter(rows), {"taken": start["taken"] + len(rows)}
+
+    def readBetweenOffsets(
+        self, start: dict[str, int], end: dict[str, int]
+    ) -> Iterator[tuple[Any, ...]]:
+        return iter(self.stream.replay(start["taken"], end["taken"]))
+
+    def commit(self, end: dict[str, int]) -> None:
+        self.stream.commit(end["taken"])
 
 
 class QmgrDataSource(DataSource):
@@ -144,6 +170,18 @@ class QmgrDataSource(DataSource):
             _subscription_queue(src) if isinstance(src, MqSource) else src for src in opts.sources
         )
         return QmgrReader(replace(opts, sources=sources))
+
+    def simpleStreamReader(self, schema: StructType) -> QmgrStreamReader:
+        reader = self.reader(schema)
+        sources = reader.opts.sources
+        if len(sources) != 1 or not isinstance(sources[0], MqSource):
+            raise QmgrSourceError(
+                "readStream takes one MQ subscription or queue (option node with one "
+                "subscription or queue)"
+            )
+        o = reader.opts
+        stream = MqStream(sources[0], o.idle, o.max_messages or STREAM_BATCH, o.batch_size)
+        return QmgrStreamReader(stream)
 
     def writer(self, schema: StructType, overwrite: bool) -> QmgrWriter:
         if overwrite:

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,13 +25,16 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
+from qmgr.client import OutgoingMessage, QueueManagerClient  # noqa: E402
 from qmgr.spark import register  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
+from tests.integration.app_security import Nodes, add_user, make_certs, nodes  # noqa: E402
 from tests.integration.cluster_nodes import cluster_with_topics, free_ports, wait_for  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 from tests.integration.test_sb_admin_http import _conn  # noqa: E402
 
 NodeFactory = Callable[..., NodeProcess]
+__all__ = ["nodes", "sb_node"]
 sb_node = admin_http.sb_node  # a node hosting a namespace, its Service Bus port on a free port
 
 
@@ -216,6 +220,106 @@ def test_rate_paces_each_partition_in_small_batches(
     assert {r.source for r in rows} == {"mq:QM1/subscription/PACED"}
 
 
+def test_queues_listed_in_one_read_are_one_partition_each_drained_in_order(
+    spark: SparkSession, named_node: NodeProcess
+) -> None:
+    with named_node.client() as qm:
+        for q in ("APP.A", "APP.B"):
+            qm.mqsc(f"DEFINE QLOCAL({q})")
+            for i in range(1, 301):
+                qm.put(q, f"{q}-{i}".encode(), properties={"LoadSeq": str(i)}, persistent=True)
+    df = spark.read.format("qmgr").option("node", "QM1").option("queue", "APP.A, APP.B")
+    df = df.option("idle", "1").load()
+    assert df.rdd.getNumPartitions() == 2
+    rows = df.collect()
+    for q in ("APP.A", "APP.B"):
+        got = [r for r in rows if r.source == f"mq:QM1/queue/{q}"]
+        assert [r.body for r in got] == [f"{q}-{i}".encode() for i in range(1, 301)]
+        assert all(r.topic is None and r.route is None for r in got)
+    # a second read finds the queues drained; max_messages takes only the first ones
+    with named_node.client() as qm:
+        for i in range(1, 6):
+            qm.put("APP.A", f"again-{i}".encode())
+    again = read(spark, node="QM1", queue="APP.A", idle=1, max_messages=3)
+    assert [r.body for r in again] == [b"again-1", b"again-2", b"again-3"]
+    rest = read(spark, node="QM1", queue="APP.A,APP.B", idle=1)
+    assert [r.body for r in rest] == [b"again-4", b"again-5"]
+
+
+def test_read_stream_takes_a_subscription_continuously(
+    spark: SparkSession, node: NodeProcess
+) -> None:
+    _subscribe(node, "LIVE", "Live/#")
+    stream = (
+        spark.readStream.format("qmgr")
+        .option("node", node.address)
+        .option("subscription", "LIVE")
+        .option("idle", "0.5")
+        .load()
+    )
+    query = stream.writeStream.format("memory").queryName("live").start()
+    try:
+        with node.client() as qm:
+            for i in range(1, 501):
+                qm.publish("Live/a", f"m{i}".encode(), properties={"LoadSeq": str(i)})
+            query.processAllAvailable()
+            assert spark.sql("SELECT count(*) AS n FROM live").collect()[0].n == 500
+            for i in range(501, 701):
+                qm.publish("Live/b", f"m{i}".encode(), properties={"LoadSeq": str(i)})
+            query.processAllAvailable()
+        rows = spark.sql("SELECT * FROM live").collect()
+    finally:
+        query.stop()
+    assert sorted(int(r.properties["LoadSeq"]) for r in rows) == list(range(1, 701))
+    assert {r.topic for r in rows} == {"Live/a", "Live/b"}
+    assert {r.source for r in rows} == {f"mq:{node.address}/subscription/LIVE"}
+    # one Service Bus entity or several queues cannot be streamed
+    _refused(
+        lambda: (
+            spark.readStream.format("qmgr")
+            .option("servicebus", "127.0.0.1:1")
+            .option("queue", "q")
+            .load()
+            .writeStream.format("memory")
+            .queryName("never")
+            .start()
+            .processAllAvailable()
+        ),
+        "readStream takes one MQ subscription or queue",
+    )
+
+
+def test_tls_and_connection_authentication(
+    spark: SparkSession, tmp_path: Path, nodes: Nodes
+) -> None:
+    certs = make_certs(tmp_path / "certs")
+    users = tmp_path / "users.json"
+    add_user(users, "admin", "admin-Pa55", "mqm")
+    add_user(users, "app", "app-Pa55")
+    node = nodes.start("QM1", *certs.node_args(), "--auth", str(users))
+    tls = {"tls_ca": certs.ca}
+    with QueueManagerClient(
+        node.address, timeout=20, tls_ca=certs.ca, user="admin", password="admin-Pa55"
+    ) as qm:
+        qm.mqsc("DEFINE SUB(SECURE) TOPICSTR('Secure/#') DESTCLAS(MANAGED)")
+    rows = load_rows(spark, 2, 50, "Secure")
+    _refused(
+        lambda: write(rows, node=node.address, user="app", password="wrong", **tls),
+        f"node {node.address} ({node.address}) refused: MQRC_NOT_AUTHORIZED",
+    )
+    write(rows, node=node.address, user="app", password="app-Pa55", **tls)
+    got = read(
+        spark,
+        node=node.address,
+        subscription="SECURE",
+        idle=1,
+        user="admin",
+        password="admin-Pa55",
+        **tls,
+    )
+    assert by_publisher(got) == {"P0": list(range(1, 51)), "P1": list(range(1, 51))}
+
+
 def _refused(call: Callable[[], object], text: str) -> None:
     with pytest.raises(Exception) as info:
         call()
@@ -320,6 +424,45 @@ def test_a_node_killed_mid_write_fails_the_job_and_every_acknowledged_message_wa
         assert seqs == list(range(1, len(seqs) + 1))
 
 
+def test_a_node_killed_mid_read_fails_the_read_and_leaves_what_was_not_acknowledged(
+    spark: SparkSession, node: NodeProcess
+) -> None:
+    n = 20_000
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(DRAIN.Q) MAXDEPTH(50000)")
+        for first in range(1, n + 1, 500):
+            batch = [
+                OutgoingMessage(b"x" * 200, {"LoadSeq": str(i)}, persistent=True)
+                for i in range(first, first + 500)
+            ]
+            qm.put_many("DRAIN.Q", batch)
+
+    def depth() -> int:
+        with node.client() as qm:
+            return int(qm.mqsc("DISPLAY QSTATUS(DRAIN.Q) CURDEPTH")[0]["CURDEPTH"])
+
+    def kill_once_the_read_has_begun() -> None:
+        wait_for("the read to take messages", lambda: depth() < n, timeout=120)
+        time.sleep(0.3)  # let it hand some batches to Spark (where the kill lands is not checked)
+        node.kill()
+
+    killer = threading.Thread(target=kill_once_the_read_has_begun, daemon=True)
+    killer.start()
+    # idle 5 s: the reader is still draining (or waiting for more) when the node goes
+    with pytest.raises(Exception) as info:
+        read(spark, node=node.address, queue="DRAIN.Q", idle=5, batch_size=50)
+    killer.join(10)
+    message = str(info.value)
+    assert f"qmgr data source: reading mq:{node.address}/queue/DRAIN.Q failed" in message, message[
+        :3000
+    ]
+    node.start()
+    rest = read(spark, node=node.address, queue="DRAIN.Q", idle=1)
+    seqs = [int(r.properties["LoadSeq"]) for r in rest]
+    # what the failed read had not acknowledged is back, in order, up to the last message
+    assert seqs == list(range(n - len(seqs) + 1, n + 1))
+
+
 # -- Service Bus ------------------------------------------------------------------------------
 
 
@@ -373,6 +516,10 @@ def test_service_bus_queue_drained_peek_lock_with_every_column(
     assert sb.get_queue("orders").counts.active == 0  # completed
     # read again: nothing left
     assert read(spark, servicebus=_conn(sb_node), queue="orders", idle=0.5) == []
+    _refused(
+        lambda: read(spark, servicebus=sb_node.sb_address, queue="nope", idle=0.5),
+        "qmgr data source: reading sb:nope failed: MessagingEntityNotFoundError",
+    )
 
 
 def test_service_bus_subscription_receive_and_delete_up_to_max_messages(
