@@ -448,6 +448,7 @@ def _register_extra_commands() -> None:
     from qmgr.cli.cluster import cluster
     from qmgr.cli.demo import demo
     from qmgr.cli.health import health
+    from qmgr.cli.load import load
     from qmgr.cli.sb import sb
 
     cli.add_command(demo)
@@ -455,6 +456,7 @@ def _register_extra_commands() -> None:
     cli.add_command(auth)
     cli.add_command(sb)
     cli.add_command(health)
+    cli.add_command(load)
 
 
 def main() -> None:

@@ -1,0 +1,158 @@
+"""The cluster a load scenario runs on: started by the job from its topology file with the
+launcher of ``qmgr cluster up`` (and stopped at the end), or one already running that
+``qmgr cluster up`` started (found by its cluster name). Gives the nodes' addresses, clients,
+and the ``kill -9`` / restart of a node for fault injection."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qmgr.cli import demo_cluster
+from qmgr.cli.cluster_launch import Launch, StartFailure, await_ready, log_tail, spawn
+from qmgr.cli.cluster_secrets import private_files
+from qmgr.cli.cluster_state import find_cluster, node_alive, saved_addresses
+from qmgr.cli.topology import Topology
+from qmgr.client import QueueManagerClient
+
+CLIENT_TIMEOUT = 20.0
+
+
+class ClusterError(RuntimeError):
+    """The cluster cannot be started, found or changed as the scenario needs."""
+
+
+@dataclass
+class Nodes:
+    """The nodes of one cluster, by name."""
+
+    topology: Topology
+    addresses: dict[str, str]
+    servicebus: dict[str, str]  # node -> HOST:PORT of its Service Bus port
+    pids: dict[str, int]
+    base: Path | None = None  # the state directory, when the job started the cluster
+    launches: list[Launch] = field(default_factory=list)
+    _clients: dict[str, QueueManagerClient] = field(default_factory=dict)
+
+    @property
+    def started(self) -> bool:
+        return self.base is not None
+
+    def client(self, name: str) -> QueueManagerClient:
+        if name not in self._clients:
+            self._clients[name] = QueueManagerClient(self.addresses[name], timeout=CLIENT_TIMEOUT)
+        return self._clients[name]
+
+    def servicebus_address(self, name: str) -> str:
+        address = self.servicebus.get(name)
+        if not address:
+            raise ClusterError(f"node {name} hosts no Service Bus namespace")
+        return address
+
+    def kill(self, name: str) -> None:
+        """``kill -9`` node ``name``."""
+        pid = self.pids[name]
+        if not node_alive(pid, name):
+            raise ClusterError(f"node {name} (pid {pid}) is not running")
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        for launch in self.launches:
+            if launch.spec.name == name:
+                launch.proc.wait(10)
+        self._forget_client(name)
+
+    def restart(self, name: str, progress: Any, timeout: float) -> None:
+        """Start node ``name`` again on its data and ports (the job must have started it)."""
+        if self.base is None:
+            raise ClusterError("only a cluster the job started can have a node restarted")
+        plan = saved_addresses(self.base)
+        spec = self.topology.node(name)
+        with private_files():
+            launch = spawn(self.topology, spec, plan, self.base)
+        self.launches = [x for x in self.launches if x.spec.name != name] + [launch]
+        tasks = {name: progress.add_task(f"{name} restarting", total=1)}
+        try:
+            await_ready([launch], timeout, progress, tasks)
+        except StartFailure as exc:
+            raise ClusterError(
+                f"node {name} did not start again: {exc.reason}\n{log_tail(launch)}"
+            ) from None
+        self.addresses[name] = launch.address
+        self.pids[name] = launch.proc.pid
+        servicebus = str(getattr(launch, "servicebus", "") or "")
+        if servicebus:
+            self.servicebus[name] = servicebus
+        self._forget_client(name)
+
+    def _forget_client(self, name: str) -> None:
+        client = self._clients.pop(name, None)
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
+
+    def close(self) -> None:
+        """Close the clients; stop the nodes if the job started them."""
+        for name in list(self._clients):
+            self._forget_client(name)
+        if self.base is not None and self.launches:
+            demo_cluster.stop(self.base, self.launches)
+            self.launches = []
+
+
+def start_nodes(topology: Topology, base: Path, progress: Any, timeout: float) -> Nodes:
+    """Start every node of ``topology`` with its state, data and logs under ``base`` and run
+    the topology's MQSC, as ``qmgr cluster up`` does. On failure every node started is
+    stopped."""
+    if topology.tls:
+        raise ClusterError("the load job does not run topologies with tls = true")
+    launches: list[Launch] = []
+    try:
+        demo_cluster.start(topology, base, launches, progress, timeout)
+    except BaseException:
+        demo_cluster.stop(base, launches)
+        raise
+    return Nodes(
+        topology=topology,
+        addresses={x.spec.name: x.address for x in launches},
+        servicebus={
+            x.spec.name: str(getattr(x, "servicebus", "") or "")
+            for x in launches
+            if getattr(x, "servicebus", "")
+        },
+        pids={x.spec.name: x.proc.pid for x in launches},
+        base=base,
+        launches=launches,
+    )
+
+
+def attach_nodes(cluster: str, topology: Topology) -> Nodes:
+    """The running cluster ``cluster`` (started by ``qmgr cluster up``); it must have every
+    node of ``topology`` running."""
+    import click
+
+    try:
+        _, state = find_cluster(cluster)
+    except click.ClickException as exc:
+        raise ClusterError(exc.message) from None
+    if state.tls:
+        raise ClusterError("the load job does not run on clusters with TLS")
+    running = {n.name: n for n in state.nodes if node_alive(n.pid, n.name)}
+    missing = [n.name for n in topology.nodes if n.name not in running]
+    if missing:
+        raise ClusterError(
+            f"cluster {cluster} has no running node {', '.join(missing)} of the scenario's topology"
+        )
+    return Nodes(
+        topology=topology,
+        addresses={name: n.address for name, n in running.items()},
+        servicebus={
+            name: str(getattr(n, "servicebus", "") or "")
+            for name, n in running.items()
+            if getattr(n, "servicebus", "")
+        },
+        pids={name: n.pid for name, n in running.items()},
+    )

@@ -1,0 +1,66 @@
+"""The Spark session of the load job and its tests: a master URL (``local[*]`` by default),
+loopback networking, UTC timestamps, the Python of this process on the executors, and the
+``qmgr`` data source registered when it is available."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+
+
+def session_config(master: str, cores: int | None = None) -> dict[str, str]:
+    """The settings :func:`session` gives a new session (``cores``: executor cores to ask a
+    cluster master for, and the shuffle width)."""
+    width = str(max(2, (cores or os.cpu_count() or 2) * 2))
+    config = {
+        "spark.master": master,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": width,
+        "spark.default.parallelism": width,
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.executorEnv.PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+        "spark.python.worker.reuse": "true",
+    }
+    if cores is not None and not master.startswith("local"):
+        config["spark.cores.max"] = str(cores)
+    return config
+
+
+def session(app: str, master: str = DEFAULT_MASTER, cores: int | None = None) -> SparkSession:
+    """A session on ``master`` (an existing active session is reused, as Spark does)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder: Any = SparkSession.builder.appName(app)
+    for key, value in session_config(master, cores).items():
+        builder = builder.config(key, value)
+    spark: SparkSession = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    register_source(spark)
+    return spark
+
+
+def local_session(app: str, cores: int = 2) -> SparkSession:
+    """A session in local mode with ``cores`` threads."""
+    return session(app, f"local[{cores}]", cores)
+
+
+def register_source(spark: SparkSession) -> bool:
+    """Register the ``qmgr`` data source; False when this installation has none."""
+    try:
+        from qmgr import spark as qspark
+    except ImportError:
+        return False
+    register = getattr(qspark, "register", None)
+    if register is None:
+        return False
+    register(spark)
+    return True
