@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -27,13 +28,31 @@ import click
     "scenario's topology; it needs every node of the topology (no fault injection).",
 )
 @click.option(
+    "--keep",
+    type=click.Path(file_okay=False),
+    help="Leave the cluster running afterwards, its state, data and logs in this directory "
+    "(~/.qmgr/clusters/CLUSTER lets `qmgr cluster status` and `qmgr cluster down` find it), "
+    "to explore it with qmgr runmqsc and qmgr sb.",
+)
+@click.option(
+    "--messages",
+    type=click.IntRange(1, 10**9),
+    help="Messages per publisher in every scenario, instead of the files' (a shorter or longer run).",
+)
+@click.option(
     "--timeout",
     default=60.0,
     show_default=True,
     help="Seconds each start-up step (nodes ready, topics known, proxies in place) may take.",
 )
 def load(
-    scenarios: tuple[str, ...], master: str | None, out: str, cluster: str | None, timeout: float
+    scenarios: tuple[str, ...],
+    master: str | None,
+    out: str,
+    cluster: str | None,
+    messages: int | None,
+    keep: str | None,
+    timeout: float,
 ) -> None:
     """Run the load-and-ordering job for each SCENARIO (a TOML file, see scenarios/): start
     its topology, publish N publishers × M messages through the "qmgr" Spark data source, drain
@@ -55,12 +74,15 @@ def load(
         parsed = [load_scenario(Path(s)) for s in scenarios]
     except ScenarioError as exc:
         raise click.ClickException(str(exc)) from None
+    if messages is not None:
+        parsed = [replace(s, load=replace(s.load, messages=messages)) for s in parsed]
     options = JobOptions(
         scenarios=tuple(Path(s) for s in scenarios),
         out=Path(out),
         master=master,
         cluster=cluster,
         timeout=timeout,
+        keep=Path(keep).resolve() if keep else None,
     )
     out_console = console()
     spark = spark_session(master)

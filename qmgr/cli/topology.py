@@ -478,6 +478,6 @@ description = "Service Bus namespace (entities from servicebus/SB1.json); bridge
 servicebus = "servicebus/SB1.json"
 mqsc = \"\"\"
 DEFINE BRIDGE(PRICES.SB) DIRECTION(TOSB) TOPICSTR('Prices/#') SBENTITY('prices') +
-       DESCR('Prices to the Service Bus topic prices')
+       SESSPROP('LoadPublisher') DESCR('Prices to the Service Bus topic prices')
 \"\"\"
 """

@@ -66,6 +66,7 @@ class JobOptions:
     master: str | None = None  # None: local[*], or what spark-submit set
     cluster: str | None = None  # use this running cluster instead of starting one
     timeout: float = 60.0  # seconds each start-up step may take
+    keep: Path | None = None  # leave the cluster running, its state, data and logs here
 
 
 # -- stage 0: subscriptions -----------------------------------------------------------------------
@@ -463,6 +464,7 @@ def _groups(scenarios: Sequence[Scenario]) -> list[list[Scenario]]:
 def _cluster(
     group: list[Scenario], options: JobOptions, state: Path, progress: Any
 ) -> Iterator[Nodes]:
+    from qmgr.cli.demo_cluster import refuse_running
     from qmgr.cli.topology import TopologyError, load_topology
 
     try:
@@ -477,13 +479,19 @@ def _cluster(
                 )
             nodes = attach_nodes(options.cluster, topology)
         else:
-            nodes = start_nodes(topology, state / topology.cluster, progress, options.timeout)
+            base = options.keep if options.keep is not None else state / topology.cluster
+            if options.keep is not None:
+                refuse_running(options.keep)
+            nodes = start_nodes(topology, base, progress, options.timeout)
     except ClusterError as exc:
         raise JobError(str(exc)) from None
     try:
         yield nodes
     finally:
-        nodes.close()
+        if options.keep is not None and options.cluster is None:
+            progress.console.print(nodes.keep(str(group[0].topology.resolve())))
+        else:
+            nodes.close()
 
 
 def run_job(spark: SparkSession, options: JobOptions, console: Any) -> list[ScenarioResult]:
@@ -504,11 +512,13 @@ def run_scenarios(
     names = [s.name for s in scenarios]
     if len(set(names)) != len(names):
         raise JobError(f"scenario names must differ: {', '.join(names)}")
+    if options.keep is not None and len(_groups(scenarios)) > 1:
+        raise JobError("--keep keeps one cluster: give scenarios that share one topology file")
     options.out.mkdir(parents=True, exist_ok=True)
     results: list[ScenarioResult] = []
     with contextlib.ExitStack() as stack:
-        if options.cluster is None:
-            stack.enter_context(_home())
+        if options.cluster is None and options.keep is None:
+            stack.enter_context(_home())  # a kept cluster registers its nodes for the user
         state = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="qmgr-load-")))
         for group in _groups(scenarios):
             with (

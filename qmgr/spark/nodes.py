@@ -94,6 +94,18 @@ class Nodes:
             with contextlib.suppress(Exception):
                 client.close()
 
+    def keep(self, source: str) -> str:
+        """Close the clients and leave the nodes the job started running, with the cluster
+        state `qmgr cluster status/down` read written beside them; says how to stop them."""
+        for name in list(self._clients):
+            self._forget_client(name)
+        if self.base is None or not self.launches:
+            return ""
+        from qmgr.cli.cluster_state import write_state
+
+        write_state(self.base, demo_cluster.state(self.topology, source, self.launches))
+        return demo_cluster.kept_message(self.topology.cluster, self.base, self.launches)
+
     def close(self) -> None:
         """Close the clients; stop the nodes if the job started them."""
         for name in list(self._clients):
