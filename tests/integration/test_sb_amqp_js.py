@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,19 +120,25 @@ def js_client(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return script
 
 
-def test_js_sdk_sends_receives_and_completes(sb_node: NodeProcess, js_client: Path) -> None:
-    admin = _admin(sb_node)
-    admin.create_queue("js")
-    admin.create_queue("jss", requires_session=True)
+def _run(script: Path, node: NodeProcess, env: dict[str, str] | None = None) -> Any:
+    """Run a JS script with the node's connection string; what it printed last, as JSON."""
     done = subprocess.run(
-        ["node", str(js_client), _conn(sb_node)],
-        cwd=js_client.parent,
+        ["node", str(script), _conn(node)],
+        cwd=script.parent,
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_js_sdk_sends_receives_and_completes(sb_node: NodeProcess, js_client: Path) -> None:
+    admin = _admin(sb_node)
+    admin.create_queue("js")
+    admin.create_queue("jss", requires_session=True)
+    out = _run(js_client, sb_node)
     assert out == {
         "bodies": ["j1", "j2", "j3"],
         "ids": [True, True, True],
@@ -144,20 +151,13 @@ def test_js_sdk_sends_receives_and_completes(sb_node: NodeProcess, js_client: Pa
     assert admin.get_queue_runtime_properties("js").total_message_count == 0
 
 
-def test_js_admin_client_over_plain_http(sb_node: NodeProcess, js_client: Path) -> None:
+def test_js_admin_client_over_https(sb_node: NodeProcess, js_client: Path) -> None:
     _admin(sb_node).create_queue("existing")
     assert sb_node.data_dir is not None
     cert = sb_node.data_dir / CERT_FILE  # the certificate the node made in its data directory
-    done = subprocess.run(
-        ["node", str(js_client.parent / "admin.js"), _conn(sb_node)],
-        cwd=js_client.parent,
-        env={**os.environ, "NODE_EXTRA_CA_CERTS": str(cert)},
-        capture_output=True,
-        text=True,
-        timeout=120,
+    out = _run(
+        js_client.parent / "admin.js", sb_node, {**os.environ, "NODE_EXTRA_CA_CERTS": str(cert)}
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out == {
         "queue": {"maxDeliveryCount": 7, "lockDuration": "PT45S"},
         "rules": ["$Default", "big"],
