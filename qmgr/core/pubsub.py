@@ -258,7 +258,7 @@ class PubSub:
             and selects(sub.selector, msg)
         ):
             return 0
-        copy = self._copy_for(sub, msg, topic)
+        copy = self._copy_for(sub, msg, topic, now)
         copy.retained = True
         queue = self._queues.get(sub.dest)
         if queue is None:
@@ -335,7 +335,7 @@ class PubSub:
                 continue
             if sub.selector and not selects(sub.selector, msg):
                 continue
-            copy = self._copy_for(sub, msg, topic)
+            copy = self._copy_for(sub, msg, topic, now)
             queue = self._queues.get(sub.dest)
             try:
                 if queue is None:
@@ -412,7 +412,10 @@ class PubSub:
             return False
         return (policy or self.policy(topic)).resolved.wildcard_blocked(pattern)
 
-    def _copy_for(self, sub: Subscription, msg: Message, topic: str) -> Message:
+    def _copy_for(self, sub: Subscription, msg: Message, topic: str, now: float) -> Message:
+        """The copy put on the subscriber's queue. As MQ documents for a publication a queue
+        manager forwards to a subscriber, PutDate/PutTime are when it puts the copy there (so
+        on the destination queue manager, the copy's arrival), not the publisher's put."""
         priority = msg.priority
         if sub.pubprty.isdigit():
             priority = int(sub.pubprty)
@@ -425,7 +428,7 @@ class PubSub:
             msg.ttl,
             msg.expiry,
             sub.correl_id,
-            msg.put_time,
+            now,
             0,
             msg.reply_to_queue,
             topic,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cluster.topics import TopicObject
+from qmgr.core.clock import ManualClock
 from qmgr.core.errors import MQError
 from qmgr.core.message import Message
 from qmgr.core.qmgr import QueueManager
@@ -206,3 +207,24 @@ def test_topic_changes_invalidate_cached_policy(qm: QueueManager) -> None:
         qm.publish("a/b", msg())
     qm.delete_topic("T")
     qm.publish("a/b", msg())
+
+
+def test_a_copy_carries_the_time_it_was_put_on_the_subscriber_queue(
+    qm: QueueManager, clock: ManualClock
+) -> None:
+    """MQ sets PutDate/PutTime of a publication it forwards to a subscriber to when it puts the
+    copy there (MQMD settings for publications forwarded by a queue manager): a publication
+    from another queue manager, or a retained one given to a later subscriber, carries the
+    time of that put, not the publisher's."""
+    s, _ = qm.subscribe("price/#", name="S")
+    forwarded = msg("from a topic host")
+    forwarded.put_time = clock.now() - 5.0  # put by its publisher elsewhere, 5 s ago
+    qm.deliver_publication("price/x", forwarded)
+    qm.publish("price/y", msg("retained"), retain=True)
+    published_at = clock.now()
+    (copy, _) = qm.get(s.dest, limit=10)
+    assert copy.put_time == clock.now()
+    clock.advance(30.0)
+    later, _ = qm.subscribe("price/y", name="LATER")
+    (retained,) = qm.get(later.dest)
+    assert retained.put_time == published_at + 30.0
