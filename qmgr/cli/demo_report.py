@@ -10,8 +10,8 @@ order, latency percentiles and the route split. Definitions:
 - **duplicates**: copies received beyond the first of the same publication;
 - **out of order**: a first copy whose seq is lower than one already received on the same
   topic string from the same publisher (a duplicate is counted as a duplicate only);
-- **latency**: ``received_at`` (client, seconds) minus ``put_time_ms`` (publishing node), in ms,
-  over first copies;
+- **latency**: ``received_at`` (client, seconds) minus ``put_time_ms`` (when the publisher sent
+  it), in ms, over first copies;
 - **route split**: first copies per "via", the nodes a copy passed between its origin and the
   receiving node (from the ``qmgr.route`` property "PUB1,HOSTA2,SUB1" -> "HOSTA2").
 """

@@ -30,6 +30,13 @@ QUIET = 15.0  # seconds without a new copy after which the missing ones count as
 GRACE = 0.5  # seconds of listening after the last expected copy, so duplicates show
 
 
+def _sent_ms(props: Any, fallback: int) -> int:
+    """When the publisher sent it (its ``sent_ms`` property; a copy's PutTime is its put on
+    the subscriber's queue, as in MQ)."""
+    sent = props.get("sent_ms")
+    return sent if isinstance(sent, int) and not isinstance(sent, bool) else fallback
+
+
 class Receiver(threading.Thread):
     """Takes one subscription's copies off the wire in its own thread, in arrival order."""
 
@@ -65,7 +72,7 @@ class Receiver(threading.Thread):
                             topic=msg.topic,
                             publisher=publisher,
                             seq=int(seq),
-                            put_time_ms=msg.put_time_ms,
+                            put_time_ms=_sent_ms(props, msg.put_time_ms),
                             received_at=msg.received_at,
                             route=str(props.get(ROUTE) or ""),
                         )
@@ -203,7 +210,11 @@ class DemoRun:
                 pub.publish(
                     topic,
                     f"{topic} #{seq}".encode(),
-                    properties={"seq": seq, "publisher": self.publisher_id},
+                    properties={
+                        "seq": seq,
+                        "publisher": self.publisher_id,
+                        "sent_ms": int(time.time() * 1000),
+                    },
                     persistent=persistent[i],
                 )
                 if i % 500 == 499:
