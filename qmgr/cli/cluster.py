@@ -1,4 +1,4 @@
-"""`qmgr cluster up/status/down/compose`: a whole cluster on this machine as `qmgr start`
+"""`qmgr cluster up/status/restart/down/compose`: a whole cluster on this machine as `qmgr start`
 processes, described by a topology file (:mod:`qmgr.cli.topology`).
 
 The parts: what a cluster keeps on disk (:mod:`qmgr.cli.cluster_state`), starting and stopping
@@ -9,9 +9,12 @@ what `up` and `status` print (:mod:`qmgr.cli.cluster_status`) and the docker com
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import click
@@ -34,6 +37,7 @@ from qmgr.cli.cluster_state import (
     find_cluster,
     node_alive,
     read_state,
+    saved_addresses,
     state_dir,
     write_state,
 )
@@ -155,6 +159,63 @@ def status(name: str | None, output: str) -> None:
         click.echo(json.dumps(result, indent=2))
     else:
         print_status(result)
+
+
+@cluster.command()
+@click.argument("node")
+@click.option("--cluster", "name", help="Which cluster (may be left out when only one is up).")
+@click.option("--kill", is_flag=True, help="Stop it with SIGKILL (as kill -9) instead of SIGTERM.")
+@click.option(
+    "--timeout",
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for it to stop (then SIGKILL) and to print READY again.",
+)
+def restart(node: str, name: str | None, kill: bool, timeout: float) -> None:
+    """Stop NODE of a running cluster and start it again on its data and ports: what it holds
+    durably (definitions, durable subscriptions, persistent messages, its Service Bus
+    namespace) comes back, and it rejoins the cluster. --kill stops it the hard way."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    directory, state = find_cluster(name)
+    try:
+        old = state.node(node)
+    except KeyError:
+        known = ", ".join(n.name for n in state.nodes)
+        raise click.ClickException(
+            f"cluster {state.cluster} has no node {node} ({known})"
+        ) from None
+    source = state.topology
+    topology, _ = _load(None if source == DEFAULT_SOURCE else source)
+    if state.tls:
+        topology = dataclasses.replace(topology, tls=True)
+    if node_alive(old.pid, old.name):
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(old.pid, signal.SIGKILL)
+        stop_nodes([(old.name, old.pid)], 0.0 if kill else timeout)
+    console = wide_console()
+    try:
+        with private_files():
+            launch = spawn(topology, topology.node(node), saved_addresses(directory), directory)
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=console) as bar:
+            await_ready([launch], timeout, bar, {node: bar.add_task(f"{node} starting", total=1)})
+    except StartFailure as exc:
+        raise click.ClickException(
+            f"node {node} did not start again: {exc.reason}. Its log {exc.launch.log} ends "
+            f"with:\n{log_tail(exc.launch)}"
+        ) from None
+    register(node, launch.address, launch.proc.pid)
+    renewed = dataclasses.replace(
+        old, pid=launch.proc.pid, servicebus=str(getattr(launch, "servicebus", "") or "") or None
+    )
+    nodes = tuple(renewed if n.name == node else n for n in state.nodes)
+    write_state(directory, dataclasses.replace(state, nodes=nodes))
+    how = "killed" if kill else "stopped"
+    click.echo(
+        f"{node} {how} (pid {old.pid}) and started again (pid {launch.proc.pid}) at "
+        f"{launch.address}"
+    )
 
 
 @cluster.command()

@@ -360,3 +360,49 @@ def test_up_with_tls_serves_member_certificates_of_the_cluster_ca(
         qm.mqsc_ok("DISPLAY QMGR")
     code, output = invoke("down", "--purge")
     assert code == 0, output
+
+
+def test_every_node_shows_the_cluster_and_one_restarts_with_its_durable_state(
+    home: Path, tmp_path: Path
+) -> None:
+    topology = tmp_path / "itest.toml"
+    topology.write_text(TOPOLOGY)
+    up = qmgr(home, "cluster", "up", str(topology), "--timeout", "30")
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        for node in ("ITFR1", "ITHOST1", "ITSUB1"):
+            shown = qmgr(home, "runmqsc", node, stdin="DISPLAY CLUSQMGR(*)\n")
+            assert shown.returncode == 0, shown.stdout + shown.stderr
+            # itself and the full repository, at least (MQ's partial repositories know those)
+            assert f"CLUSQMGR({node})" in shown.stdout and "CLUSQMGR(ITFR1)" in shown.stdout
+        # durable state on a topic host: a persistent message on a queue, a durable subscription
+        put = qmgr(home, "put", "ITHOST1", "IT.Q1", "kept", "--persistent")
+        assert put.returncode == 0, put.stdout + put.stderr
+        made = qmgr(
+            home,
+            "runmqsc",
+            "ITHOST1",
+            stdin="DEFINE SUB(IT.KEEP) TOPICSTR('Prices/#') DEST(IT.Q1)\n",
+        )
+        assert made.returncode == 0, made.stdout
+        before = {
+            n["name"]: n
+            for n in json.loads(qmgr(home, "cluster", "status", "--output", "json").stdout)["nodes"]
+        }
+        restarted = qmgr(home, "cluster", "restart", "ITHOST1", "--kill")
+        assert restarted.returncode == 0, restarted.stdout + restarted.stderr
+        after = {
+            n["name"]: n
+            for n in json.loads(qmgr(home, "cluster", "status", "--output", "json").stdout)["nodes"]
+        }
+        assert after["ITHOST1"]["alive"] and after["ITHOST1"]["pid"] != before["ITHOST1"]["pid"]
+        assert not pid_alive(before["ITHOST1"]["pid"])
+        assert after["ITSUB1"]["pid"] == before["ITSUB1"]["pid"]  # the others went on
+        subs = qmgr(home, "runmqsc", "ITHOST1", stdin="DISPLAY SUB(IT.KEEP)\n")
+        assert "SUB(IT.KEEP)" in subs.stdout, subs.stdout
+        got = qmgr(home, "get", "ITHOST1", "IT.Q1")
+        assert got.returncode == 0 and "kept" in got.stdout, got.stdout + got.stderr
+        unknown = qmgr(home, "cluster", "restart", "NOSUCH")
+        assert unknown.returncode != 0 and "has no node NOSUCH" in unknown.stderr
+    finally:
+        qmgr(home, "cluster", "down")
