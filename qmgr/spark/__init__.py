@@ -9,13 +9,15 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 __all__ = ["register"]
 
 
 def register(spark: Any) -> None:
-    """Register the "qmgr" data source with ``spark`` (a SparkSession)."""
-    from qmgr.spark.source import QmgrDataSource
+    """Register the "qmgr" data source with ``spark`` (a SparkSession). Node names given as
+    options resolve through this process's QMGR_HOME (nodes started on this machine)."""
+    from qmgr.spark.source import for_driver
 
-    spark.dataSource.register(QmgrDataSource)
+    spark.dataSource.register(for_driver(os.environ.get("QMGR_HOME")))

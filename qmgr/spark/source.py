@@ -16,6 +16,7 @@ the partitions: the reader and writer objects only carry options."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -157,6 +158,16 @@ class QmgrStreamReader(SimpleDataSourceStreamReader):
 class QmgrDataSource(DataSource):
     """``format("qmgr")``: see the module documentation."""
 
+    # QMGR_HOME of the driver that registered the source (see :func:`for_driver`)
+    driver_home: str | None = None
+
+    def _with_driver_home(self) -> None:
+        """Node names resolve in the worker as they do on the driver: Spark's Python workers
+        keep the environment Spark's JVM started with, which may predate the driver's
+        QMGR_HOME."""
+        if self.driver_home is not None:
+            os.environ["QMGR_HOME"] = self.driver_home
+
     @classmethod
     def name(cls) -> str:
         return FORMAT
@@ -165,6 +176,7 @@ class QmgrDataSource(DataSource):
         return READ_SCHEMA
 
     def reader(self, schema: StructType) -> QmgrReader:
+        self._with_driver_home()
         opts = read_options(self.options)
         sources = tuple(
             _subscription_queue(src) if isinstance(src, MqSource) else src for src in opts.sources
@@ -186,9 +198,16 @@ class QmgrDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> QmgrWriter:
         if overwrite:
             raise QmgrSourceError("messages can only be appended: use mode('append')")
+        self._with_driver_home()
         opts = write_options(self.options)
         columns = _check_columns(schema)
         if not columns.has_topic and opts.topic is None:
             raise QmgrSourceError("the DataFrame has no topic column and there is no topic option")
         _check_node(opts)
         return QmgrWriter(opts, columns)
+
+
+def for_driver(home: str | None) -> type[QmgrDataSource]:
+    """The data source to register from a driver whose QMGR_HOME is ``home``: a subclass that
+    carries it to Spark's Python workers (pickled by value with the class)."""
+    return type("QmgrDataSourceOfDriver", (QmgrDataSource,), {"driver_home": home})
