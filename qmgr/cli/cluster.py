@@ -127,7 +127,7 @@ def _up(topology: Topology, source: str, timeout: float) -> None:
                 write_state(base, state_of(topology, source, launches))
                 await_ready(batch, timeout, bar, tasks)
         for x in launches:
-            register(x.spec.name, x.address, x.proc.pid)
+            register(x.spec.name, x.address, x.proc.pid, str(x.servicebus or ""))
         write_state(base, state_of(topology, source, launches))
         mqsc_done = apply_all_mqsc(topology, launches, base, console)
     except StartFailure as exc:
@@ -205,10 +205,8 @@ def restart(node: str, name: str | None, kill: bool, timeout: float) -> None:
             f"node {node} did not start again: {exc.reason}. Its log {exc.launch.log} ends "
             f"with:\n{log_tail(exc.launch)}"
         ) from None
-    register(node, launch.address, launch.proc.pid)
-    renewed = dataclasses.replace(
-        old, pid=launch.proc.pid, servicebus=str(getattr(launch, "servicebus", "") or "") or None
-    )
+    register(node, launch.address, launch.proc.pid, str(launch.servicebus or ""))
+    renewed = dataclasses.replace(old, pid=launch.proc.pid, servicebus=launch.servicebus or None)
     nodes = tuple(renewed if n.name == node else n for n in state.nodes)
     write_state(directory, dataclasses.replace(state, nodes=nodes))
     how = "killed" if kill else "stopped"
