@@ -635,6 +635,10 @@ def test_cluster_up_starts_a_namespace_and_records_its_address(
         assert nodes["BRFR1"]["bridges"] == []
         text = qmgr("cluster", "status")
         assert "ORDERS.IN" in text.stdout and address in text.stdout
+        # the node is registered with its Service Bus port: qmgr sb finds it by name
+        printed = qmgr("sb", "connection-string", "BRSB1")
+        assert printed.returncode == 0, printed.stderr
+        assert printed.stdout.strip().startswith(f"Endpoint=sb://{address};")
     finally:
         down = qmgr("cluster", "down", "--purge")
         assert down.returncode == 0, down.stdout + down.stderr
