@@ -1,6 +1,7 @@
 """The load job's metrics stage (stage 3) on synthetic receipts with a known answer.
 
 Run: .venv/bin/python bench/bench_spark.py [--receipts 1000000] [--cores 2] [--runs 2]
+         [--injection-messages 100000 | --no-injection]
 
 Builds ``--receipts`` receipts (2 subscribers × 10 publishers, local disorder, a few
 duplicates and losses, two topic hosts) and the matching sent and acknowledged DataFrames,
@@ -8,12 +9,16 @@ writes them to Parquet (not timed), then times the metrics stage exactly as the 
 (:func:`qmgr.spark.job.measure`: every metric table computed and collected) on a local Spark
 with ``--cores`` threads. Prints the time of each run, checks the totals against the known
 answer and reports the project's target (under 60 s for 1,000,000 receipts on 2 cores) as met
-or not. It asserts nothing about speed.
+or not. Then, in the same run, the injection stage: bench/bench_spark_injection.py (stage 1's
+rate through the "qmgr" data source against the plain client on one node, target at least 70%).
+It asserts nothing about speed.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -105,6 +110,8 @@ def main() -> None:
     parser.add_argument("--receipts", type=int, default=1_000_000)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--injection-messages", type=int, default=100_000)
+    parser.add_argument("--no-injection", action="store_true")
     args = parser.parse_args()
     spark = local_session("bench-spark-metrics", cores=args.cores)
     try:
@@ -112,6 +119,19 @@ def main() -> None:
             run(spark, Path(tmp), args.receipts, args.runs, args.cores)
     finally:
         spark.stop()
+    if not args.no_injection:  # its own process: a Spark session of its own, a node
+        print("\ninjection (bench/bench_spark_injection.py):", flush=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).with_name("bench_spark_injection.py")),
+                "--messages",
+                str(args.injection_messages),
+                "--partitions",
+                str(args.cores),
+            ],
+            check=False,
+        )
 
 
 def run(spark: SparkSession, tmp: Path, receipts: int, runs: int, cores: int) -> None:
