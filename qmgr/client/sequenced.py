@@ -56,10 +56,13 @@ class Step(Enum):
 class SequenceState:
     """A session's progress: the next number expected, the early arrivals deferred (their
     sequence property → Service Bus sequence number), the numbers that failed, and whether the
-    last message of the sequence was processed. Kept as JSON in the session state."""
+    last message of the sequence was processed. Kept as JSON in the session state.
+    ``unconfirmed``: deferrals recorded but not yet known to have happened (a consumer may
+    die between recording and deferring)."""
 
     next: int = 1
     deferred: dict[int, int] = field(default_factory=dict)
+    unconfirmed: set[int] = field(default_factory=set)
     failed: list[int] = field(default_factory=list)
     processed: int = 0
     closed: bool = False
@@ -75,6 +78,7 @@ class SequenceState:
             return cls(
                 next=int(raw["next"]),
                 deferred={int(k): int(v) for k, v in raw.get("deferred", {}).items()},
+                unconfirmed={int(n) for n in raw.get("unconfirmed", [])},
                 failed=[int(n) for n in raw.get("failed", [])],
                 processed=int(raw.get("processed", 0)),
                 closed=bool(raw.get("closed", False)),
@@ -87,6 +91,7 @@ class SequenceState:
             {
                 "next": self.next,
                 "deferred": {str(k): v for k, v in sorted(self.deferred.items())},
+                "unconfirmed": sorted(self.unconfirmed),
                 "failed": self.failed,
                 "processed": self.processed,
                 "closed": self.closed,
@@ -105,12 +110,19 @@ class SequenceState:
 
     def remember_deferred(self, number: int, broker_sequence: int) -> None:
         self.deferred[number] = broker_sequence
+        self.unconfirmed.add(number)
+
+    def confirm_deferred(self, number: int) -> None:
+        """The deferral of ``number`` happened: from now on, a deferred message that cannot
+        be found was settled (by a consumer that died before recording it)."""
+        self.unconfirmed.discard(number)
 
     def done(self, number: int, *, ok: bool, last: bool = False) -> None:
         """``number`` (the next one) was processed (``ok``) or dead-lettered."""
         if number != self.next:
             raise ValueError(f"{number} is not the next in sequence ({self.next})")
         self.deferred.pop(number, None)
+        self.unconfirmed.discard(number)
         if ok:
             self.processed += 1
         else:
@@ -166,11 +178,13 @@ class SequencedSession:
     """Processes one session's messages in sequence order with a session receiver
     (``client.get_queue_receiver(..., session_id=...)`` or a next-available one, peek-lock).
 
-    Each message is settled after the session state recording its effect is set, so a
-    consumer that dies anywhere leaves a state the next one continues from: an early message
-    is recorded and then deferred (recorded twice after a crash: harmless); a processed one
-    advances ``next`` and is then completed (a redelivery after a crash is stale and only
-    completed)."""
+    A consumer that dies anywhere leaves a state the next one continues from: an early
+    message is recorded, deferred, then confirmed (recorded but not found later: it was never
+    deferred and arrives again); a received message is processed, ``next`` advanced, then it is
+    completed (its redelivery after a crash is stale and only completed); a message fetched
+    from deferral is processed and completed before ``next`` advances (a deferred message whose
+    lock lapses stays deferred, so the state must keep it until it is settled; a confirmed one
+    that cannot be found any more was settled)."""
 
     def __init__(
         self,
@@ -237,27 +251,47 @@ class SequencedSession:
             self.state.remember_deferred(number, message.sequence_number)
             self._save()
             self._receiver.defer_message(message)
+            self.state.confirm_deferred(number)
+            self._save()
             self.stats.deferred += 1
         else:
             assert number is not None
             self._process(message, number)
             self._catch_up()
 
-    def _process(self, message: Any, number: int) -> None:
+    def _process(self, message: Any, number: int, *, deferred: bool = False) -> None:
+        """Hand ``message`` to the handler, then settle it and advance the state: in that
+        order for a message fetched from deferral (``deferred``), state first otherwise."""
         try:
             self._handler(message)
         except Exception as exc:  # noqa: BLE001 - whatever the application raised goes to the DLQ
-            self.state.done(number, ok=False)
-            self._save()
-            self._receiver.dead_letter_message(
-                message, reason="ProcessingFailed", error_description=repr(exc)[:1024]
+            why = repr(exc)[:1024]
+            self._settle(
+                lambda: self._receiver.dead_letter_message(
+                    message, reason="ProcessingFailed", error_description=why
+                ),
+                lambda: self.state.done(number, ok=False),
+                deferred,
             )
             self.stats.dead_lettered += 1
             return
-        self.state.done(number, ok=True, last=_is_last(message.application_properties, self._last))
-        self._save()
-        self._receiver.complete_message(message)
+        last = _is_last(message.application_properties, self._last)
+        self._settle(
+            lambda: self._receiver.complete_message(message),
+            lambda: self.state.done(number, ok=True, last=last),
+            deferred,
+        )
         self.stats.processed += 1
+
+    def _settle(
+        self, settle: Callable[[], None], advance: Callable[[], None], deferred: bool
+    ) -> None:
+        if deferred:
+            settle()
+        advance()
+        self._save()
+        if not deferred:
+            settle()
 
     def _catch_up(self) -> None:
         """Fetches and processes deferred messages while the next one is among them."""
@@ -270,12 +304,17 @@ class SequencedSession:
                 found = self._receiver.receive_deferred_messages([broker_sequence])
             except MessageNotFoundError:
                 found = []
-            if not found:  # recorded by a consumer that died before deferring it: the
-                # message is still active and arrives again through receive_messages
+            if found:
+                self._process(found[0], number, deferred=True)
+            elif number in self.state.unconfirmed:  # recorded by a consumer that died before
+                # deferring it: the message is still active and arrives again
                 self.state.deferred.pop(number, None)
+                self.state.unconfirmed.discard(number)
                 self._save()
                 return
-            self._process(found[0], number)
+            else:  # settled by a consumer that died before recording it
+                self.state.done(number, ok=True)
+                self._save()
 
     def _save(self) -> None:
         self._session.set_state(self.state.to_bytes())

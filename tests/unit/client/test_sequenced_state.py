@@ -92,3 +92,13 @@ def test_any_arrival_order_is_processed_in_sequence(n: int, rnd: random.Random) 
                 state.done(state.next, ok=True)
     assert processed == list(range(1, n + 1))
     assert state.deferred == {}
+
+
+def test_a_deferral_is_confirmed_once_it_happened_and_kept_in_the_state() -> None:
+    state = SequenceState()
+    state.remember_deferred(3, broker_sequence=7)
+    assert state.unconfirmed == {3}  # a consumer dying now: the message is still active
+    state.confirm_deferred(3)
+    assert state.unconfirmed == set() and state.deferred == {3: 7}
+    state.remember_deferred(4, broker_sequence=8)
+    assert SequenceState.from_bytes(state.to_bytes()) == state
