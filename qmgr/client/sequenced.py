@@ -136,14 +136,18 @@ class SequenceState:
         return self.deferred.get(self.next)
 
 
-def sequence_of(properties: dict[Any, Any] | None, name: str) -> int | None:
-    """The message's sequence number from application property ``name`` (None if missing or
-    not an integer). The SDK gives keys and string values as bytes or str."""
+def _property(properties: dict[Any, Any] | None, name: str) -> Any:
+    """Application property ``name`` as the SDK gives it (keys and strings may be bytes)."""
     if not properties:
         return None
     value = properties.get(name, properties.get(name.encode()))
-    if isinstance(value, bytes):
-        value = value.decode(errors="replace")
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def sequence_of(properties: dict[Any, Any] | None, name: str) -> int | None:
+    """The message's sequence number from application property ``name`` (None if missing or
+    not an integer)."""
+    value = _property(properties, name)
     if isinstance(value, bool):
         return None
     try:
@@ -153,11 +157,7 @@ def sequence_of(properties: dict[Any, Any] | None, name: str) -> int | None:
 
 
 def _is_last(properties: dict[Any, Any] | None, name: str | None) -> bool:
-    if not name or not properties:
-        return False
-    value = properties.get(name, properties.get(name.encode()))
-    if isinstance(value, bytes):
-        value = value.decode(errors="replace")
+    value = _property(properties, name) if name else None
     return value is True or (isinstance(value, str) and value.lower() == "true")
 
 

@@ -94,11 +94,14 @@ class Nodes:
             with contextlib.suppress(Exception):
                 client.close()
 
+    def _close_clients(self) -> None:
+        for name in list(self._clients):
+            self._forget_client(name)
+
     def keep(self, source: str) -> str:
         """Close the clients and leave the nodes the job started running, with the cluster
         state `qmgr cluster status/down` read written beside them; says how to stop them."""
-        for name in list(self._clients):
-            self._forget_client(name)
+        self._close_clients()
         if self.base is None or not self.launches:
             return ""
         from qmgr.cli.cluster_state import write_state
@@ -108,8 +111,7 @@ class Nodes:
 
     def close(self) -> None:
         """Close the clients; stop the nodes if the job started them."""
-        for name in list(self._clients):
-            self._forget_client(name)
+        self._close_clients()
         if self.base is not None and self.launches:
             demo_cluster.stop(self.base, self.launches)
             self.launches = []
