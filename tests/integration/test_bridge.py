@@ -463,7 +463,7 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing_servicebus_to_mq(
         c.mqsc("DEFINE QLOCAL(COLLECT) MAXDEPTH(100000)")
         c.mqsc("DEFINE SUB(COLLECT) TOPICSTR('In/#') DEST(COLLECT)")
         c.mqsc("DEFINE BRIDGE(IN) DIRECTION(FROMSB) SBENTITY('inbound') TOPICSTR('In/Load')")
-        wait_for("the bridge moving", lambda: _depth(c, "COLLECT") >= 200, timeout=60)
+        wait_for("the bridge moving", lambda: _depth(c, "COLLECT") >= 1, timeout=60)
     sb_node.kill()
     left, moved = _stored(sb_node, "inbound", "COLLECT")
     assert left > 0 and moved > 0, "the kill came before or after the move"
