@@ -60,10 +60,11 @@ def start_node(
 
     def read() -> None:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("READY ") and not ready:
-                ready.append(line)
-                done.set()
+        with proc.stdout:  # closed at the child's end, so no descriptor outlives it
+            for line in proc.stdout:
+                if line.startswith("READY ") and not ready:
+                    ready.append(line)
+                    done.set()
         done.set()
 
     threading.Thread(target=read, daemon=True).start()

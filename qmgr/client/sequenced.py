@@ -348,13 +348,15 @@ def drain_sessions(
     last_property: str | None = LAST_PROPERTY,
     idle_timeout: float = 2.0,
     max_sessions: int | None = None,
+    max_lock_renewal: float = 600.0,
 ) -> DrainStats:
     """Accepts the next available session of a queue or subscription again and again and runs
     :class:`SequencedSession` on each, until no session has messages for ``idle_timeout``
     seconds (or ``max_sessions`` were run). ``client`` is an ``azure.servicebus
     .ServiceBusClient``. A session keeps its state, so messages still deferred behind a gap are
-    picked up by a later run."""
-    from azure.servicebus import NEXT_AVAILABLE_SESSION
+    picked up by a later run. Each session's lock is renewed (the SDK's ``AutoLockRenewer``)
+    for up to ``max_lock_renewal`` seconds, so a slow handler does not lose it."""
+    from azure.servicebus import NEXT_AVAILABLE_SESSION, AutoLockRenewer
     from azure.servicebus.exceptions import OperationTimeoutError, SessionCannotBeLockedError
 
     if (queue_name is None) == (topic_name is None):
@@ -363,34 +365,41 @@ def drain_sessions(
         raise ValueError("topic_name needs subscription_name")
     stats = DrainStats()
     seen: set[str] = set()
-    while max_sessions is None or len(stats.sessions) < max_sessions:
-        try:
-            if queue_name is not None:
-                receiver = client.get_queue_receiver(
-                    queue_name, session_id=NEXT_AVAILABLE_SESSION, max_wait_time=idle_timeout
-                )
-            else:
-                receiver = client.get_subscription_receiver(
-                    topic_name,
-                    subscription_name,
+    with AutoLockRenewer(max_lock_renewal_duration=max_lock_renewal) as renewer:
+        while max_sessions is None or len(stats.sessions) < max_sessions:
+            entity = (
+                {"queue_name": queue_name}
+                if queue_name is not None
+                else {"topic_name": topic_name, "subscription_name": subscription_name}
+            )
+            get = (
+                client.get_queue_receiver
+                if queue_name is not None
+                else client.get_subscription_receiver
+            )
+            try:
+                receiver = get(
+                    **entity,
                     session_id=NEXT_AVAILABLE_SESSION,
                     max_wait_time=idle_timeout,
                 )
-            with receiver:
-                session = SequencedSession(
-                    receiver,
-                    handler,
-                    sequence_property=sequence_property,
-                    last_property=last_property,
-                )
-                result = session.run(max_wait_time=idle_timeout)
-        except (OperationTimeoutError, SessionCannotBeLockedError):
-            break  # no session with messages is available
-        stats.sessions.append(result)
-        idle = result.processed == result.deferred == result.stale == result.dead_lettered == 0
-        if idle and result.session_id in seen:
-            break  # only sessions waiting behind a gap are left
-        seen.add(result.session_id)
+                with receiver:
+                    if receiver.session.locked_until_utc is not None:  # a session was granted
+                        renewer.register(receiver, receiver.session)  # its lock, not messages'
+                    session = SequencedSession(
+                        receiver,
+                        handler,
+                        sequence_property=sequence_property,
+                        last_property=last_property,
+                    )
+                    result = session.run(max_wait_time=idle_timeout)
+            except (OperationTimeoutError, SessionCannotBeLockedError):
+                break  # no session with messages is available
+            stats.sessions.append(result)
+            idle = result.processed == result.deferred == result.stale == result.dead_lettered == 0
+            if idle and result.session_id in seen:
+                break  # only sessions waiting behind a gap are left
+            seen.add(result.session_id)
     return stats
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -14,6 +15,17 @@ from qmgr.cli.launch import qmgr_command, start_node
 from qmgr.client import QueueManagerClient
 
 QMGR = qmgr_command()[0]
+
+
+def kill9(proc: subprocess.Popen[str]) -> None:
+    """kill -9 a child process, wait for it, and close the pipes the test held to it."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):  # a write buffered for the dead child
+                pipe.close()
 
 
 class NodeProcess:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from qmgr.client import MQClientError, OutgoingMessage, QueueManagerClient
-from tests.integration.conftest import NodeProcess
+from tests.integration.conftest import NodeProcess, kill9
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -148,8 +148,7 @@ def _kill_subscriber_midway(node: NodeProcess, qm: QueueManagerClient) -> tuple[
         wait_until(lambda: qstatus(qm, queue) == (0, 1000 - acked), what="acknowledgements")
         in_flight = 1000 - acked
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        kill9(proc)
     return acked, in_flight, queue
 
 
@@ -220,8 +219,7 @@ def test_abandoned_unit_of_work_is_backed_out_and_belongs_to_its_connection(
                 assert err.value.reason_name == "MQRC_HCONN_ERROR"
             assert qstatus(qm, "UOW.Q") == (2, 3)
         finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
+            kill9(proc)
         wait_until(lambda: qstatus(qm, "UOW.Q") == (5, 0), what="the unit of work backed out")
         back = qm.get_many("UOW.Q", 10)
         assert [m.text for m in back] == [str(i) for i in range(5)]
@@ -305,8 +303,7 @@ def test_slow_consumer_is_bounded_on_both_sides(node: NodeProcess, window: int) 
             proc.stdin.flush()
             report = json.loads(proc.stdout.readline())
         finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
+            kill9(proc)
         assert report["pending"] == window and report["slow"] and report["events"] == 1
         print(f"window {window}: subscriber report {report}")
         assert report["rss_kib"] < 150 * 1024, report

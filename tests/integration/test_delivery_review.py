@@ -20,7 +20,7 @@ import pytest
 from qmgr.client import MQClientError, OutgoingMessage, QueueManagerClient
 from qmgr.wire import messaging_pb2 as pb
 from qmgr.wire import messaging_pb2_grpc
-from tests.integration.conftest import NodeProcess
+from tests.integration.conftest import NodeProcess, kill9
 from tests.integration.test_delivery import ROOT, qstatus, wait_until
 
 
@@ -232,8 +232,7 @@ def test_two_consumers_one_killed_mid_stream(node: NodeProcess, persistent: bool
                 killed_acked = proc.stdout.readline().strip().split(",")
                 time.sleep(0.3)  # it holds unacknowledged messages
             finally:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait(10)
+                kill9(proc)
             qm.put("TWO.Q", "marker", persistent=True)
             wait_until(lambda: any(t == "marker" for t, _ in other), 60, "the marker")
             stop.set()
@@ -271,8 +270,7 @@ def test_poison_message_moves_to_boqname_after_repeated_kills_alone(node: NodePr
             proc = spawn(HOLDING_CONSUMER, node.address, "HP.Q")
             assert proc.stdout is not None
             assert proc.stdout.readline().split() == ["poison", str(expected), "50"]
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
+            kill9(proc)
             wait_until(lambda: qstatus(qm, "HP.Q")[1] == 0, what="backed out")
         # closing gracefully after taking one: only that one is counted
         consumer = qm.consumer("HP.Q", ack="explicit")
@@ -490,8 +488,7 @@ def test_consume_generator_killed_while_processing_a_batch_loses_nothing(
         proc = spawn(BATCH_CONSUMER, node.address, "BATCHK.Q")
         assert proc.stdout is not None
         assert int(proc.stdout.readline()) == 10
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        kill9(proc)
         wait_until(lambda: qstatus(qm, "BATCHK.Q")[1] == 0, what="backed out")
         rest = drain_to_marker(qm, "BATCHK.Q")
         assert [t for t, _ in rest] == [str(i) for i in range(30)]

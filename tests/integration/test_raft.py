@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import queue
@@ -81,8 +82,9 @@ class Member:
     @staticmethod
     def _read(proc: subprocess.Popen[str], lines: queue.Queue[str]) -> None:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line.strip())
+        with proc.stdout:
+            for line in proc.stdout:
+                lines.put(line.strip())
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self.proc is not None and self.proc.stdin is not None
@@ -104,6 +106,9 @@ class Member:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
+        if self.proc is not None and self.proc.stdin is not None:
+            with contextlib.suppress(OSError):  # its reader thread closes stdout at the end
+                self.proc.stdin.close()
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

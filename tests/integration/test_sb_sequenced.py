@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -27,7 +26,7 @@ from azure.servicebus import (  # noqa: E402
 
 from qmgr.client.sequenced import create_sequenced_topology, drain_sessions  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
-from tests.integration.conftest import NodeProcess  # noqa: E402
+from tests.integration.conftest import NodeProcess, kill9  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
 
 sb_node = admin_http.sb_node
@@ -245,8 +244,7 @@ def test_a_consumer_killed_with_kill_9_resumes_in_order_and_loses_nothing(
         if out.exists() and len(out.read_text().splitlines()) >= 40:
             break
         time.sleep(0.02)
-    first.send_signal(signal.SIGKILL)
-    first.wait(timeout=10)
+    kill9(first)
     assert len(out.read_text().splitlines()) < 120, "the consumer finished before the kill"
     # its session locks lapse (5 s), then a new consumer resumes from the session state
     second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=200)
