@@ -126,6 +126,12 @@ class SbJournal(Protocol):
       states of the entity and its dead-letter sub-queue.
     - ``value_saved(key, value)``: small namespace values (sequence counters, duplicate
       detection history); an empty ``value`` deletes the key.
+    - ``message_settled(entity, sequence_number)``: a peek-locked message completed; removed
+      like ``message_removed``, but a store may make it durable against a crash of the process
+      only, and against a power loss with its next full flush (losing a completion can only
+      deliver the message again, which peek-lock's at-least-once delivery allows; losing a
+      removal in receive-and-delete mode would deliver a message twice, so that one is not
+      relaxed).
     """
 
     def entity_saved(self, path: str, data: dict[str, Any]) -> None: ...
@@ -133,6 +139,7 @@ class SbJournal(Protocol):
     def message_added(self, entity: str, stored: Stored) -> None: ...
     def message_updated(self, entity: str, stored: Stored) -> None: ...
     def message_removed(self, entity: str, sequence_number: int) -> None: ...
+    def message_settled(self, entity: str, sequence_number: int) -> None: ...
     def session_state_saved(self, entity: str, session_id: str, state: bytes | None) -> None: ...
     def value_saved(self, key: str, value: str) -> None: ...
 
@@ -153,6 +160,9 @@ class NullSbJournal:
         pass
 
     def message_removed(self, entity: str, sequence_number: int) -> None:
+        pass
+
+    def message_settled(self, entity: str, sequence_number: int) -> None:
         pass
 
     def session_state_saved(self, entity: str, session_id: str, state: bytes | None) -> None:

@@ -1376,7 +1376,7 @@ class Namespace:
 
     def complete(self, path: str, lock_token: uuid.UUID) -> None:
         _, store, stored = self._locked(path, lock_token)
-        self._remove(store, stored)
+        self._remove(store, stored, settled=True)
 
     def abandon(
         self, path: str, lock_token: uuid.UUID, properties: Mapping[str, Any] | None = None
@@ -1596,7 +1596,8 @@ class Namespace:
             store.session(stored.message.session_id or "").count += 1
         self.journal.message_added(store.path, stored)
 
-    def _remove(self, store: MessageStore, stored: Stored) -> None:
+    def _remove(self, store: MessageStore, stored: Stored, *, settled: bool = False) -> None:
+        """``settled``: a peek-locked message completed (see ``SbJournal.message_settled``)."""
         store.counted_remove(stored, stored.size)
         self._grow(store.owner, -stored.size)
         if store.sessions_enabled and stored.state is not MessageState.SCHEDULED:
@@ -1606,7 +1607,10 @@ class Namespace:
                 sq.count -= 1
                 if sq.count <= 0 and sq.lock_token is None and sq.state is None:
                     del store.sessions[sid]
-        self.journal.message_removed(store.path, stored.sequence_number)
+        if settled:
+            self.journal.message_settled(store.path, stored.sequence_number)
+        else:
+            self.journal.message_removed(store.path, stored.sequence_number)
 
     @staticmethod
     def _grow(owner: Any, size: int) -> None:

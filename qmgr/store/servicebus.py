@@ -51,6 +51,7 @@ SB_SQL = {
     "sb_drop_sessions": "DELETE FROM sb_sessions WHERE sb_under(entity, ?)",
     "sb_put": "INSERT OR REPLACE INTO sb_messages (entity, seq, body, header) VALUES (?,?,?,?)",
     "sb_del": "DELETE FROM sb_messages WHERE entity = ? AND seq = ?",
+    "sb_settle": "DELETE FROM sb_messages WHERE entity = ? AND seq = ?",  # a completion
     "sb_state": "INSERT OR REPLACE INTO sb_sessions (entity, session_id, state) VALUES (?,?,?)",
     "sb_unstate": "DELETE FROM sb_sessions WHERE entity = ? AND session_id = ?",
     "sb_value": "INSERT OR REPLACE INTO sb_values (key, value) VALUES (?,?)",
@@ -135,6 +136,9 @@ class SbStoreJournal:
 
     def message_removed(self, entity: str, sequence_number: int) -> None:
         self._store.append("sb_del", (entity, sequence_number))
+
+    def message_settled(self, entity: str, sequence_number: int) -> None:
+        self._store.append("sb_settle", (entity, sequence_number))
 
     def session_state_saved(self, entity: str, session_id: str, state: bytes | None) -> None:
         if state is None:

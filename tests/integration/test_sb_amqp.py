@@ -258,7 +258,7 @@ def test_kill_9_loses_nothing_acknowledged(sb_node: NodeProcess) -> None:
                 for m in batch:
                     receiver.complete_message(m)
                 done += len(batch)
-    # killed right after the last complete was echoed: each echo waited for the disk
+    # killed right after the last complete was echoed: each echo waited for the write-ahead log
     sb_node.kill()
     sb_node.start()
     with (

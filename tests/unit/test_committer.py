@@ -96,3 +96,32 @@ def test_a_failing_commit_fails_every_waiter_and_every_later_one(tmp_path: Path)
     assert told == ["StoreFailed", "StoreFailed"]
     assert len(failures) == 1
     assert _on_disk(tmp_path) == {}
+
+
+def _synchronous(store: SqliteStore) -> int:
+    return int(store._conn.execute("PRAGMA synchronous").fetchone()[0])
+
+
+def test_only_a_group_of_completions_is_committed_without_a_flush(tmp_path: Path) -> None:
+    """FULL (2) for everything but a group made only of Service Bus completions, which is
+    written to the write-ahead log (it survives the process being killed) and flushed with
+    the next full commit: NORMAL (1)."""
+    store = SqliteStore(tmp_path)
+    store.append("sb_put", ("q", 1, b"a", "{}"))
+    store.append("sb_put", ("q", 2, b"b", "{}"))
+    store.commit(store.take()[0])
+    assert _synchronous(store) == 2
+    store.append("sb_settle", ("q", 1))
+    store.commit(store.take()[0])
+    assert _synchronous(store) == 1
+    store.append("sb_settle", ("q", 2))
+    store.append("sb_put", ("q", 3, b"c", "{}"))  # a send in the same group: flushed
+    store.commit(store.take()[0])
+    assert _synchronous(store) == 2
+    store.append("sb_del", ("q", 3))  # a receive-and-delete removal: flushed
+    store.commit(store.take()[0])
+    assert _synchronous(store) == 2
+    # another connection (as after a kill -9) sees every committed change
+    with sqlite3.connect(tmp_path / "qmgr.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM sb_messages").fetchone()[0] == 0
+    store.close()

@@ -62,6 +62,10 @@ class RecordingJournal:
         self.calls.append(("message_removed", entity, sequence_number))
         self.messages.get(entity, {}).pop(sequence_number, None)
 
+    def message_settled(self, entity: str, sequence_number: int) -> None:
+        self.calls.append(("message_settled", entity, sequence_number))
+        self.messages.get(entity, {}).pop(sequence_number, None)
+
     def session_state_saved(self, entity: str, session_id: str, state: bytes | None) -> None:
         self.calls.append(("session_state_saved", entity, session_id))
         if state is None:

@@ -146,18 +146,26 @@ def test_peek_lock_then_complete(ns: Namespace, journal: RecordingJournal) -> No
     assert got[0].delivery_count == 0
     assert ns.receive("q", 10, PL) == []  # locked messages are skipped
     ns.complete("q", token(got[0]))
-    assert ("message_removed", "q", 1) in journal.calls
+    # a completion, which a store may make durable against a crash of the process only
+    assert ("message_settled", "q", 1) in journal.calls
+    assert ("message_removed", "q", 1) not in journal.calls
     assert ns.get_queue("q").active == 1
     fails(Code.MESSAGE_LOCK_LOST, ns.complete, "q", token(got[0]))  # already settled
 
 
-def test_receive_and_delete_removes_at_once(ns: Namespace) -> None:
+def test_receive_and_delete_removes_at_once(ns: Namespace, journal: RecordingJournal) -> None:
     ns.create_queue("q")
     ns.send("q", [SbMessage(b"a"), SbMessage(b"b"), SbMessage(b"c")])
     assert bodies(ns.receive("q", 2, RD)) == [b"a", b"b"]
     assert ns.get_queue("q").active == 1
     assert bodies(ns.receive("q", 2, RD)) == [b"c"]
     assert ns.receive("q", 2, RD) == []
+    # at most once: a removal, never relaxed like a completion
+    assert [c for c in journal.calls if c[0] in ("message_removed", "message_settled")] == [
+        ("message_removed", "q", 1),
+        ("message_removed", "q", 2),
+        ("message_removed", "q", 3),
+    ]
 
 
 def test_abandon_counts_a_delivery_and_keeps_order(ns: Namespace) -> None:
