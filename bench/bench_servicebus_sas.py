@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 from azure.servicebus.management import ServiceBusAdministrationClient  # noqa: E402
-from bench_servicebus_wire import measure, send_all, settle_all  # noqa: E402
+from bench_servicebus_wire import measure, send_all, settle_all, show  # noqa: E402
 
 from qmgr.cli.launch import start_node  # noqa: E402
 
@@ -62,13 +62,15 @@ def run(base: Path, keys: bool, n: int, links: int) -> None:
         admin.create_queue("bench")
         pid = node.proc.pid
         with ServiceBusClient.from_connection_string(conn) as client:
-            measure("sender links opened", links, pid, lambda: open_links(client, links))
+            show("sender links opened", measure(links, pid, lambda: open_links(client, links)))
             with client.get_queue_receiver("bench") as receiver:
                 settle_all(receiver, links)
             with client.get_queue_sender("bench") as sender:
-                measure("batched send (100)", n, pid, lambda: send_all(sender, n))
+                show("batched send (100)", measure(n, pid, lambda: send_all(sender, n)))
             with client.get_queue_receiver("bench", prefetch_count=100) as receiver:
-                measure("peek-lock receive + complete", n, pid, lambda: settle_all(receiver, n))
+                show(
+                    "peek-lock receive + complete", measure(n, pid, lambda: settle_all(receiver, n))
+                )
     finally:
         node.proc.send_signal(signal.SIGTERM)
         node.proc.wait(30)
