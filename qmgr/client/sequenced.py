@@ -204,10 +204,15 @@ class SequencedSession:
         self.state = SequenceState(next=first)
         self.stats = SessionStats(session_id="")
 
-    def run(self, max_wait_time: float = 5.0, max_message_count: int = 100) -> SessionStats:
-        """Receives until nothing arrives for ``max_wait_time`` seconds or the sequence's last
-        message is processed; returns what it did. Deferred messages are fetched as soon as
-        their turn comes."""
+    def run(
+        self,
+        max_wait_time: float = 5.0,
+        max_message_count: int = 100,
+        quiet_time: float | None = None,
+    ) -> SessionStats:
+        """Receives until nothing arrives for ``max_wait_time`` seconds (``quiet_time`` after
+        the first receive, when given) or the sequence's last message is processed; returns
+        what it did. Deferred messages are fetched as soon as their turn comes."""
         # the first receive settles which session a next-available receiver got (and raises
         # OperationTimeoutError when none is available), so the state is read after it
         batch = self._receiver.receive_messages(
@@ -220,7 +225,8 @@ class SequencedSession:
             for message in batch:
                 self.accept(message)
             batch = self._receiver.receive_messages(
-                max_message_count=max_message_count, max_wait_time=max_wait_time
+                max_message_count=max_message_count,
+                max_wait_time=max_wait_time if quiet_time is None else quiet_time,
             )
         self.stats.waiting = sorted(self.state.deferred)
         self.stats.closed = self.state.closed
@@ -337,6 +343,9 @@ class DrainStats:
         return sum(len(s.waiting) for s in self.sessions)
 
 
+SESSION_QUIET = 0.5  # seconds without a new message before a drain leaves a session
+
+
 def drain_sessions(
     client: Any,
     handler: Callable[[Any], None],
@@ -349,12 +358,15 @@ def drain_sessions(
     idle_timeout: float = 2.0,
     max_sessions: int | None = None,
     max_lock_renewal: float = 600.0,
+    session_quiet: float = SESSION_QUIET,
 ) -> DrainStats:
     """Accepts the next available session of a queue or subscription again and again and runs
     :class:`SequencedSession` on each, until no session has messages for ``idle_timeout``
     seconds (or ``max_sessions`` were run). ``client`` is an ``azure.servicebus
     .ServiceBusClient``. A session keeps its state, so messages still deferred behind a gap are
-    picked up by a later run. Each session's lock is renewed (the SDK's ``AutoLockRenewer``)
+    picked up by a later run. A session is left once nothing has arrived in it for
+    ``session_quiet`` seconds (at most ``idle_timeout``): what comes later makes it available
+    again. Each session's lock is renewed (the SDK's ``AutoLockRenewer``)
     for up to ``max_lock_renewal`` seconds, so a slow handler does not lose it."""
     from azure.servicebus import NEXT_AVAILABLE_SESSION, AutoLockRenewer
     from azure.servicebus.exceptions import OperationTimeoutError, SessionCannotBeLockedError
@@ -392,7 +404,9 @@ def drain_sessions(
                         sequence_property=sequence_property,
                         last_property=last_property,
                     )
-                    result = session.run(max_wait_time=idle_timeout)
+                    result = session.run(
+                        max_wait_time=idle_timeout, quiet_time=min(session_quiet, idle_timeout)
+                    )
             except (OperationTimeoutError, SessionCannotBeLockedError):
                 break  # no session with messages is available
             stats.sessions.append(result)

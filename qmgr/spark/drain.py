@@ -227,13 +227,23 @@ def _receiver(sb: Any, src: SbSource, idle: float, session_id: Any = None) -> An
 
 
 def _drain_receiver(
-    receiver: Any, src: SbSource, idle: float, budget: _Budget, batch_size: int
+    receiver: Any,
+    src: SbSource,
+    idle: float,
+    budget: _Budget,
+    batch_size: int,
+    quiet: float | None = None,
 ) -> Iterator[Row]:
+    """Receive until nothing arrives for ``idle`` seconds (``quiet`` after the first batch,
+    when given)."""
     peek_lock = src.receive_mode == "peek_lock"
+    wait = idle
     while budget.take(batch_size) > 0:
         batch = receiver.receive_messages(
-            max_message_count=budget.take(batch_size), max_wait_time=idle
+            max_message_count=budget.take(batch_size), max_wait_time=wait
         )
+        if quiet is not None:
+            wait = quiet
         if not batch:
             return
         received = time.time()
@@ -249,14 +259,19 @@ def _drain_sessions(
     sb: Any, src: SbSource, idle: float, budget: _Budget, batch_size: int
 ) -> Iterator[Row]:
     """Every session, one at a time, each taken with a next-available session receiver,
-    until none is available for ``idle`` seconds."""
+    until none is available for ``idle`` seconds. A session is left once nothing has arrived
+    in it for a short while (what arrives later makes it available again), so a drain does
+    not wait ``idle`` once per session."""
     from azure.servicebus import NEXT_AVAILABLE_SESSION
     from azure.servicebus.exceptions import OperationTimeoutError
+
+    from qmgr.client.sequenced import SESSION_QUIET
 
     while budget.take(batch_size) > 0:
         try:
             with _receiver(sb, src, idle, NEXT_AVAILABLE_SESSION) as receiver:
-                yield from _drain_receiver(receiver, src, idle, budget, batch_size)
+                quiet = min(idle, SESSION_QUIET)
+                yield from _drain_receiver(receiver, src, idle, budget, batch_size, quiet)
         except OperationTimeoutError:  # no session with messages became available
             return
 
