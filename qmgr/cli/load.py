@@ -28,6 +28,13 @@ import click
     "scenario's topology; it needs every node of the topology (no fault injection).",
 )
 @click.option(
+    "--compose",
+    is_flag=True,
+    help="Run on the compose cluster of the scenario's topology (docker compose up of the file "
+    "`qmgr cluster compose` made), through the ports it publishes on this machine (the same "
+    "QMGR_PUBLISH_ADDRESS and QMGR_PORT_NODE variables); no fault injection.",
+)
+@click.option(
     "--keep",
     type=click.Path(file_okay=False),
     help="Leave the cluster running afterwards, its state, data and logs in this directory "
@@ -50,6 +57,7 @@ def load(
     master: str | None,
     out: str,
     cluster: str | None,
+    compose: bool,
     messages: int | None,
     keep: str | None,
     timeout: float,
@@ -70,6 +78,8 @@ def load(
         raise click.ClickException(
             f"the load job needs the [spark] extra (pip install 'qmgr[spark]'): {exc}"
         ) from None
+    if compose and (cluster or keep):
+        raise click.UsageError("--compose runs on the compose cluster: no --cluster or --keep")
     try:  # every scenario checked before Spark starts
         parsed = [load_scenario(Path(s)) for s in scenarios]
     except ScenarioError as exc:
@@ -81,6 +91,7 @@ def load(
         out=Path(out),
         master=master,
         cluster=cluster,
+        compose=compose,
         timeout=timeout,
         keep=Path(keep).resolve() if keep else None,
     )

@@ -39,7 +39,7 @@ from pyspark.sql import types as T
 
 from qmgr.client import MQClientError
 from qmgr.spark import metrics, report
-from qmgr.spark.nodes import ClusterError, Nodes, attach_nodes, start_nodes
+from qmgr.spark.nodes import ClusterError, Nodes, attach_nodes, compose_nodes, start_nodes
 from qmgr.spark.report import ScenarioResult
 from qmgr.spark.scenario import Scenario, ScenarioError, Subscription, load_scenario
 
@@ -65,6 +65,7 @@ class JobOptions:
     out: Path
     master: str | None = None  # None: local[*], or what spark-submit set
     cluster: str | None = None  # use this running cluster instead of starting one
+    compose: bool = False  # use the topology's compose cluster through its published ports
     timeout: float = 60.0  # seconds each start-up step may take
     keep: Path | None = None  # leave the cluster running, its state, data and logs here
 
@@ -472,12 +473,17 @@ def _cluster(
     except TopologyError as exc:
         raise JobError(str(exc)) from None
     try:
-        if options.cluster is not None:
+        if options.cluster is not None or options.compose:
             if any(s.kill for s in group):
                 raise JobError(
-                    "a scenario with a fault needs a cluster the job starts (no --cluster)"
+                    "a scenario with a fault needs a cluster the job starts "
+                    "(no --cluster or --compose)"
                 )
-            nodes = attach_nodes(options.cluster, topology)
+            if options.compose:
+                nodes = compose_nodes(topology)
+            else:
+                assert options.cluster is not None
+                nodes = attach_nodes(options.cluster, topology)
         else:
             base = options.keep if options.keep is not None else state / topology.cluster
             if options.keep is not None:
@@ -488,7 +494,7 @@ def _cluster(
     try:
         yield nodes
     finally:
-        if options.keep is not None and options.cluster is None:
+        if options.keep is not None and nodes.started:
             progress.console.print(nodes.keep(str(group[0].topology.resolve())))
         else:
             nodes.close()
@@ -576,7 +582,13 @@ def parse_args(argv: Sequence[str]) -> JobOptions:
     parser.add_argument("scenarios", nargs="+", type=Path, metavar="SCENARIO")
     parser.add_argument("--master", help="Spark master URL (default: local[*] or spark-submit's)")
     parser.add_argument("--out", type=Path, default=Path("load-report"))
-    parser.add_argument("--cluster", help="Run on this running cluster (qmgr cluster up)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--cluster", help="Run on this running cluster (qmgr cluster up)")
+    where.add_argument(
+        "--compose",
+        action="store_true",
+        help="Run on the topology's compose cluster, through the ports it publishes",
+    )
     parser.add_argument("--timeout", type=float, default=60.0)
     args = parser.parse_args(list(argv))
     return JobOptions(
@@ -584,6 +596,7 @@ def parse_args(argv: Sequence[str]) -> JobOptions:
         out=args.out,
         master=args.master,
         cluster=args.cluster,
+        compose=args.compose,
         timeout=args.timeout,
     )
 

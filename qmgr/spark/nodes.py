@@ -1,13 +1,15 @@
 """The cluster a load scenario runs on: started by the job from its topology file with the
-launcher of ``qmgr cluster up`` (and stopped at the end), or one already running that
-``qmgr cluster up`` started (found by its cluster name). Gives the nodes' addresses, clients,
-and the ``kill -9`` / restart of a node for fault injection."""
+launcher of ``qmgr cluster up`` (and stopped at the end), one already running that ``qmgr
+cluster up`` started (found by its cluster name), or the compose cluster of the topology
+(reached through the ports ``qmgr cluster compose`` publishes). Gives the nodes' addresses,
+clients, and the ``kill -9`` / restart of a node for fault injection."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +143,37 @@ def start_nodes(topology: Topology, base: Path, progress: Any, timeout: float) -
         base=base,
         launches=launches,
     )
+
+
+def compose_nodes(topology: Topology, env: Mapping[str, str] | None = None) -> Nodes:
+    """The compose cluster of ``topology`` (``docker compose up`` of the file ``qmgr cluster
+    compose`` made), through the ports it publishes on this machine: the same variables
+    (``QMGR_PUBLISH_ADDRESS``, ``QMGR_PORT_NODE``, ``QMGR_SB_PORT_NODE``) and defaults as the
+    compose file. Every node must answer."""
+    from qmgr.cli.compose import PUBLISH_ADDRESS, PUBLISH_ADDRESS_VAR, published_ports
+
+    if topology.tls:
+        raise ClusterError("the load job does not run on clusters with TLS")
+    env = os.environ if env is None else env
+    host = env.get(PUBLISH_ADDRESS_VAR) or PUBLISH_ADDRESS
+    if host in ("0.0.0.0", "::"):  # published on every address: reach it on this machine
+        host = "127.0.0.1"
+    addresses: dict[str, str] = {}
+    servicebus: dict[str, str] = {}
+    for published in published_ports(topology):
+        port = env.get(published.variable) or str(published.port)
+        (servicebus if published.servicebus else addresses)[published.node] = f"{host}:{port}"
+    nodes = Nodes(topology=topology, addresses=addresses, servicebus=servicebus, pids={})
+    for name, address in addresses.items():
+        try:
+            nodes.client(name).mqsc("DISPLAY QMGR")
+        except Exception as exc:  # noqa: BLE001 - any failure: the node is not there
+            nodes.close()
+            raise ClusterError(
+                f"no node {name} answers on {address} (is the compose cluster of "
+                f"{topology.cluster} up?): {exc}"
+            ) from None
+    return nodes
 
 
 def attach_nodes(cluster: str, topology: Topology) -> Nodes:

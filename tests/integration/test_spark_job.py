@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -182,5 +183,19 @@ def test_a_cluster_started_by_qmgr_cluster_up_is_used_and_left_running(
         # a fault needs a cluster the job starts (and restarts a node of)
         with pytest.raises(JobError, match="needs a cluster the job starts"):
             run_scenarios(spark, [small("kill-host")], options, console())
+        # --compose finds the nodes through the published-port variables of the compose file
+        for node in state.nodes:
+            monkeypatch.setenv(f"QMGR_PORT_{node.name}", node.address.rsplit(":", 1)[1])
+        monkeypatch.setenv("QMGR_PUBLISH_ADDRESS", "0.0.0.0")  # published on every address
+        composed = JobOptions(scenarios=(), out=tmp_path / "composed", compose=True)
+        (result,) = run_scenarios(spark, [small("direct", messages=100)], composed, console())
+        assert_complete(result)
+        with pytest.raises(JobError, match="needs a cluster the job starts"):
+            run_scenarios(spark, [small("kill-host")], composed, console())
+        with socket.socket() as unused:
+            unused.bind(("127.0.0.1", 0))
+            monkeypatch.setenv("QMGR_PORT_SUB1", str(unused.getsockname()[1]))
+            with pytest.raises(JobError, match="no node SUB1 answers on 127.0.0.1:"):
+                run_scenarios(spark, [small("direct", messages=100)], composed, console())
     finally:
         qmgr("cluster", "down", "--cluster", "LOAD3")
