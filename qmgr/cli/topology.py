@@ -47,14 +47,23 @@ DEFAULT_SOURCE = "(built-in default topology)"
 DEFAULT_DIRECTORY = Path(__file__).parent / "defaults"
 
 
-class TopologyError(ValueError):
-    """A topology that cannot be used; ``problems`` lists every reason, one sentence each."""
+class ProblemsError(ValueError):
+    """A file that cannot be used; ``problems`` lists every reason, one sentence each.
+    ``WHAT`` names the kind of file in the message."""
+
+    WHAT = "file"
 
     def __init__(self, source: str, problems: list[str]) -> None:
         self.source = source
         self.problems = tuple(problems)
         lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"invalid topology {source}:\n{lines}")
+        super().__init__(f"invalid {self.WHAT} {source}:\n{lines}")
+
+
+class TopologyError(ProblemsError):
+    """A topology that cannot be used."""
+
+    WHAT = "topology"
 
 
 @dataclass(frozen=True)

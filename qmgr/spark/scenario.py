@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from qmgr.cli.topology import TopologyError, _kind, load_topology
+from qmgr.cli.topology import ProblemsError, TopologyError, _kind, load_topology
 
 # Names of the properties the job gives every injected message (the contract of the load job).
 RUN = "LoadRun"  # the run id
@@ -77,14 +77,10 @@ KILL_KEYS = ("node", "after", "restart")
 MAX_PUBLISHERS = 1000
 
 
-class ScenarioError(ValueError):
-    """A scenario that cannot be used; ``problems`` lists every reason, one sentence each."""
+class ScenarioError(ProblemsError):
+    """A scenario that cannot be used."""
 
-    def __init__(self, source: str, problems: list[str]) -> None:
-        self.source = source
-        self.problems = tuple(problems)
-        lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"invalid scenario {source}:\n{lines}")
+    WHAT = "scenario"
 
 
 @dataclass(frozen=True)
