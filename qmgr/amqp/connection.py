@@ -145,6 +145,9 @@ class Session:
     links: dict[int, Link] = field(default_factory=dict)  # by the peer's handle
     output_handles: dict[int, Link] = field(default_factory=dict)  # by ours
     unsettled: dict[int, Delivery] = field(default_factory=dict)  # ours, by delivery-id
+    # the peer's handles of links detached on both sides (until the peer attaches them again):
+    # a late frame for one is dropped, not a session error (see ``_link``)
+    detached: set[int] = field(default_factory=set)
 
     def __repr__(self) -> str:
         return f"Session(channel={self.channel}, remote_channel={self.remote_channel})"
@@ -970,6 +973,7 @@ class Connection:
         if not link.is_sender:
             link.delivery_count = perf.initial_delivery_count or 0
         session.links[handle] = link
+        session.detached.discard(handle)
         session.output_handles[output] = link
         self._events.append(
             LinkAttached(
@@ -994,7 +998,10 @@ class Connection:
         if handle is None:
             raise FramingError("amqp:invalid-field", "frame without a handle")
         link = session.links.get(handle)
-        if link is None:
+        if link is None and handle not in session.detached:
+            # a handle never attached; one detached already is dropped quietly: azure-servicebus
+            # retries a receive on a link refused with com.microsoft:timeout (no session
+            # available) and sends a flow for it after the detach
             self._end_with(
                 session, "amqp:session:unattached-handle", f"handle {handle} is not attached"
             )
@@ -1155,6 +1162,7 @@ class Connection:
         if link is None:
             return
         del session.links[link.handle]
+        session.detached.add(link.handle)
         session.output_handles.pop(link.output_handle, None)
         unsettled = tuple(d for d in session.unsettled.values() if d.link is link)
         for d in unsettled:

@@ -227,6 +227,22 @@ def test_sessions_named_and_next_available(sb_node: NodeProcess) -> None:
             receiver.receive_messages(max_message_count=1, max_wait_time=1)
 
 
+def test_next_available_times_out_cleanly_when_the_sdk_retries(sb_node: NodeProcess) -> None:
+    """No session has messages: the node holds the attach for the receiver's timeout, then
+    refuses it with com.microsoft:timeout. The SDK retries the receive on the refused link
+    (a flow for it after the detach); that must end in OperationTimeoutError, not in a session
+    error that closes the connection (ServiceBusConnectionError)."""
+    _admin(sb_node).create_queue("idle-sessions", requires_session=True)
+    with (
+        _client(sb_node) as client,
+        pytest.raises(OperationTimeoutError),
+        client.get_queue_receiver(
+            "idle-sessions", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=6
+        ) as receiver,
+    ):
+        receiver.receive_messages(max_message_count=10, max_wait_time=6)
+
+
 def test_garbage_on_the_port_harms_no_other_connection(sb_node: NodeProcess) -> None:
     _admin(sb_node).create_queue("g")
     host, port = sb_node.sb_address.rsplit(":", 1)

@@ -9,6 +9,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -116,6 +117,55 @@ def test_out_of_order_sends_are_processed_in_sequence_per_session(sb_node: NodeP
         client.get_subscription_receiver("orders", "audit") as receiver,
     ):
         assert len(receiver.peek_messages(max_message_count=100)) == 65
+
+
+def test_a_session_left_while_quiet_is_taken_again_when_more_arrives(
+    sb_node: NodeProcess,
+) -> None:
+    """The drain leaves a session once nothing new has come in it for a moment; messages sent
+    to it later, while the drain still waits for any session, make it available again and are
+    processed after the earlier ones, in order, once."""
+    _topology(sb_node)
+    seen: list[int] = []
+
+    def handle(message: Any) -> None:
+        seen.append(int(message.application_properties[b"SequenceNumber"]))
+
+    def send(numbers: range) -> None:
+        with (
+            ServiceBusClient.from_connection_string(_conn(sb_node)) as client,
+            client.get_topic_sender("orders") as sender,
+        ):
+            sender.send_messages([_message("A", "T1", n) for n in numbers])
+
+    send(range(1, 6))
+    result: list[Any] = []
+    with ServiceBusClient.from_connection_string(_conn(sb_node)) as client:
+        drain = threading.Thread(
+            target=lambda: result.append(
+                drain_sessions(
+                    client,
+                    handle,
+                    topic_name="sequenced",
+                    subscription_name="ordered",
+                    idle_timeout=20,
+                    session_quiet=0.2,
+                )
+            )
+        )
+        drain.start()
+        deadline = time.monotonic() + 30
+        while len(seen) < 5 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(1.0)  # longer than session_quiet: the drain has left session A
+        send(range(6, 11))
+        drain.join(60)
+    assert not drain.is_alive()
+    assert seen == list(range(1, 11))
+    (stats,) = result
+    assert len(stats.sessions) >= 2  # session A was taken twice
+    assert {s.session_id for s in stats.sessions} == {"A_T1"}
+    assert _left(sb_node) == 0
 
 
 def test_messages_without_the_properties_do_not_enter_the_sequenced_topic(

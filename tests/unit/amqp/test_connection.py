@@ -516,6 +516,26 @@ def test_unattached_handle_ends_the_session() -> None:
     assert [type(e) for e in conn.receive_data(frame(BEGIN_FRAME))] == [SessionBegun]
 
 
+def test_a_late_frame_for_a_refused_link_is_dropped_not_a_session_error() -> None:
+    """azure-servicebus retries a receive on a link refused with com.microsoft:timeout and
+    sends a flow for its handle after the detach; the session goes on. A handle never
+    attached still ends the session."""
+    conn = opened()
+    (event,) = conn.receive_data(frame(attach("r", 3, RECEIVER, "amqps://h/sq")))
+    conn.refuse_attach(event.link, p.Error(condition="com.microsoft:timeout"))
+    conn.data_to_send()
+    assert conn.receive_data(frame(pf.DetachFrame(handle=3, closed=True, error=None))) == []
+    assert conn.receive_data(frame(link_flow(3, 100))) == []
+    assert frames_of(conn.data_to_send(), END) == []
+    assert len(conn.sessions) == 1 and not conn.closed
+    # attached again under the same handle, it is a link like any other
+    (again,) = conn.receive_data(frame(attach("r2", 3, RECEIVER, "amqps://h/sq")))
+    assert isinstance(again, LinkAttached)
+    (ended,) = conn.receive_data(frame(link_flow(7, 1)))
+    assert isinstance(ended, SessionEnded)
+    assert ended.error.condition == "amqp:session:unattached-handle"
+
+
 def test_attach_on_a_used_handle_ends_the_session() -> None:
     conn = opened()
     attached(conn, "a", 0, SENDER, "amqps://h/q")
