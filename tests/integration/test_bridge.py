@@ -9,6 +9,7 @@ import os
 import sqlite3
 import subprocess
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -450,7 +451,7 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing_servicebus_to_mq(
     sb_node: NodeProcess,
 ) -> None:
     _admin(sb_node).create_queue("inbound")
-    total = 4000
+    total = 20_000  # enough that the move takes a while, so the kill lands in its middle
     with _client(sb_node) as client, client.get_queue_sender("inbound") as sender:
         for start in range(0, total, 200):
             sender.send_messages(
@@ -463,7 +464,9 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing_servicebus_to_mq(
         c.mqsc("DEFINE QLOCAL(COLLECT) MAXDEPTH(100000)")
         c.mqsc("DEFINE SUB(COLLECT) TOPICSTR('In/#') DEST(COLLECT)")
         c.mqsc("DEFINE BRIDGE(IN) DIRECTION(FROMSB) SBENTITY('inbound') TOPICSTR('In/Load')")
-        wait_for("the bridge moving", lambda: _depth(c, "COLLECT") >= 1, timeout=60)
+        deadline = time.monotonic() + 60
+        while _depth(c, "COLLECT") < 1:  # no pause between looks: kill as soon as it moves
+            assert time.monotonic() < deadline, "the bridge never moved anything"
     sb_node.kill()
     left, moved = _stored(sb_node, "inbound", "COLLECT")
     assert left > 0 and moved > 0, "the kill came before or after the move"
