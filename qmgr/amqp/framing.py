@@ -22,6 +22,7 @@ from qmgr.amqp.performatives import (
     SASL_FRAMES,
     Accepted,
     Composite,
+    Disposition,
     Released,
     Transfer,
     decode_described,
@@ -185,6 +186,84 @@ def encode_disposition_frame(
     return _frame(channel, _DISPOSITION_START, 6, fields, b"")
 
 
+# A disposition, the frame received once per settled message, read directly in the shapes
+# clients write it: a list8 of up to six fields; booleans as true/false or the one-byte form;
+# uints in their three forms; no state, or accepted. Anything else goes to the general decoder.
+_UNSET = object()
+
+
+def _bool_at(body: bytes, pos: int) -> tuple[Any, int]:
+    code = body[pos]
+    if code == 0x41:
+        return True, pos + 1
+    if code == 0x42:
+        return False, pos + 1
+    if code == 0x56 and body[pos + 1] <= 1:
+        return body[pos + 1] == 1, pos + 2
+    if code == 0x40:
+        return None, pos + 1
+    return _UNSET, pos
+
+
+def _uint_at(body: bytes, pos: int) -> tuple[Any, int]:
+    code = body[pos]
+    if code == 0x52:
+        return body[pos + 1], pos + 2
+    if code == 0x70:
+        return int.from_bytes(body[pos + 1 : pos + 5], "big"), pos + 5
+    if code == 0x43:
+        return 0, pos + 1
+    if code == 0x40:
+        return None, pos + 1
+    return _UNSET, pos
+
+
+_ACCEPTED_FORMS = (b"\x00\x53\x24\x45", b"\x00\x53\x24\xc0\x01\x00")
+
+
+def read_disposition(body: bytes) -> Disposition | None:
+    """The disposition in ``body`` (a frame body starting with its descriptor), as the general
+    decoder reads it, or None when it is not in one of the common shapes."""
+    try:
+        if body[3] != 0xC0 or len(body) != 5 + body[4] or not 2 <= body[5] <= 6:
+            return None
+        count, pos = body[5], 6
+        role, pos = _bool_at(body, pos)
+        first, pos = _uint_at(body, pos)
+        if role is None or role is _UNSET or first is None or first is _UNSET:
+            return None  # mandatory, or another shape: the general decoder says what is wrong
+        d = Disposition(role=role, first=first)
+        if count > 2:
+            last, pos = _uint_at(body, pos)
+            if last is _UNSET:
+                return None
+            d.last = last
+        if count > 3:
+            settled, pos = _bool_at(body, pos)
+            if settled is _UNSET:
+                return None
+            d.settled = bool(settled)
+        if count > 4:
+            if body[pos] == 0x40:
+                pos += 1
+            elif body[pos : pos + 4] == _ACCEPTED_FORMS[0]:
+                d.state, pos = Accepted(), pos + 4
+            elif body[pos : pos + 6] == _ACCEPTED_FORMS[1]:
+                d.state, pos = Accepted(), pos + 6
+            else:
+                return None
+        if count > 5:
+            batchable, pos = _bool_at(body, pos)
+            if batchable is _UNSET:
+                return None
+            d.batchable = bool(batchable)
+        if pos != len(body):
+            return None
+        return d
+    except IndexError:
+        return None
+
+
 def transfer_overhead(performative: Composite) -> int:
     """Bytes of a frame holding ``performative`` before its payload (to size transfer parts)."""
     out = bytearray(8)
@@ -281,6 +360,10 @@ class FrameDecoder:
             if sasl:
                 raise FramingError(FRAMING_ERROR, "empty frame in the SASL layer")
             return Frame(channel, None)
+        if not sasl and body.startswith(_DISPOSITION_START):
+            disposition = read_disposition(body)
+            if disposition is not None:
+                return Frame(channel, disposition, b"", False)
         try:
             described, end = decode_value(body, 0)
             if not isinstance(described, Described):

@@ -55,6 +55,7 @@ from qmgr.amqp.performatives import (
 from qmgr.amqp.types import (
     DecodeError,
     Described,
+    EncodeError,
     Int,
     Long,
     Symbol,
@@ -63,6 +64,14 @@ from qmgr.amqp.types import (
     decode_value,
     encode,
     encode_into,
+    write_binary,
+    write_list,
+    write_long,
+    write_map,
+    write_string,
+    write_symbol,
+    write_timestamp,
+    write_uint,
 )
 from qmgr.core.values import Int32
 from qmgr.servicebus.message import SbMessage, Stored
@@ -454,7 +463,25 @@ def to_amqp(
     ``locked_until`` (epoch seconds) is written as ``x-opt-locked-until`` unless the message is
     locked through its session; ``lock_token`` is also given as the delivery annotation
     ``x-opt-lock-token`` (the delivery tag is the primary carrier).
+
+    A message that keeps nothing but its header's flags from another AMQP client (every
+    message an SDK sends) is written by a hand-specialised encoder, byte for byte what the
+    general one below writes (a property test holds them to it) at a fraction of its cost:
+    this runs once per delivery.
     """
+    sb = stored.message
+    extra = sb.extra or {}
+    if (not extra or extra.keys() == _HEADER_ONLY) and _plain_ids(sb):
+        return _to_amqp_plain(stored, sb, extra.get("amqp-header") or {}, lock_token, locked_until)
+    return to_amqp_general(stored, lock_token=lock_token, locked_until=locked_until)
+
+
+def to_amqp_general(
+    stored: Stored,
+    *,
+    lock_token: uuid.UUID | None = None,
+    locked_until: float | None = None,
+) -> bytes:
     sb = stored.message
     extra = sb.extra or {}
     kept = extra.get("amqp-header") or {}
@@ -511,6 +538,119 @@ def to_amqp(
     # "data", and bodies other clients named otherwise, go out as one data section
     data_section = sb.body_type not in _AMQP_BODIES
     return encode_message(message, b"\x00\x53\x75" + encode(sb.body) if data_section else sb.body)
+
+
+_HEADER_ONLY = {"amqp-header"}
+_S = {k: encode(k) for k in (SEQUENCE_NUMBER, ENQUEUED_TIME, MESSAGE_STATE,
+                               ENQUEUE_SEQUENCE_NUMBER, LOCKED_UNTIL, SCHEDULED_ENQUEUE_TIME,
+                               PARTITION_KEY, DEADLETTER_SOURCE, LOCK_TOKEN)}  # fmt: skip
+_NULL = 0x40
+
+
+def _plain_ids(sb: SbMessage) -> bool:
+    """The identifiers ``to_amqp_plain`` writes as strings are strings (or absent)."""
+    for v in (sb.message_id, sb.correlation_id, sb.to, sb.reply_to):
+        if v is not None and type(v) is not str:
+            return False
+    return True
+
+
+def _string_or_null(out: bytearray, v: str | None) -> None:
+    if v is None:
+        out.append(_NULL)
+    else:
+        write_string(out, v)
+
+
+def _to_amqp_plain(
+    stored: Stored,
+    sb: SbMessage,
+    kept: dict[str, Any],
+    lock_token: uuid.UUID | None,
+    locked_until: float | None,
+) -> bytes:
+    """``to_amqp_general`` for a message without kept properties, annotations or footer."""
+    out = bytearray(b"\x00\x53\x70")  # header: durable, priority, ttl, first-acquirer, count
+    f = bytearray(b"\x41" if kept.get("durable", False) else b"\x42")
+    priority = int(kept.get("priority", 4))
+    if not 0 <= priority <= 0xFF:
+        raise EncodeError(f"UByte out of range: {priority}")
+    f += bytes((0x50, priority))
+    if sb.time_to_live is None:
+        f.append(_NULL)
+    else:
+        write_uint(f, min(round(sb.time_to_live * 1000), 0xFFFFFFFF))
+    f.append(0x41 if kept.get("first_acquirer", False) else 0x42)
+    write_uint(f, stored.delivery_count)
+    write_list(out, 5, f)
+    if lock_token is not None:
+        out += b"\x00\x53\x71"
+        f = bytearray(_S[LOCK_TOKEN])
+        f.append(0x98)
+        f += lock_token.bytes
+        write_map(out, 1, f)
+    out += b"\x00\x53\x72"  # message annotations: what the broker says of the delivery
+    f = bytearray(_S[SEQUENCE_NUMBER])
+    write_long(f, stored.sequence_number)
+    f += _S[ENQUEUED_TIME]
+    write_timestamp(f, round(stored.enqueued_time * 1000))
+    f += _S[MESSAGE_STATE]
+    write_long(f, stored.state.value)
+    pairs = 3
+    if stored.enqueued_sequence_number:
+        f += _S[ENQUEUE_SEQUENCE_NUMBER]
+        write_long(f, stored.enqueued_sequence_number)
+        pairs += 1
+    if locked_until is not None and not stored.session_lock:
+        f += _S[LOCKED_UNTIL]
+        write_timestamp(f, round(locked_until * 1000))
+        pairs += 1
+    scheduled = stored.scheduled_enqueue_time or sb.scheduled_enqueue_time
+    if scheduled is not None:
+        f += _S[SCHEDULED_ENQUEUE_TIME]
+        write_timestamp(f, round(scheduled * 1000))
+        pairs += 1
+    if sb.partition_key is not None:
+        f += _S[PARTITION_KEY]
+        write_string(f, sb.partition_key)
+        pairs += 1
+    if stored.dead_letter_source is not None:
+        f += _S[DEADLETTER_SOURCE]
+        write_string(f, stored.dead_letter_source)
+        pairs += 1
+    write_map(out, pairs, f)
+    out += b"\x00\x53\x73"  # properties, all 13 fields
+    f = bytearray()
+    _string_or_null(f, sb.message_id)
+    f.append(_NULL)  # user-id
+    _string_or_null(f, sb.to)
+    _string_or_null(f, sb.subject)
+    _string_or_null(f, sb.reply_to)
+    _string_or_null(f, sb.correlation_id)
+    if sb.content_type is None:
+        f.append(_NULL)
+    else:
+        write_symbol(f, sb.content_type)
+    f.append(_NULL)  # content-encoding
+    if math.isfinite(stored.expires_at):
+        write_timestamp(f, round(stored.expires_at * 1000))
+    else:
+        f.append(_NULL)
+    f.append(_NULL)  # creation-time
+    _string_or_null(f, sb.session_id)
+    f.append(_NULL)  # group-sequence
+    _string_or_null(f, sb.reply_to_session_id)
+    write_list(out, 13, f)
+    if sb.properties:
+        _section(
+            out, APPLICATION_PROPERTIES, {k: to_amqp_value(v) for k, v in sb.properties.items()}
+        )
+    if sb.body_type in _AMQP_BODIES:
+        out += sb.body
+    else:
+        out += b"\x00\x53\x75"
+        write_binary(out, sb.body)
+    return bytes(out)
 
 
 def _described(raw: bytes) -> Described:

@@ -428,6 +428,26 @@ def _enc_described(out: bytearray, v: Described) -> None:
     encode_into(out, v.value)
 
 
+# Typed writers for hand-specialised encoders (``qmgr.amqp.message.to_amqp``): each appends one
+# value of its AMQP type exactly as ``encode_into`` writes the matching wrapper.
+write_uint = _enc_uint
+write_long = _enc_long
+write_timestamp = _enc_timestamp
+write_string = _enc_str
+write_symbol = _enc_symbol
+write_binary = _enc_binary
+
+
+def write_list(out: bytearray, count: int, body: bytearray) -> None:
+    """A list of ``count`` items already encoded in ``body``."""
+    _enc_compound(out, 0x45, 0xC0, 0xD0, count, body)
+
+
+def write_map(out: bytearray, pairs: int, body: bytearray) -> None:
+    """A map of ``pairs`` keys and values already encoded in ``body``."""
+    _enc_compound(out, None, 0xC1, 0xD1, 2 * pairs, body)
+
+
 # Array elements: (constructor, how to write one element without its constructor).
 def _fixed(code: int, pack: Callable[[Any], bytes]) -> tuple[int, Callable[[bytearray, Any], None]]:
     def write(out: bytearray, v: Any) -> None:

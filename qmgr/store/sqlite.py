@@ -1,14 +1,15 @@
 """The SQLite store: a journal that collects durable changes and commits them in groups.
 
 The node's event loop appends changes (cheap: one tuple each); a single writer thread commits
-whatever has accumulated in one transaction. Readers of the data (start-up only) open the same
-file. WAL mode with synchronous=FULL: a committed group survives the process being killed and
+whatever has accumulated in one transaction. The running node holds the file in SQLite's
+exclusive locking mode (no file lock taken and released per transaction; the log's index in the
+process's memory), so nothing else opens it while the node runs. WAL mode with synchronous=FULL: a committed group survives the process being killed and
 the machine losing power. A group made only of Service Bus completions is committed with
 synchronous=NORMAL: written to the write-ahead log before anyone is told (so it survives the
 process being killed) and flushed to the disk with the next full commit or checkpoint; a power
 loss in between can only bring a completed message back for another delivery, which peek-lock's
 at-least-once delivery allows, and saves a flush per completion. The database is created with
-mode 0600 (SQLite gives its -wal and -shm files the same mode).
+mode 0600 (SQLite gives its -wal file the same mode).
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     # created 0600 before SQLite opens it: SQLite gives its -wal and -shm the database's mode
     os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    # one process owns the file while it runs: no file lock taken and dropped per transaction
+    # (and the write-ahead log's index lives in the process, not in a shared -shm file)
+    conn.execute("PRAGMA locking_mode=EXCLUSIVE")
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
     return conn

@@ -5,8 +5,11 @@ goes through the writer thread, and a failing commit fails everyone (fail-stop).
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,9 +18,22 @@ from qmgr.store import StoreFailed
 from qmgr.store.sqlite import SqliteStore
 
 
+def _in_files(path: Path, query: str) -> list[Any]:
+    """``query`` on what a process killed now would leave: the database and its write-ahead log
+    as they are in the files (copied: the running store holds the database exclusively)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("qmgr.sqlite", "qmgr.sqlite-wal"):
+            if (path / name).exists():
+                shutil.copyfile(path / name, Path(tmp) / name)
+        db = sqlite3.connect(Path(tmp) / "qmgr.sqlite")
+        try:
+            return db.execute(query).fetchall()
+        finally:
+            db.close()
+
+
 def _on_disk(path: Path) -> dict[str, str]:
-    with sqlite3.connect(path / "qmgr.sqlite") as db:
-        return dict(db.execute("SELECT key, value FROM kv WHERE key LIKE 'k%'").fetchall())
+    return dict(_in_files(path, "SELECT key, value FROM kv WHERE key LIKE 'k%'"))
 
 
 @pytest.mark.parametrize("inline_max_ops", [64, 0])  # on the event loop, by the writer thread
@@ -121,7 +137,6 @@ def test_only_a_group_of_completions_is_committed_without_a_flush(tmp_path: Path
     store.append("sb_del", ("q", 3))  # a receive-and-delete removal: flushed
     store.commit(store.take()[0])
     assert _synchronous(store) == 2
-    # another connection (as after a kill -9) sees every committed change
-    with sqlite3.connect(tmp_path / "qmgr.sqlite") as db:
-        assert db.execute("SELECT COUNT(*) FROM sb_messages").fetchone()[0] == 0
+    # the files as a kill -9 would leave them hold every committed change
+    assert _in_files(tmp_path, "SELECT COUNT(*) FROM sb_messages") == [(0,)]
     store.close()

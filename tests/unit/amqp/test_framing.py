@@ -24,8 +24,10 @@ from qmgr.amqp.framing import (
     encode_disposition_frame,
     encode_frame,
     encode_transfer_frame,
+    read_disposition,
     transfer_overhead,
 )
+from qmgr.amqp.types import decode_value, encode
 
 CONVERSATION = (
     SASL_HEADER
@@ -255,3 +257,74 @@ def test_the_direct_disposition_frame_is_the_generic_one(
     assert encode_disposition_frame(channel, role, first, last, settled, state, batchable) == (
         generic
     )
+
+
+def _general(body: bytes) -> p.Disposition:
+    value, end = decode_value(body, 0)
+    assert end == len(body)
+    return p.decode_described(value)
+
+
+def _sdk_disposition(**fields: object) -> bytes:
+    """The frame body azure-servicebus's own encoder writes for a disposition."""
+    from azure.servicebus._pyamqp._encode import encode_frame
+    from azure.servicebus._pyamqp.outcomes import Accepted, Rejected, Released
+    from azure.servicebus._pyamqp.performatives import DispositionFrame
+
+    state = {"accepted": Accepted(), "released": Released(), "rejected": Rejected(), None: None}
+    fields["state"] = state[fields["state"]]  # type: ignore[index]
+    _, body = encode_frame(DispositionFrame(**fields))
+    return bytes(body)
+
+
+uints = st.integers(min_value=0, max_value=2**32 - 1)
+
+
+@given(
+    st.booleans(),
+    uints,
+    st.one_of(st.none(), uints),
+    st.booleans(),
+    st.sampled_from(["accepted", "released", "rejected", None]),
+    st.one_of(st.none(), st.booleans()),
+)
+def test_a_disposition_is_read_directly_as_the_general_decoder_reads_it(
+    role, first, last, settled, state, batchable
+):
+    """The disposition frame a client sends for every settled message is read by a
+    specialised reader: what it reads is what the general decoder reads, and the SDK's
+    accepted dispositions (every complete) are read by it."""
+    sdk = _sdk_disposition(
+        role=role, first=first, last=last, settled=settled, state=state, batchable=batchable
+    )
+    states = {"accepted": p.Accepted(), "released": p.Released(), "rejected": p.Rejected()}
+    ours = encode(
+        p.encode_described(
+            p.Disposition(role, first, last, settled, states.get(state or ""), bool(batchable))
+        )
+    )
+    for body in (sdk, ours):
+        fast = read_disposition(body)
+        if state in ("accepted", None):
+            assert fast is not None
+        if fast is not None:
+            assert fast == _general(body)
+            assert type(fast.state) is type(_general(body).state)
+
+
+@given(st.binary(min_size=1, max_size=30))
+def test_a_garbled_disposition_is_left_to_the_general_decoder(tail):
+    body = b"\x00\x53\x15" + tail
+    fast = read_disposition(body)
+    if fast is not None:
+        assert fast == _general(body)
+
+
+def test_a_disposition_without_its_mandatory_first_is_refused_as_before():
+    body = b"\x00\x53\x15\xc0\x03\x02\x41\x40"  # role, first null
+    assert read_disposition(body) is None
+    decoder = FrameDecoder()
+    decoder.feed(AMQP_HEADER)
+    frame = struct.pack(">IBBH", 8 + len(body), 2, 0, 0) + body
+    with pytest.raises(FramingError, match="mandatory first"):
+        decoder.feed(frame)
