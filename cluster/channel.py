@@ -29,6 +29,9 @@ Sender (one per peer):
   it holds only non-persistent items, and so does the first batch of every later connection.
   Otherwise a crash would bring the items back on this queue as never sent, with keys below
   what the receiver announces in its hello answer, and they would be removed as acknowledged.
+- ``restore`` (the items stored on the transmission queue, after a restart) comes before the
+  first batch of the incarnation: items leave in key order, the restored keys are of an earlier
+  epoch, and a receiver drops an item whose key is not above the highest it applied.
 - ``hello_answer(key)`` (the receiver's last committed key from this sender) and ``ack(key)``
   remove every item up to ``key``: ``Remove`` tells the driver to delete their stored copies.
 - ``lost(reason)`` puts the channel in RETRYING with the reason (kept as the last error, shown
@@ -171,7 +174,11 @@ class ChannelSender(Generic[T]):
 
     def restore(self, items: Iterable[T], sent_mark: Key) -> None:
         """Queue items found stored after a restart; those at or below the stored sent mark
-        were sent before the crash and stay in doubt."""
+        were sent before the crash and stay in doubt. Only before the first batch: the
+        restored keys (an earlier epoch) are below any key queued since, and the receiver
+        drops an item whose key is not above the highest it applied as a duplicate."""
+        if self.batches:
+            raise RuntimeError("a transmission queue is restored before anything is sent")
         self.sent_mark = max(self.sent_mark, sent_mark)
         self.restored_mark = max(self.restored_mark, sent_mark)
         self.stored_mark = max(self.stored_mark, sent_mark)

@@ -342,6 +342,24 @@ def drain(
     return spark.read.parquet(str(path))
 
 
+def held_on_transmission_queues(nodes: Nodes) -> dict[str, int]:
+    """What each node still holds on its transmission queues (``NODE->PEER``: XQMSGSA, the
+    non-empty ones), read after the drain: an acknowledged publication missing from the
+    receipts is *stuck* while one of them holds it (it should still be re-driven or resent),
+    *lost* when none does. A node that does not answer is left out."""
+    held: dict[str, int] = {}
+    for name in sorted(nodes.addresses):
+        try:
+            ok, records = nodes.client(name).mqsc_ok("DISPLAY CHSTATUS(*)")
+        except MQClientError:
+            continue
+        for record in records if ok else []:
+            depth = int(record.attrs.get("XQMSGSA") or 0)
+            if record.attrs.get("CHLTYPE") == "CLUSSDR" and depth:
+                held[f"{name}->{record.attrs.get('RQMNAME', '?')}"] = depth
+    return held
+
+
 # -- stage 3: metrics -----------------------------------------------------------------------------
 
 
@@ -394,6 +412,7 @@ def run_scenario(
         with _stage("stage 2 (drain)"):
             receipts = drain(spark, scenario, nodes, run_id, out / "receipts.parquet")
         drain_s = time.monotonic() - started
+        held = held_on_transmission_queues(nodes)
         progress.update(task, total=1, completed=1, description="drained")
         task = progress.add_task("metrics", total=None)
         started = time.monotonic()
@@ -423,6 +442,7 @@ def run_scenario(
         "rate": scenario.load.rate,
         **injected,
         "drain_seconds": round(drain_s, 3),
+        "held_after_drain": held,
         "metrics_seconds": round(metrics_s, 3),
     }
     return ScenarioResult(scenario, run_id, out, meta=meta, **tables)

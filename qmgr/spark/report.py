@@ -258,5 +258,11 @@ def print_results(out: Any, results: Sequence[ScenarioResult]) -> None:
             f"{meta.get('inject_seconds')} s ({meta.get('inject_rate')}/s), drained in "
             f"{meta.get('drain_seconds')} s, metrics in {meta.get('metrics_seconds')} s"
             + (f", killed {meta['killed']}" if meta.get("killed") else "")
+            + (
+                f", still on transmission queues after the drain (stuck, not lost): "
+                f"{meta['held_after_drain']}"
+                if meta.get("held_after_drain")
+                else ""
+            )
             + f"; outputs in {result.out}"
         )

@@ -248,6 +248,18 @@ class Cluster:
             lambda: ((origin, topic) in n.proxies()) == present,
         )
 
+    def two_hosts_and_a_subscription(
+        self, hosts: tuple[str, str], topic: str, name: str, on: str = "SUB1"
+    ) -> None:
+        """PRICES ('Prices') hosted by both ``hosts`` and seen by PUB1 and ``on``; durable
+        subscription ``name`` on ``topic`` made on ``on``, its proxy at both hosts."""
+        for host in hosts:
+            self.define_topic(host, "PRICES", "Prices")
+        self.wait_definition("PRICES", hosts, on=["PUB1", on])
+        self[on].c.create_subscription(topic, name=name)
+        for host in hosts:
+            self.wait_proxy(host, on, topic)
+
     def stop(self) -> None:
         for node in self.nodes.values():
             node.kill()

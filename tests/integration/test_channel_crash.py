@@ -17,12 +17,7 @@ from tests.integration.cluster_nodes import Cluster, wait_for
 def test_publisher_crash_with_its_host_down_no_duplicates_nothing_lost(tmp_path: Path) -> None:
     cl = Cluster(tmp_path).start(["FR1"], ["HOST1", "HOST2", "PUB1", "SUB1"])
     try:
-        cl.define_topic("HOST1", "PRICES", "Prices")
-        cl.define_topic("HOST2", "PRICES", "Prices")
-        cl.wait_definition("PRICES", ["HOST1", "HOST2"], on=["PUB1", "SUB1"])
-        cl["SUB1"].c.create_subscription("Prices/Crash", name="CRASH")
-        for host in ("HOST1", "HOST2"):
-            cl.wait_proxy(host, "SUB1", "Prices/Crash")
+        cl.two_hosts_and_a_subscription(("HOST1", "HOST2"), "Prices/Crash", "CRASH")
         sub = cl["SUB1"].c.subscribe("Prices/Crash", name="CRASH", durable=True)
         acknowledged: list[str] = []
         stop = threading.Event()

@@ -19,13 +19,8 @@ def test_topic_host_killed_during_a_persistent_stream_every_message_arrives_once
 ) -> None:
     cl = Cluster(tmp_path).start(["FR1"], ["HOSTA1", "HOSTA2", "PUB1", "SUB1"])
     try:
-        cl.define_topic("HOSTA1", "PRICES", "Prices")
-        cl.define_topic("HOSTA2", "PRICES", "Prices")
-        cl.wait_definition("PRICES", ["HOSTA1", "HOSTA2"], on=["PUB1", "SUB1"])
+        cl.two_hosts_and_a_subscription(("HOSTA1", "HOSTA2"), "Prices/Stream", "STREAM")
         sub_node = cl["SUB1"]
-        sub_node.c.create_subscription("Prices/Stream", name="STREAM")
-        for host in ("HOSTA1", "HOSTA2"):
-            cl.wait_proxy(host, "SUB1", "Prices/Stream")
         n = 3000
         done = threading.Event()
 

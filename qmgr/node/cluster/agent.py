@@ -209,9 +209,18 @@ class ClusterAgent:
         for sub in list(qm.pubsub.subs.values()):
             self.planner.subscribe(sub.name, sub.topic_str, scope_qmgr=sub.subscope == "QMGR")
         qm.pubsub.listener = self._subscription_changed
+        # The transmission queues come back before the first await: from then on the Peer
+        # service may hand this node publications to pass on (it serves while the join below
+        # waits for a full repository), queued with keys of this start's epoch. A restored
+        # item queued after such an item was sent would go out below the key its receiver
+        # already applied, and be dropped there as a duplicate: acknowledged, then lost.
         by_peer: dict[str, list[Item]] = {}
         for queue, msg in self.rt.restored_xmit:
             by_peer.setdefault(queue[len(XMITQ_PREFIX) :], []).append(item_from_stored(msg))
+        marks = self.rt.loaded_objects.get(SENT_KIND, {})
+        for peer, items in by_peer.items():
+            mark = marks.get(peer, {})
+            self.channels.restore(peer, items, (int(mark.get("epoch", 0)), int(mark.get("seq", 0))))
         try:
             wait = self.settings.join_timeout
             await self.link.start(
@@ -223,10 +232,6 @@ class ClusterAgent:
             log.warning("joining cluster %s in the background: %s", self.cluster, exc)
         self._started = True
         self._repository_changed([])
-        marks = self.rt.loaded_objects.get(SENT_KIND, {})
-        for peer, items in by_peer.items():
-            mark = marks.get(peer, {})
-            self.channels.restore(peer, items, (int(mark.get("epoch", 0)), int(mark.get("seq", 0))))
         for peer, _topic in self.planner.full_set():
             self.channels.start_channel(peer)
         self._retry_task = asyncio.get_running_loop().create_task(self._retry_pending())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -401,6 +402,36 @@ def test_restored_items_at_or_below_the_sent_mark_are_in_doubt_and_not_taken() -
     assert ch.in_doubt
     assert [i.pid for i in ch.take_unsent(lambda i: True)] == [3]
     assert [i.pid for i in ch.pending] == [1, 2]
+
+
+def test_restored_items_leave_before_items_queued_by_the_new_incarnation() -> None:
+    """A restarted node may queue new items (its epoch's keys) before its transmission queue
+    is restored; the restored items (an earlier epoch) still go first, so the receiver, which
+    drops a key not above the highest it applied, never takes them for duplicates."""
+    ch: ChannelSender[It] = ChannelSender()
+    ch.enqueue(It((2, 1), 21))
+    ch.restore([It((1, 4), 14), It((1, 5), 15)], (1, 4))
+    ch.hello_answer((1, 3))
+    send = ch.next_send()
+    assert send is not None and [i.pid for i in send.items] == [14, 15, 21]
+    rx = ChannelReceiver()
+    rx.hello("S_1", "S", "")
+    assert [rx.offer("S_1", i.key, None) for i in send.items] == [Verdict.DELIVER] * 3
+
+
+def test_a_transmission_queue_is_not_restored_once_a_batch_left() -> None:
+    """Restored keys are below everything sent since the restart: queued behind such a batch
+    they would reach a receiver that drops them as duplicates (acknowledged, then lost)."""
+    ch: ChannelSender[It] = ChannelSender()
+    ch.enqueue(It((2, 1), 21))
+    ch.hello_answer(NO_KEY)
+    assert ch.next_send() is not None
+    with pytest.raises(RuntimeError):
+        ch.restore([It((1, 4), 14)], (1, 3))
+    rx = ChannelReceiver()
+    rx.hello("S_1", "S", "")
+    rx.done("S_1", (2, 1))
+    assert rx.offer("S_1", (1, 4), None) is Verdict.DUPLICATE  # why it must not be
 
 
 def test_sent_mark_only_for_batches_that_go_beyond_it() -> None:
