@@ -38,7 +38,7 @@ from qmgr.node.servicebus import (
 from qmgr.node.signals import QueueSignals
 from qmgr.servicebus.errors import ServiceBusError
 from qmgr.servicebus.namespace import NamespaceLimits
-from qmgr.store import StoreFailed
+from qmgr.store import StoreFailed, StoreInUse
 from qmgr.store.servicebus import SbLoaded
 from qmgr.store.sqlite import SqliteStore
 
@@ -99,7 +99,10 @@ class NodeRuntime:
         os.umask(PRIVATE_UMASK)
         if config.data_dir is not None:
             make_private_tree(config.data_dir)
-            self.store = SqliteStore(config.data_dir, fail_at_commit=store_fault_at_commit)
+            try:
+                self.store = SqliteStore(config.data_dir, fail_at_commit=store_fault_at_commit)
+            except StoreInUse as exc:
+                raise SystemExit(f"qmgr: {config.name}: {exc}") from None
             loaded = self.store.load()
             self.qm = QueueManager(
                 config.name,

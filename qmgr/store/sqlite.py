@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from qmgr.core.message import Message
+from qmgr.store import StoreInUse
 from qmgr.store.codec import decode_message, encode_header, encode_properties
 from qmgr.store.servicebus import (
     SB_SCHEMA,
@@ -81,10 +82,22 @@ def _connect(path: Path) -> sqlite3.Connection:
     # created 0600 before SQLite opens it: SQLite gives its -wal and -shm the database's mode
     os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    # one process owns the file while it runs: no file lock taken and dropped per transaction
-    # (and the write-ahead log's index lives in the process, not in a shared -shm file)
-    conn.execute("PRAGMA locking_mode=EXCLUSIVE")
-    conn.execute("PRAGMA journal_mode=WAL")
+    try:
+        # one process owns the file while it runs: no file lock taken and dropped per
+        # transaction (and the write-ahead log's index lives in the process, not in a shared
+        # -shm file); the lock is taken now, so a file held elsewhere stops the start at once
+        conn.execute("PRAGMA locking_mode=EXCLUSIVE")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("BEGIN EXCLUSIVE")
+        conn.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if "locked" in str(exc):
+            raise StoreInUse(
+                f"{path} is in use by another process (a node already running on this data "
+                "directory, or a tool holding the file open)"
+            ) from None
+        raise
     conn.execute("PRAGMA synchronous=FULL")
     return conn
 

@@ -4,6 +4,7 @@ nothing, and the node keeps serving."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -641,7 +642,7 @@ def test_a_store_whose_namespace_cannot_be_restored_fails_the_start(sb_node: Nod
     _sb(sb_node).create_queue("q", {"MaxDeliveryCount": 3})
     assert sb_node.stop() == 0
     assert sb_node.data_dir is not None
-    with sqlite3.connect(sb_node.data_dir / "qmgr.sqlite") as db:
+    with contextlib.closing(sqlite3.connect(sb_node.data_dir / "qmgr.sqlite")) as db, db:
         data = json.loads(db.execute("SELECT data FROM sb_entities WHERE path = 'q'").fetchone()[0])
         data["properties"]["MaxDeliveryCount"] = 0  # out of range: not what the node wrote
         db.execute("UPDATE sb_entities SET data = ? WHERE path = 'q'", (json.dumps(data),))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
+
+import pytest
 
 from qmgr.core.message import Message
 from qmgr.core.values import Int32
 from qmgr.store.sqlite import SqliteStore
+from tests.integration.conftest import NodeProcess
 
 
 def test_committed_changes_come_back_typed(tmp_path: Path) -> None:
@@ -49,3 +53,34 @@ def test_committed_changes_come_back_typed(tmp_path: Path) -> None:
     assert [m.body for m in loaded.retained] == [b"ret"]
     assert loaded.max_sequence == 4
     again.close()
+
+
+def test_a_store_held_by_another_process_stops_the_start_with_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    """The running node holds its database exclusively; a node started on a data directory
+    whose database another process holds says so and does not start; once the file is free it
+    starts and finds what was committed."""
+    node = NodeProcess("QM1", tmp_path)
+    node.start()
+    try:
+        with node.client() as qm:
+            qm.mqsc("DEFINE QLOCAL(KEPT)")
+            qm.put("KEPT", b"before", persistent=True)
+    finally:
+        assert node.stop() == 0
+    assert node.data_dir is not None
+    holder = sqlite3.connect(node.data_dir / "qmgr.sqlite")
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another process writing
+        with pytest.raises(RuntimeError, match="is in use by another process"):
+            node.start(timeout=30)
+    finally:
+        holder.close()
+        node.kill()  # should it have started
+    node.start()
+    try:
+        with node.client() as qm:
+            assert qm.get("KEPT").body == b"before"
+    finally:
+        node.kill()
