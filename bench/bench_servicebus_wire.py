@@ -7,8 +7,8 @@ Run: .venv/bin/python bench/bench_servicebus_wire.py [--messages N] [--receivers
 
 First, the baseline: bench/proton_baseline.py (a minimal Service Bus-like server on Apache
 Qpid Proton's Python binding, queues in memory) in its own process, driven by the same client
-code: batched send, peek-lock + complete with one sync receiver and with P receiver
-processes, receive-and-delete; each line gives the server process's CPU per message, measured
+code: batched send, peek-lock + complete with one sync receiver, with P receiver processes and
+with K processes of P async receivers, receive-and-delete; each line gives the server process's CPU per message, measured
 as the node's is. It needs python-qpid-proton (``pip install -e '.[bench]'``); without it one
 line says so and the rest runs as before.
 
@@ -18,7 +18,8 @@ receive-and-delete wait for the disk), driven with the SDK, 100-byte bodies:
 - batched send (lists of 100, sync client);
 - peek-lock receive + complete, three ways: one sync receiver (32 per receive, prefetch 100,
   one complete at a time, each waiting for its echo); P sync receivers, each in its own
-  process; P async receivers in one process, each completing in turn;
+  process; K processes (``--async-processes``, 2) of P async receivers each, every receiver
+  completing in turn;
 - receive-and-delete (100 per call, prefetch 100);
 - session receive + complete: one session with one sync receiver, and P sessions with one
   receiver process each;
@@ -29,8 +30,8 @@ process, or the sum of the receiver processes, from /proc and ``os.times``), tim
 first receive to the last settlement (links are opened before and closed after). Under the
 batched send, peek-lock and receive-and-delete lines, a ``vs Proton baseline`` line gives
 the ratios to the baseline measured in this run: msg/s (for peek-lock, against the
-baseline's one sync receiver) and node CPU per message over the baseline server's (same
-workload; the async receivers against its one sync receiver).
+baseline's one sync receiver, and against its own figure in the same workload) and node
+CPU per message over the baseline server's in the same workload.
 
 Targets: the node spends less CPU per message than the client in every workload; peek-lock
 receive + complete at least twice the Proton baseline's one-sync-receiver msg/s in the same
@@ -164,10 +165,58 @@ def _receiver_process(
         results.put(process_cpu(None) - cpu0)
 
 
+def _async_receiver_process(
+    conn: str,
+    queue: str,
+    receivers: int,
+    total: int,
+    done: Any,
+    ready: Any,
+    go: Any,
+    results: Any,
+) -> None:
+    """``receivers`` async peek-lock receivers in one process, each completing what it
+    receives in turn, until ``done`` reaches ``total``; report this process's CPU seconds.
+    (Completing one receiver's batch concurrently, with ``asyncio.gather``, makes the async
+    SDK wait out its 0.2 s socket read timeout on most batches, client side.)"""
+
+    async def run() -> None:
+        async with AsyncServiceBusClient.from_connection_string(conn) as client:
+            rs = [client.get_queue_receiver(queue, prefetch_count=100) for _ in range(receivers)]
+            for r in rs:
+                await r.__aenter__()
+
+            async def work(receiver: Any) -> None:
+                while done.value < total:
+                    batch = await receiver.receive_messages(
+                        max_message_count=32, max_wait_time=0.05
+                    )
+                    for m in batch:
+                        await receiver.complete_message(m)
+                        with done.get_lock():
+                            done.value += 1
+
+            ready.wait()
+            go.wait()
+            cpu0 = process_cpu(None)
+            await asyncio.gather(*(work(r) for r in rs))
+            results.put(process_cpu(None) - cpu0)
+            for r in rs:
+                await r.__aexit__(None, None, None)
+
+    asyncio.run(run())
+
+
 def in_processes(
-    conn: str, queue: str, sessions: list[str | None], n: int, node_pid: int
+    conn: str,
+    queue: str,
+    sessions: list[str | None],
+    n: int,
+    node_pid: int,
+    async_receivers: int = 0,
 ) -> Figures:
-    """``len(sessions)`` receiver processes settle ``n`` messages between them."""
+    """``len(sessions)`` receiver processes settle ``n`` messages between them: one sync
+    receiver each (of that session), or ``async_receivers`` async receivers each."""
     ctx = mp.get_context("spawn")
     done = ctx.Value("l", 0)
     ready = ctx.Barrier(len(sessions) + 1)
@@ -177,6 +226,12 @@ def in_processes(
         ctx.Process(
             target=_receiver_process,
             args=(conn, queue, session, n, done, ready, go, results),
+            daemon=True,
+        )
+        if not async_receivers
+        else ctx.Process(
+            target=_async_receiver_process,
+            args=(conn, queue, async_receivers, n, done, ready, go, results),
             daemon=True,
         )
         for session in sessions
@@ -196,44 +251,7 @@ def in_processes(
     return Figures(n / elapsed, 1000 * node_cpu / n, 1000 * client_cpu / n)
 
 
-# ---------------------------------------------------------------------- async receiver
-
-
-def async_settle(conn: str, queue: str, n: int, node_pid: int, receivers: int) -> Figures:
-    """``receivers`` async receivers in this process, each completing what it receives in
-    turn. (Completing one receiver's batch concurrently, with ``asyncio.gather``, makes the
-    async SDK wait out its 0.2 s socket read timeout on most batches, client side.)"""
-
-    async def run() -> Figures:
-        async with AsyncServiceBusClient.from_connection_string(conn) as client:
-            rs = [client.get_queue_receiver(queue, prefetch_count=100) for _ in range(receivers)]
-            for r in rs:
-                await r.__aenter__()
-            got = 0
-
-            async def work(receiver: Any) -> None:
-                nonlocal got
-                while got < n:
-                    batch = await receiver.receive_messages(
-                        max_message_count=32, max_wait_time=0.05
-                    )
-                    for m in batch:
-                        await receiver.complete_message(m)
-                        got += 1
-
-            node0, me0, t0 = process_cpu(node_pid), process_cpu(None), time.perf_counter()
-            await asyncio.gather(*(work(r) for r in rs))
-            elapsed = time.perf_counter() - t0
-            figures = Figures(
-                n / elapsed,
-                1000 * (process_cpu(node_pid) - node0) / n,
-                1000 * (process_cpu(None) - me0) / n,
-            )
-            for r in rs:
-                await r.__aexit__(None, None, None)
-            return figures
-
-    return asyncio.run(run())
+# ---------------------------------------------------------------------- idle receivers
 
 
 def idle_cpu(conn: str, queue: str, receivers: int, node_pid: int, seconds: float = 2.0) -> float:
@@ -262,6 +280,8 @@ BASELINE_SEND = "batched send (100)"
 BASELINE_SYNC = "peek-lock + complete, 1 sync receiver"
 BASELINE_PROCS = "peek-lock + complete, receiver processes"
 BASELINE_RAD = "receive-and-delete"
+BASELINE_ASYNC = "peek-lock + complete, async receivers in processes"
+ASYNC_NAME = "peek-lock + complete, {k} processes x {p} async"
 PEEK_LOCK_RATIO = 2.0  # qmgr's peek-lock msg/s against the baseline's 1 sync receiver
 
 
@@ -300,7 +320,7 @@ def proton_baseline() -> Iterator[tuple[str, int]]:
         proc.wait(30)
 
 
-def run_baseline(n: int, p: int) -> dict[str, Figures]:
+def run_baseline(n: int, p: int, k: int) -> dict[str, Figures]:
     """The same client code against the Proton baseline server: batched send, peek-lock +
     complete with one sync receiver and with ``p`` receiver processes, receive-and-delete.
     Server CPU is that process's, measured like the node's."""
@@ -328,6 +348,11 @@ def run_baseline(n: int, p: int) -> dict[str, Figures]:
                 server="server",
             )
             send_all(sender, n)
+            base[BASELINE_ASYNC] = in_processes(
+                conn, "bench", [None] * k, n, pid, async_receivers=p
+            )
+            show(ASYNC_NAME.format(k=k, p=p), base[BASELINE_ASYNC], server="server")
+            send_all(sender, n)
             with client.get_queue_receiver(
                 "bench", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, prefetch_count=100
             ) as receiver:
@@ -349,6 +374,8 @@ def compare(f: Figures, base: dict[str, Figures], same: str | None, peek_lock: b
             f"{ratio:.2f}x the baseline's 1-sync-receiver msg/s"
             f" ({verdict} {PEEK_LOCK_RATIO:g}x = {PEEK_LOCK_RATIO * sync.rate:,.0f})"
         )
+        if same is not None and same != BASELINE_SYNC and same in base:
+            parts.append(f"{f.rate / base[same].rate:.2f}x its msg/s in the same workload")
     elif same is not None and same in base:
         parts.append(f"{f.rate / base[same].rate:.2f}x the baseline's msg/s")
     cpu = base.get(same) if same is not None else None
@@ -367,13 +394,19 @@ def compare(f: Figures, base: dict[str, Figures], same: str | None, peek_lock: b
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=10_000)
-    parser.add_argument("--receivers", type=int, default=8, help="receiver processes")
+    parser.add_argument(
+        "--receivers", type=int, default=8, help="receiver processes; async receivers per process"
+    )
+    parser.add_argument(
+        "--async-processes", type=int, default=2, help="processes of async receivers"
+    )
     parser.add_argument(
         "--no-baseline", action="store_true", help="skip the Proton baseline server"
     )
     args = parser.parse_args(argv)
     n = max(100, args.messages // 100 * 100)
     p = max(1, args.receivers)
+    k = max(1, args.async_processes)
     base: dict[str, Figures] = {}
     if not have_proton():
         print(
@@ -382,7 +415,7 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
     elif not args.no_baseline:
-        base = run_baseline(n, p)
+        base = run_baseline(n, p, k)
     with servicebus_node("qmgr-bench-sb-") as sb:
         conn, admin = sb.conn, sb.admin
         admin.create_queue("bench")
@@ -403,9 +436,9 @@ def main(argv: list[str] | None = None) -> None:
                 show(f"peek-lock + complete, {p} receiver processes", f, PEEK_LOCK_TARGET)
                 compare(f, base, BASELINE_PROCS, peek_lock=True)
                 send_all(sender, n)
-                f = async_settle(conn, "bench", n, pid, p)
-                show(f"peek-lock + complete, {p} async receivers", f, PEEK_LOCK_TARGET)
-                compare(f, base, None, peek_lock=True)
+                f = in_processes(conn, "bench", [None] * k, n, pid, async_receivers=p)
+                show(ASYNC_NAME.format(k=k, p=p), f, PEEK_LOCK_TARGET)
+                compare(f, base, BASELINE_ASYNC, peek_lock=True)
                 send_all(sender, n)
                 with client.get_queue_receiver(
                     "bench",
