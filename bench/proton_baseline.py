@@ -5,8 +5,7 @@ Run: .venv/bin/python bench/proton_baseline.py --port N   (prints ``listening on
 exits on SIGTERM). Needs ``python-qpid-proton`` (``pip install -e '.[bench]'``).
 
 It keeps its queues in memory only (no disk, no persistence, no limits): it is a baseline of
-protocol-handling cost, like the Proton figures in section J of
-/work/shared/reference/servicebus-amqp.md, not a broker. What it serves, for the real
+protocol-handling cost (what a server on this binding spends per message), not a broker. What it serves, for the real
 ``azure-servicebus`` SDK with an emulator connection string
 (``Endpoint=sb://127.0.0.1:N;...;UseDevelopmentEmulator=true;``):
 
@@ -29,8 +28,8 @@ protocol-handling cost, like the Proton figures in section J of
   tag (the lock token) and message annotations ``x-opt-sequence-number`` (long, per queue,
   from 1), ``x-opt-enqueued-time`` and, in peek-lock, ``x-opt-locked-until`` (timestamps, a
   60 s lock that is never enforced). Peek-lock (snd-settle-mode unsettled): the client's
-  disposition is settled with the same outcome type (a plain ``rejected`` for a dead-letter) (the echo azure-servicebus 7.15.0 waits for;
-  a pre-settled one, as from <= 7.14, needs none); accepted and rejected remove the message,
+  disposition is settled with the same outcome type, a plain ``rejected`` for a dead-letter
+  (the echo azure-servicebus 7.15.0 waits for; a pre-settled one, as from <= 7.14, needs none); accepted and rejected remove the message,
   released and modified put it back in sequence order (modified counts a delivery).
   Receive-and-delete (snd-settle-mode settled): sent pre-settled, removed at once. A drain is
   answered when the queue runs dry.
