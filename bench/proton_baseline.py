@@ -5,8 +5,8 @@ Run: .venv/bin/python bench/proton_baseline.py --port N   (prints ``listening on
 exits on SIGTERM). Needs ``python-qpid-proton`` (``pip install -e '.[bench]'``).
 
 It keeps its queues in memory only (no disk, no persistence, no limits): it is a baseline of
-protocol-handling cost (what a server on this binding spends per message), not a broker. What it serves, for the real
-``azure-servicebus`` SDK with an emulator connection string
+protocol-handling cost (what a server on this binding spends per message), not a broker. What
+it serves, for the real ``azure-servicebus`` SDK with an emulator connection string
 (``Endpoint=sb://127.0.0.1:N;...;UseDevelopmentEmulator=true;``):
 
 - SASL ANONYMOUS, the only mechanism the SDK offers (its token auth is CBS, below); Proton's
