@@ -20,7 +20,7 @@ client processes of their own. Prints, in one run:
    uninterrupted stream through the survivor, publications re-driven, delayed until the host
    restarted, lost, duplicated;
 
-and the DESIGN.md targets next to the figures. Latency is from the publisher's send time (in the
+and the targets next to the figures. Latency is from the publisher's send time (in the
 message body) to the subscriber client's receive time: both clocks are this machine's.
 """
 
@@ -567,7 +567,7 @@ def failover_table(results: dict[str, Any]) -> Table:
 
 
 def targets_table(results: dict[str, Any]) -> Table:
-    t = Table(title="DESIGN.md targets (§9, §7) in this run")
+    t = Table(title="Targets in this run")
     t.add_column("target")
     t.add_column("measured", justify="right")
     t.add_column("met", justify="center")

@@ -7,7 +7,7 @@ Two clusters of real nodes (FR1, HOST1, PUB1, SUB1 each; the topic PRICES hosted
 at once; a publisher and a subscriber client process publish from PUB1 through HOST1 to SUB1,
 non-persistent and persistent, at full speed, alternating between the clusters round by round
 (so drifting load on the machine touches both alike). Printed: the median rate of each, and
-the ratio secret/insecure, against the target (DESIGN.md: authentication costs under 5%).
+the ratio secret/insecure, against the target (authentication costs under 5%).
 
 Members authenticate once per connection (a challenge-response when a channel or repository
 stream opens), never per message; the run also times that handshake's CPU cost in-process

@@ -1,7 +1,7 @@
 """kill -9 of a publishing node and of its topic host: the publications the publisher had
 already sent to that host (in doubt) come back from its store after the restart and wait for
 that host; they are never re-driven to the other host, so nothing arrives twice and nothing
-acknowledged is lost (DESIGN.md §7)."""
+acknowledged is lost."""
 
 from __future__ import annotations
 

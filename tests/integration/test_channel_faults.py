@@ -1,4 +1,4 @@
-"""Cluster channels against failures of real node processes (DESIGN.md §7): a channel that
+"""Cluster channels against failures of real node processes: a channel that
 cannot go on says why in DISPLAY CHSTATUS and recovers without duplicates; a member re-created
 under the same name with an empty data directory (after RESET CLUSTER removed the old one) is
 not black-holed; a dead subscriber node

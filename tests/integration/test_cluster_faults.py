@@ -1,6 +1,6 @@
 """kill -9 during cluster traffic: persistent publications arrive exactly once, the full
 repositories survive the loss of their Raft leader, a restarted subscriber node gets its durable
-subscription, its proxies and the publications held for it back (DESIGN.md §7)."""
+subscription, its proxies and the publications held for it back."""
 
 from __future__ import annotations
 

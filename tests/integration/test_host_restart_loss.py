@@ -1,6 +1,6 @@
 """kill -9 of a topic host holding publications for a subscriber node: after the restart it
 sends what it held before anything it receives anew, so every acknowledged persistent
-publication reaches the durable subscriber exactly once (DESIGN.md §7, the kill-host scenario).
+publication reaches the durable subscriber exactly once (the kill-host scenario).
 
 A restarted host serves its Peer port while it is still joining the cluster (its partial
 repository waits for a full repository, with the view kept on disk, for up to 3 s). A publisher

@@ -1,5 +1,5 @@
 """The channel protocol state machine (cluster/channel.py): exactly-once delivery of persistent
-items across reconnects, crashes of either end and re-drive to another host (DESIGN.md §7)."""
+items across reconnects, crashes of either end and re-drive to another host."""
 
 from __future__ import annotations
 
