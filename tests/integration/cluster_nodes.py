@@ -29,8 +29,11 @@ def free_ports(n: int) -> list[int]:
     return ports
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+def wait_for(
+    what: str, check: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05
+) -> Any:
+    """Poll ``check`` every ``interval`` seconds until it returns something truthy; fail with
+    ``what`` after ``timeout``."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -40,7 +43,7 @@ def wait_for(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
             last = exc
         if last and not isinstance(last, Exception):
             return last
-        time.sleep(0.05)
+        time.sleep(interval)
     raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
