@@ -77,7 +77,6 @@ LOCKED_UNTIL = symbol("x-opt-locked-until")
 @dataclass
 class Entry:
     seq: int
-    enqueued: int  # ms
     message: Message
 
 
@@ -276,7 +275,7 @@ class Server(Handler):
             annotations[SEQ] = q.next_seq
             annotations[ENQUEUED] = timestamp(now)
             m.annotations = annotations
-            q.ready.append(Entry(q.next_seq, now, m))
+            q.ready.append(Entry(q.next_seq, m))
             q.next_seq += 1
         self.dispatch(q)
 

@@ -3,8 +3,9 @@
 The node's event loop appends changes (cheap: one tuple each); a single writer thread commits
 whatever has accumulated in one transaction. The running node holds the file in SQLite's
 exclusive locking mode (no file lock taken and released per transaction; the log's index in the
-process's memory), so nothing else opens it while the node runs. WAL mode with synchronous=FULL: a committed group survives the process being killed and
-the machine losing power. A group made only of Service Bus completions is committed with
+process's memory), so nothing else opens it while the node runs. WAL mode with
+synchronous=FULL: a committed group survives the process being killed and the machine losing
+power. A group made only of Service Bus completions is committed with
 synchronous=NORMAL: written to the write-ahead log before anyone is told (so it survives the
 process being killed) and flushed to the disk with the next full commit or checkpoint; a power
 loss in between can only bring a completed message back for another delivery, which peek-lock's
@@ -79,7 +80,7 @@ class Loaded:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    # created 0600 before SQLite opens it: SQLite gives its -wal and -shm the database's mode
+    # created 0600 before SQLite opens it: SQLite gives its -wal the database's mode
     os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     try:
