@@ -136,49 +136,54 @@ def drain_all(receiver: ServiceBusReceiver, n: int) -> None:
 # ---------------------------------------------------------------------- receiver processes
 
 
-def _receiver_process(
-    conn: str,
-    queue: str,
-    session: str | None,
-    total: int,
-    done: Any,
-    ready: Any,
-    go: Any,
-    results: Any,
-) -> None:
-    """One sync peek-lock receiver: complete messages until ``done`` (shared by all the
-    receivers) reaches ``total``; report this process's CPU seconds spent doing it."""
+@dataclass
+class Shared:
+    """What the receiver processes of one run share (handed over when they are spawned)."""
+
+    total: int  # messages to complete between them
+    done: Any  # a shared counter: messages completed so far
+    ready: Any  # a barrier: every receiver attached
+    go: Any  # an event: start
+    results: Any  # a queue: each process's CPU seconds
+
+    @property
+    def finished(self) -> bool:
+        return bool(self.done.value >= self.total)
+
+    def completed(self) -> None:
+        with self.done.get_lock():
+            self.done.value += 1
+
+    @contextmanager
+    def timed(self) -> Iterator[None]:
+        """Wait for the start; report this process's CPU seconds from there."""
+        self.ready.wait()
+        self.go.wait()
+        cpu0 = process_cpu(None)
+        yield
+        self.results.put(process_cpu(None) - cpu0)
+
+
+def _receiver_process(conn: str, queue: str, session: str | None, shared: Shared) -> None:
+    """One sync peek-lock receiver (of ``session``) completing messages until all are done."""
     with (
         ServiceBusClient.from_connection_string(conn) as client,
         client.get_queue_receiver(queue, session_id=session, prefetch_count=100) as receiver,
+        shared.timed(),
     ):
-        ready.wait()
-        go.wait()
-        cpu0 = process_cpu(None)
-        while done.value < total:
+        while not shared.finished:
             # a short wait: the last messages may be prefetched by other receivers, and the SDK
             # waits out max_wait_time for a batch it cannot fill
             for m in receiver.receive_messages(max_message_count=32, max_wait_time=0.05):
                 receiver.complete_message(m)
-                with done.get_lock():
-                    done.value += 1
-        results.put(process_cpu(None) - cpu0)
+                shared.completed()
 
 
-def _async_receiver_process(
-    conn: str,
-    queue: str,
-    receivers: int,
-    total: int,
-    done: Any,
-    ready: Any,
-    go: Any,
-    results: Any,
-) -> None:
+def _async_receiver_process(conn: str, queue: str, receivers: int, shared: Shared) -> None:
     """``receivers`` async peek-lock receivers in one process, each completing what it
-    receives in turn, until ``done`` reaches ``total``; report this process's CPU seconds.
-    (Completing one receiver's batch concurrently, with ``asyncio.gather``, makes the async
-    SDK wait out its 0.2 s socket read timeout on most batches, client side.)"""
+    receives in turn, until all are done. (Completing one receiver's batch concurrently, with
+    ``asyncio.gather``, makes the async SDK wait out its 0.2 s socket read timeout on most
+    batches, client side.)"""
 
     async def run() -> None:
         async with AsyncServiceBusClient.from_connection_string(conn) as client:
@@ -187,20 +192,16 @@ def _async_receiver_process(
                 await r.__aenter__()
 
             async def work(receiver: Any) -> None:
-                while done.value < total:
+                while not shared.finished:
                     batch = await receiver.receive_messages(
                         max_message_count=32, max_wait_time=0.05
                     )
                     for m in batch:
                         await receiver.complete_message(m)
-                        with done.get_lock():
-                            done.value += 1
+                        shared.completed()
 
-            ready.wait()
-            go.wait()
-            cpu0 = process_cpu(None)
-            await asyncio.gather(*(work(r) for r in rs))
-            results.put(process_cpu(None) - cpu0)
+            with shared.timed():
+                await asyncio.gather(*(work(r) for r in rs))
             for r in rs:
                 await r.__aexit__(None, None, None)
 
@@ -218,34 +219,27 @@ def in_processes(
     """``len(sessions)`` receiver processes settle ``n`` messages between them: one sync
     receiver each (of that session), or ``async_receivers`` async receivers each."""
     ctx = mp.get_context("spawn")
-    done = ctx.Value("l", 0)
-    ready = ctx.Barrier(len(sessions) + 1)
-    go = ctx.Event()
-    results = ctx.Queue()
+    shared = Shared(n, ctx.Value("l", 0), ctx.Barrier(len(sessions) + 1), ctx.Event(), ctx.Queue())
     procs = [
         ctx.Process(
-            target=_receiver_process,
-            args=(conn, queue, session, n, done, ready, go, results),
-            daemon=True,
-        )
-        if not async_receivers
-        else ctx.Process(
             target=_async_receiver_process,
-            args=(conn, queue, async_receivers, n, done, ready, go, results),
+            args=(conn, queue, async_receivers, shared),
             daemon=True,
         )
+        if async_receivers
+        else ctx.Process(target=_receiver_process, args=(conn, queue, session, shared), daemon=True)
         for session in sessions
     ]
     for proc in procs:
         proc.start()
-    ready.wait()
+    shared.ready.wait()
     node0, t0 = process_cpu(node_pid), time.perf_counter()
-    go.set()
-    while done.value < n:
+    shared.go.set()
+    while not shared.finished:
         time.sleep(0.001)
     elapsed = time.perf_counter() - t0
     node_cpu = process_cpu(node_pid) - node0
-    client_cpu = sum(results.get(timeout=60) for _ in procs)
+    client_cpu = sum(shared.results.get(timeout=60) for _ in procs)
     for proc in procs:
         proc.join(30)
     return Figures(n / elapsed, 1000 * node_cpu / n, 1000 * client_cpu / n)
@@ -276,12 +270,12 @@ def idle_cpu(conn: str, queue: str, receivers: int, node_pid: int, seconds: floa
 # ---------------------------------------------------------------------- Proton baseline
 
 
-BASELINE_SEND = "batched send (100)"
-BASELINE_SYNC = "peek-lock + complete, 1 sync receiver"
-BASELINE_PROCS = "peek-lock + complete, receiver processes"
-BASELINE_RAD = "receive-and-delete"
-BASELINE_ASYNC = "peek-lock + complete, async receivers in processes"
-ASYNC_NAME = "peek-lock + complete, {k} processes x {p} async"
+# the queue workloads both servers run (names, and the keys their figures are compared by)
+SEND = "batched send (100)"
+SYNC = "peek-lock + complete, 1 sync receiver"
+PROCS = "peek-lock + complete, {p} receiver processes"
+ASYNC = "peek-lock + complete, {k} processes x {p} async"
+RAD = "receive-and-delete"
 PEEK_LOCK_RATIO = 2.0  # qmgr's peek-lock msg/s against the baseline's 1 sync receiver
 
 
@@ -320,45 +314,60 @@ def proton_baseline() -> Iterator[tuple[str, int]]:
         proc.wait(30)
 
 
+def queue_workloads(
+    conn: str,
+    pid: int,
+    n: int,
+    p: int,
+    k: int,
+    server: str,
+    base: dict[str, Figures] | None = None,
+) -> dict[str, Figures]:
+    """On queue ``bench`` of the server process ``pid``: batched send, peek-lock + complete
+    with one sync receiver, with ``p`` receiver processes and with ``k`` processes of ``p``
+    async receivers, receive-and-delete. Each line is printed; with ``base`` (the baseline's
+    figures, by workload) a node's line is followed by its ratios to them."""
+    figures: dict[str, Figures] = {}
+
+    def line(key: str, f: Figures, peek_lock: bool) -> None:
+        figures[key] = f
+        target = PEEK_LOCK_TARGET if peek_lock and base is not None else None
+        show(key.format(p=p, k=k), f, target, server)
+        if base is not None:
+            compare(f, base, key, peek_lock)
+
+    with (
+        ServiceBusClient.from_connection_string(conn) as client,
+        client.get_queue_sender("bench") as sender,
+    ):
+        line(SEND, measure(n, pid, lambda: send_all(sender, n)), peek_lock=False)
+        with client.get_queue_receiver("bench", prefetch_count=100) as receiver:
+            f = measure(n, pid, lambda: settle_all(receiver, n))
+        line(SYNC, f, peek_lock=True)
+        send_all(sender, n)
+        line(PROCS, in_processes(conn, "bench", [None] * p, n, pid), peek_lock=True)
+        send_all(sender, n)
+        f = in_processes(conn, "bench", [None] * k, n, pid, async_receivers=p)
+        line(ASYNC, f, peek_lock=True)
+        send_all(sender, n)
+        with client.get_queue_receiver(
+            "bench", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, prefetch_count=100
+        ) as receiver:
+            f = measure(n, pid, lambda: drain_all(receiver, n))
+        line(RAD, f, peek_lock=False)
+    return figures
+
+
 def run_baseline(n: int, p: int, k: int) -> dict[str, Figures]:
-    """The same client code against the Proton baseline server: batched send, peek-lock +
-    complete with one sync receiver and with ``p`` receiver processes, receive-and-delete.
-    Server CPU is that process's, measured like the node's."""
-    base: dict[str, Figures] = {}
+    """The queue workloads against the Proton baseline server; its CPU is measured like the
+    node's."""
     with proton_baseline() as (conn, pid):
         print(
             f"Baseline: a minimal server on Apache Qpid Proton's Python binding"
             f" (bench/proton_baseline.py, in memory); {n} messages each, CPU in ms",
             flush=True,
         )
-        with (
-            ServiceBusClient.from_connection_string(conn) as client,
-            client.get_queue_sender("bench") as sender,
-        ):
-            base[BASELINE_SEND] = measure(n, pid, lambda: send_all(sender, n))
-            show(BASELINE_SEND, base[BASELINE_SEND], server="server")
-            with client.get_queue_receiver("bench", prefetch_count=100) as receiver:
-                base[BASELINE_SYNC] = measure(n, pid, lambda: settle_all(receiver, n))
-            show(BASELINE_SYNC, base[BASELINE_SYNC], server="server")
-            send_all(sender, n)
-            base[BASELINE_PROCS] = in_processes(conn, "bench", [None] * p, n, pid)
-            show(
-                f"peek-lock + complete, {p} receiver processes",
-                base[BASELINE_PROCS],
-                server="server",
-            )
-            send_all(sender, n)
-            base[BASELINE_ASYNC] = in_processes(
-                conn, "bench", [None] * k, n, pid, async_receivers=p
-            )
-            show(ASYNC_NAME.format(k=k, p=p), base[BASELINE_ASYNC], server="server")
-            send_all(sender, n)
-            with client.get_queue_receiver(
-                "bench", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, prefetch_count=100
-            ) as receiver:
-                base[BASELINE_RAD] = measure(n, pid, lambda: drain_all(receiver, n))
-            show(BASELINE_RAD, base[BASELINE_RAD], server="server")
-    return base
+        return queue_workloads(conn, pid, n, p, k, "server")
 
 
 def compare(f: Figures, base: dict[str, Figures], same: str | None, peek_lock: bool) -> None:
@@ -366,7 +375,7 @@ def compare(f: Figures, base: dict[str, Figures], same: str | None, peek_lock: b
     receiver (the target: twice); CPU per message over the baseline server's in the same
     workload (or its 1 sync receiver when it has no such workload)."""
     parts = []
-    sync = base.get(BASELINE_SYNC)
+    sync = base.get(SYNC)
     if peek_lock and sync is not None:
         ratio = f.rate / sync.rate
         verdict = "meets" if ratio >= PEEK_LOCK_RATIO else "below"
@@ -374,7 +383,7 @@ def compare(f: Figures, base: dict[str, Figures], same: str | None, peek_lock: b
             f"{ratio:.2f}x the baseline's 1-sync-receiver msg/s"
             f" ({verdict} {PEEK_LOCK_RATIO:g}x = {PEEK_LOCK_RATIO * sync.rate:,.0f})"
         )
-        if same is not None and same != BASELINE_SYNC and same in base:
+        if same is not None and same != SYNC and same in base:
             parts.append(f"{f.rate / base[same].rate:.2f}x its msg/s in the same workload")
     elif same is not None and same in base:
         parts.append(f"{f.rate / base[same].rate:.2f}x the baseline's msg/s")
@@ -422,32 +431,8 @@ def main(argv: list[str] | None = None) -> None:
         admin.create_queue("bench-sessions", requires_session=True)
         pid = sb.node.proc.pid
         print(f"Service Bus over AMQP, the real SDK against a node; {n} messages each, CPU in ms")
+        queue_workloads(conn, pid, n, p, k, "node", base)
         with ServiceBusClient.from_connection_string(conn) as client:
-            with client.get_queue_sender("bench") as sender:
-                f = measure(n, pid, lambda: send_all(sender, n))
-                show("batched send (100)", f)
-                compare(f, base, BASELINE_SEND, peek_lock=False)
-                with client.get_queue_receiver("bench", prefetch_count=100) as receiver:
-                    f = measure(n, pid, lambda: settle_all(receiver, n))
-                show("peek-lock + complete, 1 sync receiver", f, PEEK_LOCK_TARGET)
-                compare(f, base, BASELINE_SYNC, peek_lock=True)
-                send_all(sender, n)
-                f = in_processes(conn, "bench", [None] * p, n, pid)
-                show(f"peek-lock + complete, {p} receiver processes", f, PEEK_LOCK_TARGET)
-                compare(f, base, BASELINE_PROCS, peek_lock=True)
-                send_all(sender, n)
-                f = in_processes(conn, "bench", [None] * k, n, pid, async_receivers=p)
-                show(ASYNC_NAME.format(k=k, p=p), f, PEEK_LOCK_TARGET)
-                compare(f, base, BASELINE_ASYNC, peek_lock=True)
-                send_all(sender, n)
-                with client.get_queue_receiver(
-                    "bench",
-                    receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE,
-                    prefetch_count=100,
-                ) as receiver:
-                    f = measure(n, pid, lambda: drain_all(receiver, n))
-                show("receive-and-delete", f)
-                compare(f, base, BASELINE_RAD, peek_lock=False)
             with client.get_queue_sender("bench-sessions") as sender:
                 send_all(sender, n, session="s")
                 with client.get_queue_receiver(
