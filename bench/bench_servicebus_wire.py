@@ -23,7 +23,7 @@ receive-and-delete wait for the disk), driven with the SDK, 100-byte bodies:
 - receive-and-delete (100 per call, prefetch 100);
 - session receive + complete: one session with one sync receiver, and P sessions with one
   receiver process each;
-- idle: P receivers waiting on an empty queue for two seconds (node CPU only).
+- idle: 4P receivers waiting on an empty queue for two seconds (node CPU only).
 
 Each prints msg/s and the CPU per message of the node process and of the clients (this
 process, or the sum of the receiver processes, from /proc and ``os.times``), timed from the
