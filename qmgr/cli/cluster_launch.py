@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -37,11 +38,40 @@ LOG_TAIL = 3000  # characters of a node's log shown when it fails
 # -- ports ----------------------------------------------------------------------------------------
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_PORT = 10_000
+
+
+def _below_ephemeral() -> range | None:
+    """Ports under the kernel's ephemeral range (Linux), or None when it is not known."""
+    try:
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return range(LOWEST_PORT, low) if low - LOWEST_PORT >= 1000 else None
+
+
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct free loopback ports (all bound at once, then released)."""
+    """``count`` distinct free loopback ports (all bound at once, then released), drawn at
+    random from below the kernel's ephemeral range where it is known: a port the kernel hands
+    out itself (an outgoing connection's, a bind to port 0) could be taken by another process
+    between this check and the node's bind; one below that range only by a process choosing
+    it on purpose."""
+    candidates = _below_ephemeral()
     with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(count):
+        ports: list[int] = []
+        for port in (
+            random.sample(candidates, min(len(candidates), 20 * count)) if candidates else []
+        ):
+            if len(ports) == count:
+                break
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            try:
+                sock.bind((LOOPBACK, port))
+            except OSError:
+                continue
+            ports.append(port)
+        while len(ports) < count:  # none known below the range: the kernel's choice
             sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
             sock.bind((LOOPBACK, 0))
             ports.append(int(sock.getsockname()[1]))

@@ -4,7 +4,6 @@ same address, helpers to wait for what the nodes report through MQSC."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -12,21 +11,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from qmgr.cli.cluster_launch import free_ports
 from qmgr.client import QueueManagerClient
 from qmgr.client.sync import Subscription
 from qmgr.security.files import generate_secret
 from qmgr.security.keys import member_secret
 from tests.integration.conftest import NodeProcess
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def wait_for(

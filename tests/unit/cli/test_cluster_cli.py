@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from qmgr.cli.cluster import cluster
-from qmgr.cli.cluster_launch import free_ports, node_args, plan_ports
+from qmgr.cli.cluster_launch import _below_ephemeral, free_ports, node_args, plan_ports
 from qmgr.cli.cluster_state import (
     ADDRESSES_FILE,
     ClusterState,
@@ -205,3 +205,16 @@ def test_addresses_of_the_previous_run_are_reused_when_they_fit() -> None:
         busy.bind((host, int(port)))
         busy.listen()
         assert plan_ports(changed, base)["FR1"].listen != second["FR1"].listen
+
+
+def test_free_ports_are_distinct_free_and_below_the_ephemeral_range() -> None:
+    """Ports the kernel hands out itself (outgoing connections, binds to port 0) never collide
+    with the ones planned for nodes: they come from below that range where it is known."""
+    ports = free_ports(12)
+    assert len(set(ports)) == 12
+    below = _below_ephemeral()
+    if below is not None:
+        assert all(p in below for p in ports)
+    for port in ports:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))  # free
