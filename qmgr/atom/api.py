@@ -15,7 +15,12 @@ A PUT without ``If-Match`` creates (409 if the name is taken); with ``If-Match: 
 (404 if missing). Failures carry Service Bus's status (the HTTP status of ``qmgr.servicebus``'s
 error codes) and ``<Error><Code/><Detail/></Error>``. ``Response.changed`` tells the caller to
 commit before answering. Authorization is checked before, by the port
-(:mod:`qmgr.node.sbport`), when the node has Service Bus keys.
+(:mod:`qmgr.node.sbport`), when the node has Service Bus keys: a token granting ``Manage`` on
+the request's URL. Given those keys here too, a PUT that makes a queue or subscription
+auto-forward (``ForwardTo``, ``ForwardDeadLetteredMessagesTo``, on create and on update) also
+needs ``Send`` on each destination, from the request's token or the supplementary token the admin
+clients send for it (:func:`qmgr.servicebus.sas.authorize_destination`); without it the answer is
+401 and nothing is created or changed.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from qmgr.servicebus.namespace import (
     SubscriptionInfo,
     TopicInfo,
 )
+from qmgr.servicebus.sas import FORWARDING_HEADERS, SasError, SasKeys, authorize_destination
 
 ENTRY_TYPE = "application/atom+xml;type=entry;charset=utf-8"
 FEED_TYPE = "application/atom+xml;type=feed;charset=utf-8"
@@ -79,11 +85,16 @@ def _error(status: int, detail: str) -> Response:
 
 
 class ManagementApi:
-    """Answers management requests on ``namespace``; ``now`` gives the time for feeds."""
+    """Answers management requests on ``namespace``; ``now`` gives the time for feeds and
+    tokens. With ``keys`` (the node's Service Bus keys), forwarding destinations need ``Send``;
+    without, every token is accepted."""
 
-    def __init__(self, namespace: Namespace, now: Callable[[], float]) -> None:
+    def __init__(
+        self, namespace: Namespace, now: Callable[[], float], keys: SasKeys | None = None
+    ) -> None:
         self.ns = namespace
         self.now = now
+        self.keys = keys
 
     def handle(
         self, method: str, target: str, headers: Mapping[str, str], body: bytes, host: str
@@ -100,6 +111,8 @@ class ManagementApi:
             return _error(status, str(exc))
         except AtomError as exc:
             return _error(400, f"Bad request: {exc}")
+        except SasError as exc:
+            return _error(401, f"Unauthorized: {exc}")
 
     def _route(self, seg: list[str], req: _Request) -> Response:
         method, base = req.method, req.base
@@ -168,9 +181,13 @@ class ManagementApi:
             values = atom.parse_queue(body)
             if updating:
                 current = self.ns.get_queue(name).properties
-                info = self.ns.update_queue(name, current.with_changes(values))
+                queue = current.with_changes(values)
+                self._authorize_forwarding(queue, req)
+                info = self.ns.update_queue(name, queue)
             else:
-                info = self.ns.create_queue(name, QueueProperties.from_dict(values))
+                queue = QueueProperties.from_dict(values)
+                self._authorize_forwarding(queue, req)
+                info = self.ns.create_queue(name, queue)
         elif kind == "TopicDescription":
             values = atom.parse_topic(body)
             if updating:
@@ -184,6 +201,29 @@ class ManagementApi:
         return Response(
             status, ENTRY_TYPE, atom.document(self._entity_entry(info, base)), changed=True
         )
+
+    def _authorize_forwarding(
+        self, props: QueueProperties | SubscriptionProperties, req: _Request
+    ) -> None:
+        """With keys: :class:`SasError` unless the request may send to every destination the
+        entity would forward to (what it forwards to after this create or update)."""
+        if self.keys is None:
+            return
+        targets = (
+            ("ForwardTo", props.forward_to),
+            ("ForwardDeadLetteredMessagesTo", props.forward_dead_lettered_to),
+        )
+        for prop, destination in targets:
+            if destination:
+                authorize_destination(
+                    self.keys,
+                    prop,
+                    destination,
+                    req.base,
+                    req.headers.get("authorization"),
+                    req.headers.get(FORWARDING_HEADERS[prop].lower()),
+                    self.now(),
+                )
 
     def _delete_entity(self, name: str) -> Response:
         info = self._find(name)
@@ -267,10 +307,13 @@ class ManagementApi:
         info: SubscriptionInfo
         if req.if_match:
             current = self.ns.get_subscription(topic, name).properties
-            info = self.ns.update_subscription(topic, name, current.with_changes(values))
+            props = current.with_changes(values)
+            self._authorize_forwarding(props, req)
+            info = self.ns.update_subscription(topic, name, props)
             status = 200
         else:
             props = SubscriptionProperties.from_dict(values)
+            self._authorize_forwarding(props, req)
             default = None if rule is None else (rule[0] or DEFAULT_RULE, rule[1])
             info = self.ns.create_subscription(topic, name, props, default)
             status = 201

@@ -15,6 +15,11 @@ NODE is a node name (``qmgr start --name``) or HOST:PORT. Options take the value
 management API documents: durations as ISO 8601 (``PT30S``, ``P1D``) or ``d.hh:mm:ss``; flags
 such as ``--enable-session`` alone mean true, or take ``true``/``false``. An update changes only
 the options given. Output is a table, or JSON with ``-o json``.
+
+Creating, updating and deleting entities, ``import`` and ``export`` go through the node's Admin
+service as an administrator (a user in group ``mqm`` with ``--auth``), with every right:
+Service Bus keys do not apply there, so ``--forward-to`` is not checked against them. The
+message commands (:mod:`qmgr.cli.sb_data`) use the Service Bus port with a key.
 """
 
 from __future__ import annotations

@@ -214,7 +214,7 @@ class ServiceBusPort:
         self.context = context
         self.amqp_handler = amqp_handler
         host_ = runtime.servicebus
-        self.api = ManagementApi(host_.namespace, host_.clock.now)
+        self.api = ManagementApi(host_.namespace, host_.clock.now, runtime.config.servicebus_keys)
         self.now = host_.clock.now
         self.keys = runtime.config.servicebus_keys  # None: every request is accepted
         self._server: asyncio.Server | None = None

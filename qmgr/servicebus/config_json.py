@@ -24,6 +24,12 @@ namespace refuses (a forwarding destination that does not exist, a create-only p
 changed, a quota) changes nothing. A subscription without ``Rules`` (or with ``[]``) gets
 ``$Default``, the true filter. The namespace ``Name`` in the file is not compared here.
 
+Applying a file is an administrator's act, with every right: at start (``--servicebus-config``,
+a file the node's operator gives) or through the Admin service (``qmgr sb import``, which takes
+the node's users, ``--auth``, and needs group ``mqm``). Service Bus keys play no part, so the
+forwarding a file sets is not checked against them; the holder of a key reaches neither path
+(the Service Bus port has no import, and the Admin service takes no SAS token).
+
 ``export(namespace)`` writes the namespace's definitions in the same schema (``parse`` and
 ``apply`` of an export re-create the same definitions); ``for_emulator(document)`` keeps only
 the properties the official emulator's schema knows.

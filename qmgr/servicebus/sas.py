@@ -18,6 +18,15 @@ signed with, and ``sig`` the base64 HMAC-SHA256, keyed with that key's text (UTF
 - the operation needs a right (claim) the key has: ``Send`` to send, ``Listen`` to receive,
   ``Manage`` to manage entities. ``Manage`` includes ``Send`` and ``Listen``.
 
+A queue or subscription that auto-forwards (``ForwardTo``, ``ForwardDeadLetteredMessagesTo``)
+sends into its destination on its own, so whoever creates or updates one so must hold ``Send``
+on the destination too, or a key confined to one entity could reach any other by forwarding.
+The admin clients send a token for the destination in a supplementary header
+(``ServiceBusSupplementaryAuthorization`` for ``ForwardTo``,
+``ServiceBusDlqSupplementaryAuthorization`` for ``ForwardDeadLetteredMessagesTo``), signed with
+the same credential for the destination's address; :func:`authorize_destination` accepts the
+change when that token or the request's own token grants ``Send`` there, each checked as above.
+
 :class:`SasKeys` holds the keys of a namespace (read from the keys file, :func:`parse_keys`);
 :class:`Claims` holds what the tokens put on one AMQP connection (CBS ``put-token``) grant.
 Every failure is a :class:`SasError` subclass whose text says what was wrong.
@@ -93,6 +102,11 @@ class MissingRight(SasError):
     """The key lacks the claim (Send, Listen, Manage) the operation needs."""
 
 
+class DestinationRefused(SasError):
+    """Neither the request's token nor the supplementary one grants Send on a forwarding
+    destination."""
+
+
 class KeysFileError(ValueError):
     """A keys file that cannot be used; the text names the JSON path."""
 
@@ -103,7 +117,8 @@ class KeysFileError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Resource:
     """A resource URI reduced to what scoping compares: host (lower-case, with the port when
-    one is given) and path segments (lower-case, unescaped)."""
+    one is given) and path segments (lower-case, unescaped before splitting, so an escaped
+    ``/`` separates segments as it does in the entity name the management API resolves)."""
 
     host: str
     path: tuple[str, ...]
@@ -113,7 +128,7 @@ class Resource:
         parts = urlsplit(uri.strip())
         host = parts.netloc.lower() if parts.scheme else ""
         path = parts.path if parts.scheme else uri.strip()
-        return cls(host, tuple(unquote(s).lower() for s in path.split("/") if s))
+        return cls(host, tuple(s.lower() for s in unquote(path).split("/") if s))
 
     @classmethod
     def entity(cls, entity_path: str) -> Resource:
@@ -280,6 +295,51 @@ def require(grant: Grant, right: Right) -> None:
             f"Unauthorized access. '{right.label}' claim(s) are required to perform this "
             f"operation; key '{grant.key_name}' has {grant.rights.label}"
         )
+
+
+# ---------------------------------------------------------------------- forwarding
+
+SUPPLEMENTARY_HEADER = "ServiceBusSupplementaryAuthorization"
+DLQ_SUPPLEMENTARY_HEADER = "ServiceBusDlqSupplementaryAuthorization"
+FORWARDING_HEADERS = {
+    "ForwardTo": SUPPLEMENTARY_HEADER,
+    "ForwardDeadLetteredMessagesTo": DLQ_SUPPLEMENTARY_HEADER,
+}
+
+
+def authorize_destination(
+    keys: SasKeys,
+    prop: str,
+    destination: str,
+    base: str,
+    main: str | None,
+    supplementary: str | None,
+    now: float,
+) -> Grant:
+    """The grant of ``Send`` on ``destination`` (an entity path of the namespace served at
+    ``base``, such as ``https://host:port``) that setting ``prop`` (``ForwardTo`` or
+    ``ForwardDeadLetteredMessagesTo``) to it needs: from ``main``, the request's own token, or
+    else ``supplementary``, the token of the header :data:`FORWARDING_HEADERS` names for
+    ``prop``. :class:`DestinationRefused` names the destination and why each token falls
+    short when neither grants it."""
+    header = FORWARDING_HEADERS[prop]
+    audience = f"{base.rstrip('/')}/{destination.strip('/')}"
+    reasons: list[str] = []
+    for label, token in (("Authorization", main), (header, supplementary)):
+        if not token:
+            reasons.append(f"{label}: none was sent")
+            continue
+        try:
+            grant = keys.verify(token, audience, now)
+            require(grant, Right.SEND)
+        except SasError as exc:
+            reasons.append(f"{label}: {exc}")
+        else:
+            return grant
+    raise DestinationRefused(
+        f"{prop} '{destination}' needs 'Send' on '{destination}', which neither the request's "
+        f"token nor the {header} token grants ({'; '.join(reasons)})"
+    )
 
 
 class Claims:
