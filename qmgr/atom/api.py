@@ -18,9 +18,10 @@ commit before answering. Authorization is checked before, by the port
 (:mod:`qmgr.node.sbport`), when the node has Service Bus keys: a token granting ``Manage`` on
 the request's URL. Given those keys here too, a PUT that makes a queue or subscription
 auto-forward (``ForwardTo``, ``ForwardDeadLetteredMessagesTo``, on create and on update) also
-needs ``Send`` on each destination, from the request's token or the supplementary token the admin
-clients send for it (:func:`qmgr.servicebus.sas.authorize_destination`); without it the answer is
-401 and nothing is created or changed.
+needs ``Manage`` on each destination, as Service Bus requires for chaining (``Send`` there is not
+enough), from the request's token or the supplementary token the admin clients send for it
+(:func:`qmgr.servicebus.sas.authorize_destination`); without it the answer is 401 and nothing is
+created or changed.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _error(status: int, detail: str) -> Response:
 
 class ManagementApi:
     """Answers management requests on ``namespace``; ``now`` gives the time for feeds and
-    tokens. With ``keys`` (the node's Service Bus keys), forwarding destinations need ``Send``;
+    tokens. With ``keys`` (the node's Service Bus keys), forwarding destinations need ``Manage``;
     without, every token is accepted."""
 
     def __init__(
@@ -205,7 +206,7 @@ class ManagementApi:
     def _authorize_forwarding(
         self, props: QueueProperties | SubscriptionProperties, req: _Request
     ) -> None:
-        """With keys: :class:`SasError` unless the request may send to every destination the
+        """With keys: :class:`SasError` unless the request may manage every destination the
         entity would forward to (what it forwards to after this create or update)."""
         if self.keys is None:
             return

@@ -19,13 +19,16 @@ signed with, and ``sig`` the base64 HMAC-SHA256, keyed with that key's text (UTF
   ``Manage`` to manage entities. ``Manage`` includes ``Send`` and ``Listen``.
 
 A queue or subscription that auto-forwards (``ForwardTo``, ``ForwardDeadLetteredMessagesTo``)
-sends into its destination on its own, so whoever creates or updates one so must hold ``Send``
-on the destination too, or a key confined to one entity could reach any other by forwarding.
-The admin clients send a token for the destination in a supplementary header
+sends into its destination on its own, so whoever creates or updates one so must hold
+``Manage`` on the destination too, as Service Bus documents for chaining ("the creator ... must
+have Manage permissions on both the source and the destination entity"); otherwise a key
+confined to one entity could reach any other by forwarding. ``Send`` (or ``Listen``) there is
+not enough. The admin clients send a token for the destination in a supplementary header
 (``ServiceBusSupplementaryAuthorization`` for ``ForwardTo``,
 ``ServiceBusDlqSupplementaryAuthorization`` for ``ForwardDeadLetteredMessagesTo``), signed with
 the same credential for the destination's address; :func:`authorize_destination` accepts the
-change when that token or the request's own token grants ``Send`` there, each checked as above.
+change when that token or the request's own token grants ``Manage`` there, each checked as
+above. Sending into the source afterwards needs only ``Send`` on the source.
 
 :class:`SasKeys` holds the keys of a namespace (read from the keys file, :func:`parse_keys`);
 :class:`Claims` holds what the tokens put on one AMQP connection (CBS ``put-token``) grant.
@@ -103,7 +106,7 @@ class MissingRight(SasError):
 
 
 class DestinationRefused(SasError):
-    """Neither the request's token nor the supplementary one grants Send on a forwarding
+    """Neither the request's token nor the supplementary one grants Manage on a forwarding
     destination."""
 
 
@@ -316,7 +319,7 @@ def authorize_destination(
     supplementary: str | None,
     now: float,
 ) -> Grant:
-    """The grant of ``Send`` on ``destination`` (an entity path of the namespace served at
+    """The grant of ``Manage`` on ``destination`` (an entity path of the namespace served at
     ``base``, such as ``https://host:port``) that setting ``prop`` (``ForwardTo`` or
     ``ForwardDeadLetteredMessagesTo``) to it needs: from ``main``, the request's own token, or
     else ``supplementary``, the token of the header :data:`FORWARDING_HEADERS` names for
@@ -331,13 +334,13 @@ def authorize_destination(
             continue
         try:
             grant = keys.verify(token, audience, now)
-            require(grant, Right.SEND)
+            require(grant, Right.MANAGE)
         except SasError as exc:
             reasons.append(f"{label}: {exc}")
         else:
             return grant
     raise DestinationRefused(
-        f"{prop} '{destination}' needs 'Send' on '{destination}', which neither the request's "
+        f"{prop} '{destination}' needs 'Manage' on '{destination}', which neither the request's "
         f"token nor the {header} token grants ({'; '.join(reasons)})"
     )
 

@@ -1,11 +1,12 @@
-"""Auto-forwarding needs Send on the destination, on a real node with ``--servicebus-keys``,
+"""Auto-forwarding needs Manage on the destination, on a real node with ``--servicebus-keys``,
 driven by azure-servicebus 7.15.0's ``ServiceBusAdministrationClient``.
 
 A Manage key defined on ``orders`` manages what is under ``orders``; a queue or subscription
 there that forwards (``forward_to``, ``forward_dead_lettered_messages_to``) would send into
 another entity with no key for it. Creating or updating one so is refused (401,
 ``ClientAuthenticationError``) and changes nothing unless the request's token or the
-supplementary token the admin client sends for the destination grants Send there; the
+supplementary token the admin client sends for the destination grants Manage there, as Service
+Bus requires for chaining (a key with only Send, or Listen, on the destination is refused); the
 escalation (forwarding subscription, send into ``orders``, message in ``invoices``) is blocked.
 ``qmgr sb`` and Config.json import go through the Admin service, which takes the node's users
 (``--auth``, group ``mqm``), never a Service Bus key."""
@@ -46,6 +47,7 @@ _quiet_insecure_warning = admin_http._quiet_insecure_warning
 KEYS: dict[str, dict[str, Any]] = {
     "RootManageSharedAccessKey": {"key": "r00t-secret", "rights": ["Manage", "Send", "Listen"]},
     "orders-admin": {"key": "0rders-admin", "rights": ["Manage"], "entity": "orders"},
+    "invoices-admin": {"key": "1nvoices-admin", "rights": ["Manage"], "entity": "invoices"},
     "invoices-sender": {"key": "1nvoices-send", "rights": ["Send"], "entity": "invoices"},
     "invoices-listener": {"key": "1nvoices-listen", "rights": ["Listen"], "entity": "invoices"},
 }
@@ -131,12 +133,12 @@ def drain(node: NodeProcess, queue: str) -> list[str]:
     return out
 
 
-def test_creating_a_forwarding_entity_without_send_on_the_destination_is_refused(
+def test_creating_a_forwarding_entity_without_manage_on_the_destination_is_refused(
     keyed: NodeProcess,
 ) -> None:
     orders = admin(keyed, "orders-admin")
     text = refused(orders.create_subscription, "orders", "leak", forward_to="invoices")
-    assert "invoices" in text and "ForwardTo" in text and "Send" in text
+    assert "invoices" in text and "ForwardTo" in text and "'Manage' on 'invoices'" in text
     text = refused(
         orders.create_subscription,
         "orders",
@@ -154,7 +156,7 @@ def test_creating_a_forwarding_entity_without_send_on_the_destination_is_refused
     assert subscriptions(keyed) == ["audit", "plain"]
 
 
-def test_updating_an_entity_to_forward_without_send_on_the_destination_changes_nothing(
+def test_updating_an_entity_to_forward_without_manage_on_the_destination_changes_nothing(
     keyed: NodeProcess,
 ) -> None:
     orders = admin(keyed, "orders-admin")
@@ -175,6 +177,14 @@ def test_updating_an_entity_to_forward_without_send_on_the_destination_changes_n
     queue = orders.get_queue("orders/plain")
     queue.forward_dead_lettered_messages_to = "invoices"
     refused(orders.update_queue, queue)
+    # with the supplementary token of a key that may only send to the destination
+    with_sender = admin(keyed, "orders-admin", also={"invoices": "invoices-sender"})
+    sub = with_sender.get_subscription("orders", "plain")
+    sub.forward_to = "invoices"
+    refused(with_sender.update_subscription, "orders", sub)
+    queue = with_sender.get_queue("orders/plain")
+    queue.forward_dead_lettered_messages_to = "invoices"
+    refused(with_sender.update_queue, queue)
 
     got_sub = admin(keyed).get_subscription("orders", "plain")
     got_queue = admin(keyed).get_queue("orders/plain")
@@ -197,21 +207,23 @@ def test_the_escalation_through_a_forwarding_subscription_is_blocked(
         admin(keyed).get_subscription("orders", "leak")
 
 
-def test_send_on_the_destination_lets_forwarding_through(keyed: NodeProcess) -> None:
-    # a destination under the key's own entity: its token grants Send there
+def test_manage_on_the_destination_lets_forwarding_through(keyed: NodeProcess) -> None:
+    # a destination under the key's own entity: its token grants Manage there
     orders = admin(keyed, "orders-admin")
     orders.create_subscription("orders", "to-archive", forward_to="orders/archive")
-    # the supplementary token of a key with Send on the destination
-    with_sender = admin(keyed, "orders-admin", also={"invoices": "invoices-sender"})
-    with_sender.create_subscription("orders", "billed", forward_to="invoices")
-    with_sender.create_queue("orders/billing", forward_dead_lettered_messages_to="invoices")
-    queue = with_sender.get_queue("orders/billing")
+    # the supplementary token of a key with Manage on the destination
+    with_admin = admin(keyed, "orders-admin", also={"invoices": "invoices-admin"})
+    with_admin.create_subscription("orders", "billed", forward_to="invoices")
+    with_admin.create_queue("orders/billing", forward_dead_lettered_messages_to="invoices")
+    queue = with_admin.get_queue("orders/billing")
     queue.forward_to = "invoices"
-    with_sender.update_queue(queue)
-    # Listen on the destination is not Send
-    with_listener = admin(keyed, "orders-admin", also={"invoices": "invoices-listener"})
-    text = refused(with_listener.create_subscription, "orders", "heard", forward_to="invoices")
-    assert "Send" in text and "invoices-listener" in text
+    with_admin.update_queue(queue)
+    # Send, or Listen, on the destination is not Manage
+    for name in ("invoices-sender", "invoices-listener"):
+        without = admin(keyed, "orders-admin", also={"invoices": name})
+        text = refused(without.create_subscription, "orders", "heard", forward_to="invoices")
+        assert "'Manage' claim(s) are required" in text and f"key '{name}'" in text
+        refused(without.create_queue, "orders/heard", forward_dead_lettered_messages_to="invoices")
     # a namespace-wide Manage key
     root = admin(keyed)
     root.create_subscription(
@@ -222,6 +234,7 @@ def test_send_on_the_destination_lets_forwarding_through(keyed: NodeProcess) -> 
     root.update_subscription("orders", sub)
 
     assert subscriptions(keyed) == ["audit", "billed", "root", "to-archive"]
+    assert queues(keyed) == ["invoices", "orders/archive", "orders/billing"]
     got = admin(keyed).get_queue("orders/billing")
     assert (got.forward_to, got.forward_dead_lettered_messages_to) == ("invoices", "invoices")
     with client(keyed, "orders-admin") as c, c.get_topic_sender("orders") as sender:
@@ -249,9 +262,9 @@ def _token(node: NodeProcess, entity: str, name: str, expiry: int = 0) -> str:
 
 def test_the_supplementary_headers_are_verified_like_the_main_token(keyed: NodeProcess) -> None:
     main = _token(keyed, "orders", "orders-admin")
-    good = _token(keyed, "invoices", "invoices-sender")
-    expired = _token(keyed, "invoices", "invoices-sender", int(time.time()) - 60)
-    forged = good.replace("skn=invoices-sender", "skn=invoices-listener")
+    good = _token(keyed, "invoices", "invoices-admin")
+    expired = _token(keyed, "invoices", "invoices-admin", int(time.time()) - 60)
+    forged = good.replace("skn=invoices-admin", "skn=invoices-sender")
     sup, dlq = "ServiceBusSupplementaryAuthorization", "ServiceBusDlqSupplementaryAuthorization"
 
     def put(name: str, body: bytes, **headers: str) -> tuple[int, bytes]:
@@ -269,8 +282,9 @@ def test_the_supplementary_headers_are_verified_like_the_main_token(keyed: NodeP
         ({sup: expired}, b"expired"),
         ({sup: forged}, b"signature does not match"),
         ({sup: _token(keyed, "invoices", "orders-admin")}, b"defined on 'orders'"),
-        ({sup: _token(keyed, "invoices", "invoices-listener")}, b"'Send' claim"),
-        ({sup: _token(keyed, "orders", "invoices-sender")}, b"cannot sign"),
+        ({sup: _token(keyed, "invoices", "invoices-sender")}, b"'Manage' claim"),
+        ({sup: _token(keyed, "invoices", "invoices-listener")}, b"'Manage' claim"),
+        ({sup: _token(keyed, "orders", "invoices-admin")}, b"cannot sign"),
         ({dlq: good}, b"none was sent"),  # the header for the other property
     ):
         status, body = put("leak", forward, **headers)

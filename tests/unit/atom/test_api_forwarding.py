@@ -1,6 +1,7 @@
 """The management API with Service Bus keys: a PUT that makes a queue or subscription
-auto-forward needs Send on each destination (the request's token or the supplementary one),
-on create and on update; a refusal is a 401 that names the destination and changes nothing."""
+auto-forward needs Manage on each destination (the request's token or the supplementary one;
+Send there is not enough), on create and on update; a refusal is a 401 that names the
+destination and changes nothing."""
 
 from __future__ import annotations
 
@@ -20,12 +21,14 @@ KEYS = parse_keys(
     """{
       "root": {"key": "r00t", "rights": ["Manage"]},
       "orders-admin": {"key": "0rders", "rights": ["Manage"], "entity": "orders"},
+      "invoices-admin": {"key": "1nv-m", "rights": ["Manage"], "entity": "invoices"},
       "invoices-sender": {"key": "1nv-s", "rights": ["Send"], "entity": "invoices"}
     }"""
 )
 ROOT = token(f"https://{HOST}", key="r00t", name="root")
 ORDERS = token(f"sb://{HOST}/orders", key="0rders", name="orders-admin")
-INVOICES = token(f"sb://{HOST}/invoices", key="1nv-s", name="invoices-sender")
+INVOICES = token(f"sb://{HOST}/invoices", key="1nv-m", name="invoices-admin")
+INVOICES_SEND = token(f"sb://{HOST}/invoices", key="1nv-s", name="invoices-sender")
 SUP = "servicebussupplementaryauthorization"
 DLQ = "servicebusdlqsupplementaryauthorization"
 
@@ -64,7 +67,7 @@ def put(api: ManagementApi, path: str, body: bytes, main: str = ORDERS, **header
     return api.handle("PUT", path, {"authorization": main, **headers}, body, HOST)
 
 
-def test_creating_a_forwarding_queue_or_subscription_needs_send_on_the_destination(
+def test_creating_a_forwarding_queue_or_subscription_needs_manage_on_the_destination(
     api: ManagementApi,
 ) -> None:
     for path, body in (
@@ -73,15 +76,20 @@ def test_creating_a_forwarding_queue_or_subscription_needs_send_on_the_destinati
         ("/orders/Subscriptions/leak", sub(ForwardTo="invoices")),
         ("/orders/Subscriptions/leak", sub(ForwardDeadLetteredMessagesTo="INVOICES")),
     ):
-        refused = put(api, path, body)
-        assert (refused.status, refused.changed) == (401, False)
-        assert b"<Code>401</Code>" in refused.body
-        assert b"'send' on 'invoices'" in refused.body.lower()
+        for headers in ({}, {SUP: INVOICES_SEND, DLQ: INVOICES_SEND}):
+            refused = put(api, path, body, **headers)
+            assert (refused.status, refused.changed) == (401, False)
+            assert b"<Code>401</Code>" in refused.body
+            assert b"'manage' on 'invoices'" in refused.body.lower()
     assert [q.name for q in api.ns.list_queues()] == ["invoices", "orders/archive"]
     assert api.ns.list_subscriptions("orders") == []
 
 
 def test_either_token_may_grant_it(api: ManagementApi) -> None:
+    send_only = put(api, "/orders/a", queue(ForwardTo="invoices"), **{SUP: INVOICES_SEND})
+    assert send_only.status == 401
+    assert b"'Manage' claim(s) are required" in send_only.body
+    assert b"key 'invoices-sender' has Send" in send_only.body
     assert put(api, "/orders/a", queue(ForwardTo="invoices"), **{SUP: INVOICES}).status == 201
     assert put(api, "/orders/b", queue(ForwardTo="orders/archive")).status == 201
     both = sub(ForwardTo="invoices", ForwardDeadLetteredMessagesTo="invoices")
@@ -99,9 +107,12 @@ def test_an_update_is_checked_against_what_the_entity_then_forwards_to(api: Mana
     assert refused.status == 401
     props = api.ns.get_subscription("orders", "s").properties
     assert (props.forward_to, props.max_delivery_count) == (None, 3)
+    forward = sub(ForwardTo="invoices")
+    send_only = put(api, "/orders/Subscriptions/s", forward, **match, **{SUP: INVOICES_SEND})
+    assert send_only.status == 401  # Send on the destination is not Manage
     ok = put(api, "/orders/Subscriptions/s", sub(ForwardTo="invoices"), **match, **{SUP: INVOICES})
     assert ok.status == 200
-    # the subscription keeps forwarding to 'invoices': a later change still needs Send there
+    # the subscription keeps forwarding to 'invoices': a later change still needs Manage there
     assert put(api, "/orders/Subscriptions/s", sub(MaxDeliveryCount="5"), **match).status == 401
     assert api.ns.get_subscription("orders", "s").properties.max_delivery_count == 3
     cleared = put(api, "/orders/Subscriptions/s", sub(ForwardTo=""), **match)
@@ -113,7 +124,7 @@ def test_bad_requests_and_missing_destinations_answer_as_before(api: ManagementA
     assert put(api, "/orders/q", queue(MaxDeliveryCount="0", ForwardTo="invoices")).status == 400
     missing = put(api, "/orders/q", queue(ForwardTo="orders/none"))
     assert missing.status == 400 and b"does not exist" in missing.body
-    assert put(api, "/orders/q", queue(ForwardTo="nowhere")).status == 401  # no Send there
+    assert put(api, "/orders/q", queue(ForwardTo="nowhere")).status == 401  # no Manage there
     assert put(api, "/orders/q", queue(), main=ROOT).status == 201
     taken = put(api, "/orders/q", queue(ForwardTo="invoices"), **{SUP: INVOICES})
     assert taken.status == 409

@@ -1,5 +1,6 @@
-"""Send on an auto-forwarding destination: from the request's token or the supplementary one,
-each verified like any token (signature, expiry, the key's entity, the claim)."""
+"""Manage on an auto-forwarding destination (as Service Bus requires for chaining; Send or
+Listen there is not enough): from the request's token or the supplementary one, each verified
+like any token (signature, expiry, the key's entity, the claim)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ def keys() -> SasKeys:
         """{
           "root": {"key": "r00t", "rights": ["Manage"]},
           "orders-admin": {"key": "0rders", "rights": ["Manage"], "entity": "orders"},
+          "invoices-admin": {"key": "1nv-m", "rights": ["Manage"], "entity": "invoices"},
           "invoices-sender": {"key": "1nv-s", "rights": ["Send"], "entity": "invoices"},
+          "invoices-user": {"key": "1nv-u", "rights": ["Send", "Listen"], "entity": "invoices"},
           "invoices-listener": {"key": "1nv-l", "rights": ["Listen"], "entity": "invoices"}
         }"""
     )
@@ -36,7 +39,9 @@ def keys() -> SasKeys:
 KEY_TEXT = {
     "root": "r00t",
     "orders-admin": "0rders",
+    "invoices-admin": "1nv-m",
     "invoices-sender": "1nv-s",
+    "invoices-user": "1nv-u",
     "invoices-listener": "1nv-l",
 }
 
@@ -55,7 +60,7 @@ def authorize(
         )
     except DestinationRefused as exc:
         return f"refused: {exc}"
-    assert grant.rights & Right.SEND
+    assert grant.rights & Right.MANAGE
     return grant.key_name
 
 
@@ -71,16 +76,35 @@ def test_the_headers_of_each_property() -> None:
     assert issubclass(DestinationRefused, SasError)
 
 
-def test_the_main_token_may_grant_send_on_the_destination() -> None:
+def test_the_main_token_may_grant_manage_on_the_destination() -> None:
     assert authorize(tok("https://h:1", "root"), None) == "root"  # namespace-wide
     assert authorize(MAIN, None, "orders/archive") == "orders-admin"  # under its entity
     assert authorize(MAIN, None, "Orders/Archive") == "orders-admin"  # names ignore case
 
 
 def test_else_the_supplementary_token_must() -> None:
-    assert authorize(MAIN, tok("sb://h:1/invoices", "invoices-sender")) == "invoices-sender"
-    assert authorize(None, tok("sb://h:1/invoices", "invoices-sender")) == "invoices-sender"
+    assert authorize(MAIN, tok("sb://h:1/invoices", "invoices-admin")) == "invoices-admin"
+    assert authorize(None, tok("sb://h:1/invoices", "invoices-admin")) == "invoices-admin"
     assert authorize(MAIN, tok("sb://h:1/", "root")) == "root"
+
+
+@pytest.mark.parametrize(
+    ("name", "rights"),
+    [
+        ("invoices-sender", "Send"),
+        ("invoices-user", "Send, Listen"),
+        ("invoices-listener", "Listen"),
+    ],
+)
+def test_send_or_listen_on_the_destination_is_not_manage(name: str, rights: str) -> None:
+    text = authorize(MAIN, tok("sb://h:1/invoices", name))
+    assert text.startswith("refused: ForwardTo 'invoices' needs 'Manage' on 'invoices'")
+    assert (
+        f"'Manage' claim(s) are required to perform this operation; key '{name}' has {rights}"
+        in text
+    )
+    # nor is the request's own token enough, from a key without Manage there
+    assert authorize(tok("sb://h:1/invoices", name), None).startswith("refused: ")
 
 
 @pytest.mark.parametrize(
@@ -89,18 +113,19 @@ def test_else_the_supplementary_token_must() -> None:
         (None, f"{SUPPLEMENTARY_HEADER}: none was sent"),
         ("", f"{SUPPLEMENTARY_HEADER}: none was sent"),
         ("Bearer abc", "not a SharedAccessSignature"),
-        (tok("sb://h:1/invoices", "invoices-sender", key="wrong"), "signature does not match"),
-        (tok("sb://h:1/invoices", "invoices-sender", expiry=NOW - 1), "expired"),
+        (tok("sb://h:1/invoices", "invoices-admin", key="wrong"), "signature does not match"),
+        (tok("sb://h:1/invoices", "invoices-admin", expiry=NOW - 1), "expired"),
         (tok("sb://h:1/invoices", "orders-admin"), "is defined on 'orders'"),
-        (tok("sb://h:1/orders", "invoices-sender"), "is defined on 'invoices'"),
-        (tok("sb://h:1/invoices", "invoices-listener"), "'Send' claim(s) are required"),
-        (tok("sb://other:1/invoices", "invoices-sender"), "does not cover"),
+        (tok("sb://h:1/orders", "invoices-admin"), "is defined on 'invoices'"),
+        (tok("sb://h:1/invoices", "invoices-sender"), "'Manage' claim(s) are required"),
+        (tok("sb://h:1/invoices", "invoices-listener"), "'Manage' claim(s) are required"),
+        (tok("sb://other:1/invoices", "invoices-admin"), "does not cover"),
         (tok("sb://h:1/invoices-old", "root"), "does not cover"),
     ],
 )
 def test_refusals_name_the_destination_and_why(supplementary: str | None, why: str) -> None:
     text = authorize(MAIN, supplementary)
-    assert text.startswith("refused: ForwardTo 'invoices' needs 'Send' on 'invoices'")
+    assert text.startswith("refused: ForwardTo 'invoices' needs 'Manage' on 'invoices'")
     assert "Authorization: the token is for 'sb://h:1/orders'" in text
     assert why in text
 
