@@ -102,8 +102,10 @@ class ServiceBusHost:
         try:
             for path, data in loaded.entities:
                 ns.restore_entity(path, data)
+            locked = loaded.locked
             for entity, stored in loaded.messages:
-                ns.restore_message(entity, stored)
+                lost = (entity, stored.sequence_number) in locked
+                ns.restore_message(entity, stored, lock_lost=lost)
             for entity, session_id, state in loaded.sessions:
                 ns.restore_session_state(entity, session_id, state)
             for key, value in loaded.values.items():

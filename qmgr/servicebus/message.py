@@ -132,6 +132,13 @@ class SbJournal(Protocol):
       deliver the message again, which peek-lock's at-least-once delivery allows; losing a
       removal in receive-and-delete mode would deliver a message twice, so that one is not
       relaxed).
+    - ``message_locked(entity, sequence_number)``: the message was handed out under a lock
+      (peek-lock, a session's or its own); ``message_unlocked`` says its lock ended with no
+      other change (released unseen). Any other change to the message (``message_updated``,
+      removal) ends the mark too. A message still marked when the namespace is restored lost
+      its lock to the restart: ``Namespace.restore_message(..., lock_lost=True)`` counts it as
+      an expired lock. A store may keep these marks as it keeps completions (losing one to a
+      power loss only leaves that delivery uncounted).
     """
 
     def entity_saved(self, path: str, data: dict[str, Any]) -> None: ...
@@ -140,6 +147,8 @@ class SbJournal(Protocol):
     def message_updated(self, entity: str, stored: Stored) -> None: ...
     def message_removed(self, entity: str, sequence_number: int) -> None: ...
     def message_settled(self, entity: str, sequence_number: int) -> None: ...
+    def message_locked(self, entity: str, sequence_number: int) -> None: ...
+    def message_unlocked(self, entity: str, sequence_number: int) -> None: ...
     def session_state_saved(self, entity: str, session_id: str, state: bytes | None) -> None: ...
     def value_saved(self, key: str, value: str) -> None: ...
 
@@ -163,6 +172,12 @@ class NullSbJournal:
         pass
 
     def message_settled(self, entity: str, sequence_number: int) -> None:
+        pass
+
+    def message_locked(self, entity: str, sequence_number: int) -> None:
+        pass
+
+    def message_unlocked(self, entity: str, sequence_number: int) -> None:
         pass
 
     def session_state_saved(self, entity: str, session_id: str, state: bytes | None) -> None:

@@ -24,8 +24,11 @@ How messages are numbered and kept:
   ``Session ID is null.``, ``FilterEvaluationException`` and, for a message that could not be
   auto-forwarded, the code of the failure (``MessagingEntityNotFound``,
   ``MessagingEntityDisabled``, ``QuotaExceeded``).
-- Locks are not durable: the journal is told of a message when it is added, removed, or its
-  state, properties or delivery count change; after a restart every message is unlocked.
+- The journal is told of a message when it is added, removed, or its state, properties or
+  delivery count change, and when it is handed out under a lock (``message_locked``; a
+  release ends the mark with ``message_unlocked``). Lock tokens are not kept: after a restart
+  every message is unlocked, and one that was locked when the namespace went down has lost
+  its lock as if it had expired (delivery count + 1, dead-lettered at MaxDeliveryCount).
 
 Timers: ``next_deadline`` says when ``tick`` has something to do (lock and session lock
 expiry, scheduled activation, TTL expiry, duplicate history, AutoDeleteOnIdle); each store
@@ -348,6 +351,7 @@ class Namespace:
         self._timer_n = 0
         self._dirty: list[MessageStore] = []  # stores whose sequence counter must be journaled
         self._idle: list[tuple[float, int, Any]] = []  # (auto-delete deadline, n, entity)
+        self._lost_locks: list[tuple[Any, MessageStore, Stored]] = []  # restored, were locked
 
     def _changed(self) -> None:
         self._paths.clear()
@@ -1275,6 +1279,7 @@ class Namespace:
         if peek_lock:
             until = sq.locked_until if sq is not None else now + entity.props.lock_duration
         active = MessageState.ACTIVE
+        locked = self.journal.message_locked
         try:
             while len(out) < max_count:
                 if returned and (not fresh or returned[0] < fresh[0]):
@@ -1294,6 +1299,7 @@ class Namespace:
                     stored.lock_token = token
                     stored.locked_until = until
                     store.locks[token] = stored
+                    locked(store.path, seq)
                     if sq is not None:
                         stored.session_lock = True
                         sq.locked[token] = stored
@@ -1395,13 +1401,15 @@ class Namespace:
         """A message handed back unseen: available again, delivery count unchanged."""
         entity, store, stored = self._locked(path, lock_token)
         now = self.clock.now()
-        if stored.state is MessageState.ACTIVE:
-            if stored.expires_at <= now:
+        try:
+            if stored.state is MessageState.ACTIVE and stored.expires_at <= now:
                 self._expire(entity, store, stored, now)
-                self._flush()
-            else:
+                return
+            self.journal.message_unlocked(store.path, stored.sequence_number)
+            if stored.state is MessageState.ACTIVE:
                 self._return(entity, store, stored, now)
-                self._flush()
+        finally:
+            self._flush()
 
     def defer(
         self, path: str, lock_token: uuid.UUID, properties: Mapping[str, Any] | None = None
@@ -1573,6 +1581,7 @@ class Namespace:
                 token = uuid.uuid4()
                 stored.lock_token = token
                 store.locks[token] = stored
+                self.journal.message_locked(store.path, stored.sequence_number)
                 if sq is not None:
                     stored.locked_until = sq.locked_until
                     stored.session_lock = True
@@ -1720,11 +1729,12 @@ class Namespace:
                 stored.lock_token = None
                 stored.locked_until = 0.0
                 stored.session_lock = False
+                if stored.state is MessageState.ACTIVE and stored.expires_at <= now:
+                    self._expire(entity, store, stored, now)  # it expired while locked
+                    continue
+                self.journal.message_unlocked(store.path, stored.sequence_number)
                 if stored.state is MessageState.ACTIVE:
-                    if stored.expires_at <= now:  # it expired while locked: now it does
-                        self._expire(entity, store, stored, now)
-                    else:
-                        store.make_available(stored, returned=True)
+                    store.make_available(stored, returned=True)
         finally:
             self._flush()
         self._forget_session_if_empty(store, sq)
@@ -1914,8 +1924,10 @@ class Namespace:
 
     # ================================================================== restore (data)
 
-    def restore_message(self, entity: str, stored: Stored) -> None:
-        """A message as the journal saved it under ``entity`` (its lock is not restored)."""
+    def restore_message(self, entity: str, stored: Stored, *, lock_lost: bool = False) -> None:
+        """A message as the journal saved it under ``entity`` (its lock is not restored).
+        ``lock_lost``: it was still marked locked (``SbJournal.message_locked``): the restart
+        took its lock, which ``finish_restore`` counts as an expired lock."""
         self._apply_restored_entities()
         owner, store = self._resolve(entity)
         stored.lock_token = None
@@ -1935,10 +1947,12 @@ class Namespace:
             return
         if store.sessions_enabled:
             store.session(stored.message.session_id or "").count += 1
-        if stored.state is MessageState.ACTIVE:
+        if lock_lost:
+            self._lost_locks.append((owner, store, stored))
+        elif stored.state is MessageState.ACTIVE:
             store.make_available(stored, returned=True)
-            if stored.expires_at != math.inf:
-                heapq.heappush(store.ttl_heap, (stored.expires_at, seq))
+        if stored.state is MessageState.ACTIVE and stored.expires_at != math.inf:
+            heapq.heappush(store.ttl_heap, (stored.expires_at, seq))
 
     def restore_session_state(self, entity: str, session_id: str, state: bytes | None) -> None:
         self._apply_restored_entities()
@@ -2029,9 +2043,19 @@ class Namespace:
         self._changed()
 
     def finish_restore(self) -> None:
-        """Everything saved has been restored: set the timers (locks are all released;
-        delivery counts are as saved)."""
+        """Everything saved has been restored: the messages whose lock the restart took count
+        a failed delivery, as an expired lock does (dead-lettered at MaxDeliveryCount); then
+        set the timers. Every other message keeps its delivery count."""
         self._apply_restored_entities()
+        lost, self._lost_locks = self._lost_locks, []
+        if lost:
+            now = self.clock.now()
+            try:
+                for owner, store, stored in lost:
+                    if not store.dead and store.messages.get(stored.sequence_number) is stored:
+                        self._expire_lock(owner, store, stored, now)
+            finally:
+                self._flush()
         for entity in self._by_uid().values():
             if entity.dup_order:
                 entity.dup_order = deque(sorted(entity.dup_order))

@@ -83,8 +83,8 @@ def _untime(t: float | str | None) -> float | None:
 
 
 def encode_stored(s: Stored) -> str:
-    """Everything of a stored message but its body, as JSON (the lock is not kept: a restart
-    releases every lock)."""
+    """Everything of a stored message but its body, as JSON (the lock token is not kept: a
+    restart releases every lock; whether it was locked is the row's ``locked`` column)."""
     m = s.message
     header: dict[str, Any] = {k: v for k in _FIELDS if (v := getattr(m, k)) is not None}
     if "time_to_live" in header:

@@ -8,7 +8,9 @@ Tables:
   (``orders``, ``events/Subscriptions/audit``, ``events/Subscriptions/audit/Rules/big``), with
   the namespace's own description of it (JSON), in creation order;
 - ``sb_messages``: every message of every queue, subscription and dead-letter sub-queue
-  (active, deferred and scheduled), keyed by entity path and sequence number;
+  (active, deferred and scheduled), keyed by entity path and sequence number; ``locked`` is 1
+  while the message is handed out under a lock (set by ``message_locked``, cleared by
+  ``message_unlocked`` and by rewriting the row), so a restart knows which locks it took;
 - ``sb_sessions``: session state, by entity path and session id;
 - ``sb_values``: what else the namespace keeps (sequence counters, duplicate-detection
   history...), by key; saving an empty value deletes the key.
@@ -36,7 +38,7 @@ CREATE TABLE IF NOT EXISTS sb_entities (
     path TEXT COLLATE NOCASE PRIMARY KEY, data TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sb_messages (
     entity TEXT COLLATE NOCASE NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL,
-    header TEXT NOT NULL, PRIMARY KEY (entity, seq));
+    header TEXT NOT NULL, locked INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (entity, seq));
 CREATE TABLE IF NOT EXISTS sb_sessions (
     entity TEXT COLLATE NOCASE NOT NULL, session_id TEXT NOT NULL, state BLOB NOT NULL,
     PRIMARY KEY (entity, session_id));
@@ -52,6 +54,8 @@ SB_SQL = {
     "sb_put": "INSERT OR REPLACE INTO sb_messages (entity, seq, body, header) VALUES (?,?,?,?)",
     "sb_del": "DELETE FROM sb_messages WHERE entity = ? AND seq = ?",
     "sb_settle": "DELETE FROM sb_messages WHERE entity = ? AND seq = ?",  # a completion
+    "sb_lock": "UPDATE sb_messages SET locked = 1 WHERE entity = ? AND seq = ?",
+    "sb_unlock": "UPDATE sb_messages SET locked = 0 WHERE entity = ? AND seq = ?",
     "sb_state": "INSERT OR REPLACE INTO sb_sessions (entity, session_id, state) VALUES (?,?,?)",
     "sb_unstate": "DELETE FROM sb_sessions WHERE entity = ? AND session_id = ?",
     "sb_value": "INSERT OR REPLACE INTO sb_values (key, value) VALUES (?,?)",
@@ -81,12 +85,21 @@ def register_functions(conn: sqlite3.Connection) -> None:
     conn.create_function("sb_under", 2, under, deterministic=True)
 
 
+def upgrade_schema(conn: sqlite3.Connection) -> None:
+    """Bring a store written before ``sb_messages.locked`` existed up to date (its messages
+    count as unlocked)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(sb_messages)")}
+    if "locked" not in columns:
+        conn.execute("ALTER TABLE sb_messages ADD COLUMN locked INTEGER NOT NULL DEFAULT 0")
+
+
 @dataclass
 class SbLoaded:
     """What the namespace saved, in the order it is to be restored."""
 
     entities: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     messages: list[tuple[str, Stored]] = field(default_factory=list)
+    locked: set[tuple[str, int]] = field(default_factory=set)  # (entity, seq) marked locked
     sessions: list[tuple[str, str, bytes]] = field(default_factory=list)
     values: dict[str, str] = field(default_factory=dict)
 
@@ -99,10 +112,12 @@ def load_servicebus(conn: sqlite3.Connection) -> SbLoaded:
     loaded = SbLoaded()
     for path, data in conn.execute("SELECT path, data FROM sb_entities ORDER BY rowid"):
         loaded.entities.append((path, json.loads(data)))
-    for entity, seq, body, header in conn.execute(
-        "SELECT entity, seq, body, header FROM sb_messages ORDER BY entity, seq"
+    for entity, seq, body, header, locked in conn.execute(
+        "SELECT entity, seq, body, header, locked FROM sb_messages ORDER BY entity, seq"
     ):
         loaded.messages.append((entity, decode_stored(seq, body, header)))
+        if locked:
+            loaded.locked.add((entity, seq))
     for entity, session_id, state in conn.execute(
         "SELECT entity, session_id, state FROM sb_sessions ORDER BY entity, session_id"
     ):
@@ -139,6 +154,12 @@ class SbStoreJournal:
 
     def message_settled(self, entity: str, sequence_number: int) -> None:
         self._store.append("sb_settle", (entity, sequence_number))
+
+    def message_locked(self, entity: str, sequence_number: int) -> None:
+        self._store.append("sb_lock", (entity, sequence_number))
+
+    def message_unlocked(self, entity: str, sequence_number: int) -> None:
+        self._store.append("sb_unlock", (entity, sequence_number))
 
     def session_state_saved(self, entity: str, session_id: str, state: bytes | None) -> None:
         if state is None:

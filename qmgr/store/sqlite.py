@@ -5,11 +5,12 @@ whatever has accumulated in one transaction. The running node holds the file in 
 exclusive locking mode (no file lock taken and released per transaction; the log's index in the
 process's memory), so nothing else opens it while the node runs. WAL mode with
 synchronous=FULL: a committed group survives the process being killed and the machine losing
-power. A group made only of Service Bus completions is committed with
+power. A group made only of Service Bus completions and lock marks is committed with
 synchronous=NORMAL: written to the write-ahead log before anyone is told (so it survives the
 process being killed) and flushed to the disk with the next full commit or checkpoint; a power
 loss in between can only bring a completed message back for another delivery, which peek-lock's
-at-least-once delivery allows, and saves a flush per completion. The database is created with
+at-least-once delivery allows, or leave a lock the restart took uncounted, and saves a flush per
+completion. The database is created with
 mode 0600 (SQLite gives its -wal file the same mode).
 """
 
@@ -33,6 +34,7 @@ from qmgr.store.servicebus import (
     SbLoaded,
     load_servicebus,
     register_functions,
+    upgrade_schema,
 )
 
 SCHEMA = """
@@ -50,7 +52,7 @@ CREATE TABLE IF NOT EXISTS retained (
 Op = tuple[str, tuple[Any, ...]]
 
 # the changes a group may consist of to be committed without a flush (see the docstring)
-RELAXED = frozenset({"sb_settle"})
+RELAXED = frozenset({"sb_settle", "sb_lock", "sb_unlock"})
 
 _SQL = {
     "add": "INSERT OR REPLACE INTO messages (seq, queue, message_id, body, header) VALUES (?,?,?,?,?)",
@@ -118,6 +120,7 @@ class SqliteStore:
         self._full = True  # the connection's synchronous setting is FULL
         register_functions(self._conn)
         self._conn.executescript(SCHEMA + SB_SCHEMA)
+        upgrade_schema(self._conn)
         self._pending: list[Op] = []
         self.appended = 0  # changes collected so far
         self.committed = 0  # changes known to be on disk

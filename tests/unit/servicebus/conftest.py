@@ -37,6 +37,7 @@ class RecordingJournal:
         self.messages: dict[str, dict[int, Stored]] = {}
         self.session_states: dict[tuple[str, str], bytes] = {}
         self.values: dict[str, str] = {}
+        self.locked: set[tuple[str, int]] = set()  # (entity, seq) handed out under a lock
 
     def entity_saved(self, path: str, data: dict[str, Any]) -> None:
         self.calls.append(("entity_saved", path))
@@ -49,22 +50,40 @@ class RecordingJournal:
             del self.entities[k]
         for k in [k for k in self.messages if k.lower() == low or k.lower().startswith(low + "/")]:
             del self.messages[k]
+        self.locked = {
+            (e, seq)
+            for e, seq in self.locked
+            if e.lower() != low and not e.lower().startswith(low + "/")
+        }
 
     def message_added(self, entity: str, stored: Stored) -> None:
         self.calls.append(("message_added", entity, stored.sequence_number))
+        self.locked.discard((entity, stored.sequence_number))
         self.messages.setdefault(entity, {})[stored.sequence_number] = stored.snapshot()
 
     def message_updated(self, entity: str, stored: Stored) -> None:
         self.calls.append(("message_updated", entity, stored.sequence_number))
+        self.locked.discard((entity, stored.sequence_number))
         self.messages.setdefault(entity, {})[stored.sequence_number] = stored.snapshot()
 
     def message_removed(self, entity: str, sequence_number: int) -> None:
         self.calls.append(("message_removed", entity, sequence_number))
+        self.locked.discard((entity, sequence_number))
         self.messages.get(entity, {}).pop(sequence_number, None)
 
     def message_settled(self, entity: str, sequence_number: int) -> None:
         self.calls.append(("message_settled", entity, sequence_number))
         self.messages.get(entity, {}).pop(sequence_number, None)
+        self.locked.discard((entity, sequence_number))
+
+    def message_locked(self, entity: str, sequence_number: int) -> None:
+        self.calls.append(("message_locked", entity, sequence_number))
+        assert sequence_number in self.messages.get(entity, {}), "a lock on an unsaved message"
+        self.locked.add((entity, sequence_number))
+
+    def message_unlocked(self, entity: str, sequence_number: int) -> None:
+        self.calls.append(("message_unlocked", entity, sequence_number))
+        self.locked.discard((entity, sequence_number))
 
     def session_state_saved(self, entity: str, session_id: str, state: bytes | None) -> None:
         self.calls.append(("session_state_saved", entity, session_id))
@@ -82,12 +101,14 @@ class RecordingJournal:
 
 
 def replay(journal: RecordingJournal, ns: Namespace) -> Namespace:
-    """Feed ``ns`` what a store would load after a restart, then finish the restore."""
+    """Feed ``ns`` what a store would load after a restart (the messages still marked locked
+    lost their lock), then finish the restore."""
     for path, data in journal.entities.values():  # type: ignore[misc]
         ns.restore_entity(path, data)
     for entity, messages in journal.messages.items():
         for stored in messages.values():
-            ns.restore_message(entity, stored.snapshot())
+            lost = (entity, stored.sequence_number) in journal.locked
+            ns.restore_message(entity, stored.snapshot(), lock_lost=lost)
     for (entity, session_id), state in journal.session_states.items():
         ns.restore_session_state(entity, session_id, state)
     for key, value in journal.values.items():

@@ -1,5 +1,6 @@
-"""Restart: what the journal kept comes back; locks are released, delivery counts kept,
-sequence numbers continue, duplicate history, scheduled messages and session state survive."""
+"""Restart: what the journal kept comes back; locks are released (a lock the restart took
+counts a delivery, as an expired lock does; every other delivery count is kept), sequence
+numbers continue, duplicate history, scheduled messages and session state survive."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ def restarted(journal: RecordingJournal, clock: ManualClock) -> tuple[Namespace,
     fresh.messages = {k: dict(v) for k, v in journal.messages.items()}
     fresh.session_states = dict(journal.session_states)
     fresh.values = dict(journal.values)
+    fresh.locked = set(journal.locked)
     return replay(journal, Namespace(clock=clock, journal=fresh)), fresh
 
 
-def test_messages_survive_with_locks_released_and_counts_kept(
+def test_messages_survive_with_locks_released_and_lost_locks_counted(
     ns: Namespace, journal: RecordingJournal, clock: ManualClock
 ) -> None:
     ns.create_queue("q", QueueProperties(dead_lettering_on_expiration=True))
@@ -45,7 +47,8 @@ def test_messages_survive_with_locks_released_and_counts_kept(
     )
     assert info.size_bytes == before.size_bytes
     got = again.receive("q", 10, PL)
-    assert [(m.message.body, m.delivery_count) for m in got] == [(b"a", 1), (b"b", 0)]
+    # a (abandoned once) and b were locked at the restart: each lost lock counts
+    assert [(m.message.body, m.delivery_count) for m in got] == [(b"a", 2), (b"b", 1)]
     for m in got:
         again.complete("q", token(m))
     [deferred] = again.receive_deferred("q", [c.sequence_number], RD)
@@ -118,7 +121,11 @@ def test_session_state_and_messages_survive(
     assert again.accept_session("t/Subscriptions/s", "a") is not None  # the lock was released
     assert again.get_session_state("t/Subscriptions/s", "a") == b"state"
     [m] = again.receive("t/Subscriptions/s", 5, PL, session="a")
-    assert (m.message.body, m.delivery_count, m.state) == (b"1", 0, MessageState.ACTIVE)
+    # received under the session lock the restart took: a failed delivery
+    assert (m.message.body, m.delivery_count, m.state) == (b"1", 1, MessageState.ACTIVE)
+    assert again.accept_session("t/Subscriptions/s", "b") is not None
+    [other] = again.receive("t/Subscriptions/s", 5, PL, session="b")
+    assert other.delivery_count == 0  # never locked
 
 
 def test_deleted_entities_stay_deleted(
