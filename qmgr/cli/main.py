@@ -119,7 +119,8 @@ def cli() -> None:
     metavar="HOST:PORT",
     help="Where the Service Bus namespace serves AMQP, HTTPS and HTTP (the admin API) on one "
     "port (default 127.0.0.1:5672, as the emulator's connection string says; 0 for any free "
-    "port). Printed on the READY line as sb=HOST:PORT.",
+    "port). Printed on the READY line as sb=HOST:PORT. Implies --servicebus: given alone, the "
+    "node hosts the namespace its store holds, else one named sbemulatorns.",
 )
 @click.option(
     "--servicebus-keys",

@@ -63,7 +63,8 @@ class NodeConfig:
     secret: NodeSecret | None = field(default=None, repr=False)
     insecure: bool = False
     # --servicebus [NAME]: the Service Bus namespace the node hosts (None: only one the store
-    # already holds); --servicebus-config FILE: the emulator's Config.json applied at start
+    # already holds; "": the one the store holds, else the default one, for --servicebus-port
+    # given alone); --servicebus-config FILE: the emulator's Config.json applied at start
     servicebus: str | None = None
     servicebus_config: Path | None = None
     # --servicebus-limit NAME=N: the namespace's quotas (NamespaceLimits fields) in place of
@@ -255,6 +256,8 @@ def make_config(
     sb_host, sb_port = DEFAULT_SERVICEBUS_HOST, DEFAULT_SERVICEBUS_PORT
     if servicebus_port is not None:
         sb_host, sb_port = parse_listen(servicebus_port, "--servicebus-port")
+        if namespace is None and config_file is None:
+            namespace = ""  # the port implies a namespace: the store's, else the default one
     return NodeConfig(
         name=name,
         host=host,
