@@ -148,6 +148,8 @@ class Session:
     # the peer's handles of links detached on both sides (until the peer attaches them again):
     # a late frame for one is dropped, not a session error (see ``_link``)
     detached: set[int] = field(default_factory=set)
+    # deliveries owed to the peer (``Connection.send_owed``) waiting for its incoming window
+    backlog: deque[tuple[Link, bytes, bytes, int, bool]] = field(default_factory=deque)
 
     def __repr__(self) -> str:
         return f"Session(channel={self.channel}, remote_channel={self.remote_channel})"
@@ -197,6 +199,7 @@ class Link:
             and self.live
             and self.credit > 0
             and self.session.remote_incoming_window > 0
+            and not self.session.backlog
         )
 
     def __repr__(self) -> str:
@@ -574,13 +577,60 @@ class Connection:
     ) -> int:
         """Send one delivery on a link we send on, split to the peer's max frame size; uses one
         credit. Returns its delivery-id (needed to match the peer's disposition)."""
-        if not link.can_send:
+        if not link.can_send or link.session.backlog:
             raise LocalProtocolError(f"cannot send on {link!r} now (credit {link.credit})")
+        self._check_size(link, payload)
+        link.delivery_count = (link.delivery_count + 1) & _U32
+        link.credit -= 1
+        return self._transfer_out(link, bytes(tag), payload, message_format, settled)
+
+    def send_owed(
+        self,
+        link: Link,
+        tag: bytes,
+        payload: bytes,
+        *,
+        message_format: int = 0,
+        settled: bool = False,
+    ) -> None:
+        """Send a delivery the peer is owed whatever its link credit: the answer to a request
+        it made on a request/response link pair (``$management``, ``$cbs``), or a message
+        already taken for it (receive-and-delete, removed before it goes out).
+
+        Clients grant a reply link credit once and may never top it up (azure-servicebus grants
+        10,000), yet expect every request answered for the life of the connection; the request
+        itself came within the credit we gave, so what is owed stays bounded by what the peer
+        asked for. The session window still applies: while the peer's incoming window is shut
+        the delivery waits, in order, behind the others owed on its session, and goes out when
+        the peer's flow opens the window (a link gone by then drops it)."""
+        if not (link.is_sender and link.attached and link.live):
+            raise LocalProtocolError(f"cannot send on {link!r}: not attached")
+        self._check_size(link, payload)
+        link.delivery_count = (link.delivery_count + 1) & _U32
+        link.credit = max(0, link.credit - 1)
+        session = link.session
+        if session.backlog or session.remote_incoming_window <= 0:
+            session.backlog.append((link, bytes(tag), payload, message_format, settled))
+            return
+        self._transfer_out(link, bytes(tag), payload, message_format, settled)
+
+    def _check_size(self, link: Link, payload: bytes) -> None:
         if link.peer_max_message_size and len(payload) > link.peer_max_message_size:
             raise LocalProtocolError(
                 f"message of {len(payload)} bytes exceeds the peer's max-message-size "
                 f"{link.peer_max_message_size}"
             )
+
+    def _send_backlog(self, session: Session) -> None:
+        backlog = session.backlog
+        while backlog and session.remote_incoming_window > 0:
+            link, tag, payload, message_format, settled = backlog.popleft()
+            if link.live:
+                self._transfer_out(link, tag, payload, message_format, settled)
+
+    def _transfer_out(
+        self, link: Link, tag: bytes, payload: bytes, message_format: int, settled: bool
+    ) -> int:
         session = link.session
         delivery_id = session.next_outgoing_id
 
@@ -589,7 +639,7 @@ class Connection:
                 session.channel,
                 link.output_handle,
                 delivery_id,
-                bytes(tag),
+                tag,
                 part,
                 message_format=message_format,
                 settled=settled,
@@ -610,10 +660,8 @@ class Connection:
             frames.append(frame(bytes(view[rest:]), False))
         session.next_outgoing_id = (delivery_id + 1) & _U32
         session.remote_incoming_window -= 1
-        link.delivery_count = (link.delivery_count + 1) & _U32
-        link.credit -= 1
         if not settled:
-            session.unsettled[delivery_id] = Delivery(link, delivery_id, bytes(tag))
+            session.unsettled[delivery_id] = Delivery(link, delivery_id, tag)
         for f in frames:
             self._write(f)
         return delivery_id
@@ -1017,6 +1065,7 @@ class Connection:
             remote_next_incoming + perf.incoming_window, session.next_outgoing_id
         )
         session.remote_outgoing_window = perf.outgoing_window
+        self._send_backlog(session)
         if perf.handle is None:
             if perf.echo:
                 self._send_flow(session, None)

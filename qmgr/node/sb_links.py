@@ -53,7 +53,7 @@ import logging
 import random
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from qmgr.amqp import performatives as p
@@ -155,7 +155,6 @@ class LinkState:
     link: Link
     mode: ReceiveMode = ReceiveMode.PEEK_LOCK
     session_id: str | None = None
-    pending: list[bytes] = field(default_factory=list)  # replies waiting for credit
     delivering: bool = False
 
 
@@ -603,20 +602,13 @@ class SbLinks:
         if target is None:
             log.info("Service Bus AMQP: no %s receiver link to answer on", kind)
             return
-        target.pending.append(data)
-        self._send_pending(target)
-
-    def _send_pending(self, st: LinkState) -> None:
-        while st.pending and st.link.can_send:
-            data = st.pending.pop(0)
-            self.conn.send_transfer(st.link, _tag(), data, settled=True)
+        if target.link.attached:
+            self.conn.send_owed(target.link, _tag(), data, settled=True)
 
     # ------------------------------------------------------------------ transfers out
 
     def _credit(self, st: LinkState, drain: bool) -> None:
-        if st.kind in ("cbs", "mgmt"):
-            self._send_pending(st)
-        elif st.kind == "receive" and not st.delivering:
+        if st.kind == "receive" and not st.delivering:
             self._deliver(st)
         if drain:
             if st.delivering:  # answered once the delivery in flight is out
@@ -629,7 +621,8 @@ class SbLinks:
         if not link.can_send or not link.attached:
             return
         try:
-            got = self.ns.receive(st.path, link.credit, st.mode, session=st.session_id)
+            room = min(link.credit, link.session.remote_incoming_window)
+            got = self.ns.receive(st.path, room, st.mode, session=st.session_id)
         except ServiceBusError as exc:
             if exc.code in (Code.SESSION_LOCK_LOST, Code.ENTITY_NOT_FOUND):
                 self.conn.detach(link, error_for(exc))
@@ -654,7 +647,7 @@ class SbLinks:
         def out() -> None:
             st.delivering = False
             for stored in got:
-                if not link.can_send:
+                if not (link.live and link.attached):
                     log.warning(
                         "Service Bus AMQP: receive-and-delete link %s went away; message %s of "
                         "%s was removed",
@@ -663,7 +656,7 @@ class SbLinks:
                         st.path,
                     )
                     continue
-                self.conn.send_transfer(link, _tag(), to_amqp(stored), settled=True)
+                self.conn.send_owed(link, _tag(), to_amqp(stored), settled=True)
 
         self._after.append(out)
 

@@ -471,6 +471,50 @@ def test_send_transfer_splits_by_peer_max_frame_size() -> None:
 # --------------------------------------------------------------------------- link and session errors
 
 
+def test_owed_answers_go_out_beyond_credit_and_wait_for_the_session_window() -> None:
+    """A reply link granted 2 credits once (as azure-servicebus grants its $management link
+    10,000) still gets every answer; with the peer's incoming window shut, answers wait in
+    order and leave when its flow opens the window again."""
+    conn = opened()
+    link = attached(conn, "mgmt-reply", 0, RECEIVER, "$management")
+    conn.receive_data(frame(link_flow(0, 2, incoming_window=4)))
+    for i in range(4):
+        conn.send_owed(link, bytes([i]), f"answer {i}".encode(), settled=True)
+    assert link.credit == 0 and link.delivery_count == 4
+    assert [t[11] for t in frames_of(conn.data_to_send(), TRANSFER)] == [
+        b"answer 0",
+        b"answer 1",
+        b"answer 2",
+        b"answer 3",
+    ]
+    # the window is used up: owed answers wait, a credit-bound send is refused meanwhile
+    conn.send_owed(link, b"\x04", b"answer 4", settled=True)
+    conn.send_owed(link, b"\x05", b"answer 5", settled=True)
+    assert frames_of(conn.data_to_send(), TRANSFER) == []
+    assert not link.can_send
+    session_flow = pf.FlowFrame(
+        next_incoming_id=4,
+        incoming_window=1,
+        next_outgoing_id=0,
+        outgoing_window=65536,
+        handle=None,
+        delivery_count=None,
+        link_credit=None,
+        available=None,
+        drain=False,
+        echo=False,
+        properties=None,
+    )
+    conn.receive_data(frame(session_flow))
+    assert [t[11] for t in frames_of(conn.data_to_send(), TRANSFER)] == [b"answer 4"]
+    conn.receive_data(frame(session_flow._replace(next_incoming_id=5, incoming_window=10)))
+    (answer,) = frames_of(conn.data_to_send(), TRANSFER)
+    assert answer[1] == 5 and answer[11] == b"answer 5"  # delivery-ids stay in sequence
+    # the peer's next link flow counts what was sent beyond its credit
+    conn.receive_data(frame(link_flow(0, 3, delivery_count=6, next_incoming_id=6)))
+    assert link.credit == 3 and link.can_send
+
+
 def test_transfer_without_credit_detaches_only_that_link() -> None:
     conn = opened()
     bad = attached(conn, "s1", 0, SENDER, "amqps://h/q")
