@@ -9,6 +9,10 @@ heartbeat.
 (the first 8 bytes of the stream, and the AMQP header that follows the SASL exchange) and
 ``Frame`` items. Bad input raises ``FramingError`` carrying the AMQP error condition the
 connection must be closed with; once raised, the decoder stays broken (the connection is gone).
+
+A frame's performative is read by one ``decode_value`` over the frame's body, so the work and
+memory it costs are bounded by that frame's bytes (``qmgr.amqp.types`` says how); the payload of a
+transfer is not decoded here.
 """
 
 from __future__ import annotations

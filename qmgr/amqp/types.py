@@ -33,6 +33,12 @@ same types. An empty array is written with its element constructor, as the speci
 azure-servicebus's ``_pyamqp`` writes it without one and reads it as if it had none (so an empty
 array sent to that client shifts what follows: send it none). Both forms are read here. Malformed input raises ``DecodeError``; values that have no encoding raise
 ``EncodeError``.
+
+Decoding reads bytes from anyone who can open a connection, before they authenticate, on the event
+loop every port of the node shares. So its work and what it builds are bounded by the bytes it is
+given, a constant per byte, or it raises ``DecodeError``: element counts are checked against the
+bytes before anything is built, elements that take no bytes (an array of nulls) draw on a budget of
+the decode's own bytes, and a large map whose keys share one hash (quadratic to insert) is refused.
 """
 
 from __future__ import annotations
@@ -589,6 +595,21 @@ _f64 = struct.Struct(">d").unpack_from
 
 MAX_DEPTH = 64
 
+# What a decode may build is bounded by the bytes it was given. Every value owns at least one byte
+# no other value owns (its constructor; for an array element, its fixed width, its length prefix
+# or its size and count), so a count of such values is checked against the bytes left before any
+# is built. Elements of an array of a zero-width type (null, true, false, uint0, ulong0, list0,
+# described or not) own no byte: those are counted, across the whole top-level decode, against the
+# bytes it has reached plus ZERO_WIDTH_SLACK. Without that, a 29-byte frame claiming 2^32-1 nulls
+# would keep the event loop, and so every port of the node, busy for hours.
+ZERO_WIDTH_SLACK = 16
+
+# Maps with more pairs than this have their key hashes looked at before the dict is built: keys of
+# one hash that are not equal (uuids a multiple of 2^61-1 apart, described NaNs ...) make each
+# insertion compare with every earlier one, quadratic work from linear bytes.
+MAP_PAIRS_UNCHECKED = 16
+SAME_HASH_KEYS = 8
+
 
 def decode(data: bytes | bytearray | memoryview) -> Any:
     """Decode exactly one value that fills ``data``."""
@@ -599,8 +620,16 @@ def decode(data: bytes | bytearray | memoryview) -> Any:
     return value
 
 
-def decode_value(buf: bytes, pos: int, depth: int = 0) -> tuple[Any, int]:
-    """Decode one value at ``pos``; returns it and the position after it."""
+def decode_value(
+    buf: bytes, pos: int, depth: int = 0, floor: list[int] | None = None
+) -> tuple[Any, int]:
+    """Decode one value at ``pos``; returns it and the position after it.
+
+    ``floor`` is the top-level decode's budget of zero-width array elements, one cell shared by
+    everything in it and made by its outermost described or compound value: a position such that
+    an array ending at ``end`` may hold ``end - floor[0]`` more; it starts ZERO_WIDTH_SLACK before
+    the value's first byte and each such array moves it up by its count. Callers leave it out.
+    """
     if pos >= len(buf):
         raise DecodeError("truncated: expected a constructor")
     code = buf[pos]
@@ -610,14 +639,16 @@ def decode_value(buf: bytes, pos: int, depth: int = 0) -> tuple[Any, int]:
     if code == 0x00:
         if depth >= MAX_DEPTH:
             raise DecodeError("values nested too deeply")
-        descriptor, pos = decode_value(buf, pos, depth + 1)
+        if floor is None:
+            floor = [pos - 1 - ZERO_WIDTH_SLACK]
+        descriptor, pos = decode_value(buf, pos, depth + 1, floor)
         if not isinstance(descriptor, ULong | Symbol):
             raise DecodeError(
                 f"a descriptor is a ulong or a symbol, not {type(descriptor).__name__}"
             )
-        value, pos = decode_value(buf, pos, depth + 1)
+        value, pos = decode_value(buf, pos, depth + 1, floor)
         return Described(descriptor, value), pos
-    return _decode_body(code, buf, pos, depth)
+    return _decode_body(code, buf, pos, depth, floor)
 
 
 def _need(buf: bytes, pos: int, n: int) -> None:
@@ -625,7 +656,9 @@ def _need(buf: bytes, pos: int, n: int) -> None:
         raise DecodeError("truncated value")
 
 
-def _decode_body(code: int, buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+def _decode_body(
+    code: int, buf: bytes, pos: int, depth: int, floor: list[int] | None
+) -> tuple[Any, int]:
     fixed = _FIXED.get(code)
     if fixed is not None:
         width, read = fixed
@@ -641,6 +674,8 @@ def _decode_body(code: int, buf: bytes, pos: int, depth: int) -> tuple[Any, int]
     if code in (0xC0, 0xC1, 0xD0, 0xD1, 0xE0, 0xF0):
         if depth >= MAX_DEPTH:
             raise DecodeError("values nested too deeply")
+        if floor is None:
+            floor = [pos - 1 - ZERO_WIDTH_SLACK]
         wide = code in (0xD0, 0xD1, 0xF0)
         _need(buf, pos, 8 if wide else 2)
         if wide:
@@ -656,17 +691,19 @@ def _decode_body(code: int, buf: bytes, pos: int, depth: int) -> tuple[Any, int]
             raise DecodeError("compound size runs past the data")
         value: Any
         if code in (0xE0, 0xF0):
-            value, pos = _decode_array(buf, pos, end, count, depth)
+            value, pos = _decode_array(buf, pos, end, count, depth, floor)
         else:
             if count > end - pos:
                 raise DecodeError("more elements than bytes")
             items = []
             for _ in range(count):
-                item, pos = decode_value(buf, pos, depth + 1)
+                item, pos = decode_value(buf, pos, depth + 1, floor)
                 items.append(item)
             if code in (0xC1, 0xD1):
                 if count % 2:
                     raise DecodeError("a map has an even count")
+                if count > 2 * MAP_PAIRS_UNCHECKED:
+                    _check_key_hashes(items)
                 try:
                     value = {items[i]: items[i + 1] for i in range(0, count, 2)}
                 except TypeError as e:
@@ -679,7 +716,22 @@ def _decode_body(code: int, buf: bytes, pos: int, depth: int) -> tuple[Any, int]
     raise DecodeError(f"unknown constructor 0x{code:02x}")
 
 
-def _decode_array(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple[Array, int]:
+def _check_key_hashes(items: list[Any]) -> None:
+    seen: dict[int, int] = {}
+    for i in range(0, len(items), 2):
+        try:
+            h = hash(items[i])
+        except TypeError as e:
+            raise DecodeError(f"unhashable map key: {e}") from e
+        n = seen.get(h, 0) + 1
+        if n > SAME_HASH_KEYS:
+            raise DecodeError(f"more than {SAME_HASH_KEYS} map keys of one hash")
+        seen[h] = n
+
+
+def _decode_array(
+    buf: bytes, pos: int, end: int, count: int, depth: int, floor: list[int]
+) -> tuple[Array, int]:
     if pos >= end:
         if count == 0:  # azure-servicebus's _pyamqp writes an empty array without a constructor
             return Array([], object), pos
@@ -688,7 +740,7 @@ def _decode_array(buf: bytes, pos: int, end: int, count: int, depth: int) -> tup
     code = buf[pos]
     pos += 1
     if code == 0x00:
-        descriptor, pos = decode_value(buf, pos, depth + 1)
+        descriptor, pos = decode_value(buf, pos, depth + 1, floor)
         if not isinstance(descriptor, ULong | Symbol):
             raise DecodeError("a descriptor is a ulong or a symbol")
         _need(buf, pos, 1)
@@ -696,11 +748,17 @@ def _decode_array(buf: bytes, pos: int, end: int, count: int, depth: int) -> tup
         pos += 1
     if code == 0x00:
         raise DecodeError("nested descriptors in an array constructor")
-    if count > max(end - pos, 0) and code not in _ZERO_WIDTH:
-        raise DecodeError("more array elements than bytes")
+    width = _ELEMENT_WIDTH.get(code, 1)
+    if width:
+        if count * width > end - pos:
+            raise DecodeError("more array elements than bytes")
+    elif count:
+        if count > end - floor[0]:
+            raise DecodeError("more zero-width array elements than bytes")
+        floor[0] += count
     items = []
     for _ in range(count):
-        item, pos = _decode_body(code, buf, pos, depth + 1)
+        item, pos = _decode_body(code, buf, pos, depth + 1, floor)
         if descriptor is not None:
             item = Described(descriptor, item)
         items.append(item)
@@ -757,7 +815,6 @@ _FIXED: dict[int, tuple[int, Callable[[bytes, int], Any]]] = {
     0x98: (16, lambda b, p: uuid.UUID(bytes=b[p : p + 16])),
     0x45: (0, lambda b, p: []),
 }
-_ZERO_WIDTH = {code for code, (width, _) in _FIXED.items() if width == 0}
 
 
 def _utf8(raw: bytes) -> str:
@@ -781,6 +838,14 @@ _VARIABLE: dict[int, tuple[bool, Callable[[bytes], Any]]] = {
     0xB1: (True, _utf8),
     0xA3: (False, _ascii),
     0xB3: (True, _ascii),
+}
+
+# The fewest bytes one array element of each constructor takes after the shared constructor.
+_ELEMENT_WIDTH: dict[int, int] = {
+    **{code: width for code, (width, _) in _FIXED.items()},
+    **{code: 4 if wide else 1 for code, (wide, _) in _VARIABLE.items()},
+    **{code: 2 for code in (0xC0, 0xC1, 0xE0)},
+    **{code: 8 for code in (0xD0, 0xD1, 0xF0)},
 }
 
 _ARRAY_ELEMENT: dict[int, type] = {
