@@ -180,6 +180,7 @@ class Link:
     available: int | None = None
     _partial: bytearray | None = None
     _partial_meta: tuple[int, bytes, int, bool] | None = None
+    _oversize: bool = False  # the delivery being read went past max-message-size: dropped
 
     @property
     def live(self) -> bool:
@@ -348,6 +349,8 @@ class Connection:
         require_sasl: bool = False,
         close_timeout: float = 5.0,
         handshake_timeout: float | None = 30.0,
+        max_links: int | None = None,
+        max_partial_bytes: int | None = None,
     ) -> None:
         if max_frame_size < MIN_MAX_FRAME_SIZE:
             raise ValueError(f"max_frame_size must be at least {MIN_MAX_FRAME_SIZE}")
@@ -362,6 +365,14 @@ class Connection:
         self.sasl_mechanisms = sasl_mechanisms
         self.require_sasl = require_sasl
         self.close_timeout = close_timeout
+        # budgets of what the peer may make us hold (None: no budget beyond channel-max,
+        # handle-max and max-message-size): links over all sessions, and bytes of unfinished
+        # multi-frame deliveries over all links; going past either closes the connection
+        # with amqp:resource-limit-exceeded
+        self.max_links = max_links
+        self.max_partial_bytes = max_partial_bytes
+        self._partial_bytes = 0  # an upper bound: recounted when it reaches the budget
+        self._partial_links: set[Link] = set()
 
         self.state = State.EXPECT_HEADER
         self.remote_max_frame_size = MIN_MAX_FRAME_SIZE
@@ -1003,6 +1014,13 @@ class Connection:
             return
         if perf.role is None or perf.name is None:
             raise FramingError("amqp:invalid-field", "attach without name or role")
+        if self.max_links is not None:
+            links = sum(len(s.links) for s in self.sessions.values())
+            if links >= self.max_links:
+                raise FramingError(
+                    "amqp:resource-limit-exceeded",
+                    f"a connection may hold at most {self.max_links} links",
+                )
         output = handle if handle not in session.output_handles else self._free_handle(session)
         link = Link(
             session=session,
@@ -1136,23 +1154,34 @@ class Connection:
             session.incoming_window = session.target_incoming_window
             self._send_flow(session, None)
         if perf.aborted:
-            link._partial = link._partial_meta = None
+            self._drop_partial(link)
             return
-        link._partial += payload
-        if link.max_message_size and len(link._partial) > link.max_message_size:
-            link._partial = link._partial_meta = None
-            self._detach_with(
-                link,
-                "amqp:link:message-size-exceeded",
-                f"message larger than max-message-size {link.max_message_size}",
-            )
-            return
+        if not link._oversize:
+            if perf.more or link._partial:
+                self._hold_partial(link, len(payload))
+            link._partial += payload
+            if link.max_message_size and len(link._partial) > link.max_message_size:
+                # read to its end and dropped, then rejected: the sender keeps its link
+                link._oversize = True
+                if link in self._partial_links:
+                    self._partial_bytes -= len(link._partial)
+                link._partial = bytearray()
         if perf.more:
             return
         assert link._partial_meta is not None
         delivery_id, tag, message_format, settled = link._partial_meta
         data = bytes(link._partial)
-        link._partial = link._partial_meta = None
+        oversize = link._oversize
+        self._drop_partial(link)
+        if oversize:
+            if not (settled or perf.settled):
+                error = p.Error(
+                    condition="amqp:link:message-size-exceeded",
+                    description=f"message larger than max-message-size {link.max_message_size}",
+                    info=None,
+                )
+                self.settle(link, delivery_id, p.Rejected(error=error))
+            return
         self._events.append(
             TransferReceived(
                 link=link,
@@ -1163,6 +1192,31 @@ class Connection:
                 settled=settled or bool(perf.settled),
             )
         )
+
+    def _hold_partial(self, link: Link, size: int) -> None:
+        """Count ``size`` more bytes of an unfinished delivery against the connection's
+        budget (links gone since are recounted out only when the budget is reached)."""
+        self._partial_links.add(link)
+        self._partial_bytes += size
+        budget = self.max_partial_bytes
+        if budget is None or self._partial_bytes <= budget:
+            return
+        for held in list(self._partial_links):
+            if not held.live or held._partial is None:
+                self._partial_links.discard(held)
+        self._partial_bytes = size + sum(len(held._partial or b"") for held in self._partial_links)
+        if self._partial_bytes > budget:
+            raise FramingError(
+                "amqp:resource-limit-exceeded",
+                f"unfinished deliveries of a connection may hold at most {budget} bytes",
+            )
+
+    def _drop_partial(self, link: Link) -> None:
+        if link in self._partial_links:
+            self._partial_links.discard(link)
+            self._partial_bytes -= len(link._partial or b"")
+        link._partial = link._partial_meta = None
+        link._oversize = False
 
     def _on_disposition(self, channel: int, perf: Any, payload: bytes) -> None:
         session = self._session(channel)

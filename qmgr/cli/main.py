@@ -112,7 +112,11 @@ def cli() -> None:
     metavar="NAME=N",
     help="A quota of the namespace instead of Service Bus's (repeatable): "
     "max_subscriptions_per_topic (2000), max_sql_rules_per_topic (2000), "
-    "max_correlation_rules_per_topic (100000).",
+    "max_correlation_rules_per_topic (100000); or what one client may hold on the port: "
+    "connections (5000, on the port at once), sessions_per_connection (256), "
+    "links_per_session (256), links_per_connection (1024), partial_bytes_per_connection "
+    "(2097152, unfinished deliveries), tokens_per_connection (1024, CBS tokens), "
+    "http_request_seconds (30, to receive one HTTP request).",
 )
 @click.option(
     "--servicebus-port",

@@ -22,8 +22,9 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from qmgr.amqp.connection import Closed, Connection, Event, SaslInit
-from qmgr.node.sb_links import SbLinks
+from qmgr.amqp import performatives as p
+from qmgr.amqp.connection import Closed, Connection, Event, Opened, SaslInit
+from qmgr.node.sb_links import RESOURCE_LIMIT, SbLinks
 from qmgr.servicebus.sas import Claims
 from qmgr.store import StoreFailed
 
@@ -80,6 +81,7 @@ class AmqpServer:
         self.container_id = f"qmgr-{uuid.uuid4().hex[:12]}"
         self.connections: weakref.WeakSet[SbLinks] = weakref.WeakSet()
         self.keys = runtime.config.servicebus_keys  # None: every token is accepted
+        self.limits = runtime.config.servicebus_port_limits
         self.host.listen(self._available)
 
     def _available(self) -> None:
@@ -88,16 +90,31 @@ class AmqpServer:
             links.wake()
 
     async def handle(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, first: bytes
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        first: bytes,
+        refusal: str | None = None,
     ) -> None:
         """Serve one connection until it ends. The socket is taken over from the stream with
         a protocol of its own: bytes are handled as they arrive, in the event-loop callback
-        that read them (no task woken per read)."""
+        that read them (no task woken per read). With ``refusal`` (the port is full) the
+        connection is opened and at once closed with ``amqp:resource-limit-exceeded``, so the
+        client reads why."""
         loop = asyncio.get_running_loop()
         transport = writer.transport
         assert isinstance(transport, asyncio.Transport)  # a socket's: reads and writes
         streams = transport.get_protocol()  # told when the socket is gone (the port waits)
-        conn = Connection(self.container_id, now=loop.time(), idle_timeout=IDLE_TIMEOUT)
+        limits = self.limits
+        conn = Connection(
+            self.container_id,
+            now=loop.time(),
+            idle_timeout=IDLE_TIMEOUT,
+            channel_max=limits.sessions_per_connection - 1,
+            handle_max=limits.links_per_session - 1,
+            max_links=limits.links_per_connection,
+            max_partial_bytes=limits.partial_bytes_per_connection,
+        )
         ended: asyncio.Future[None] = loop.create_future()
 
         def flush() -> None:
@@ -114,6 +131,7 @@ class AmqpServer:
             when_durable=self._when_durable,
             flush=flush,
             claims=None if self.keys is None else Claims(self.keys),
+            max_tokens=limits.tokens_per_connection,
         )
         self.connections.add(links)
         timer: asyncio.TimerHandle | None = None
@@ -122,7 +140,10 @@ class AmqpServer:
             if conn.closed:
                 return
             events = self._sasl(conn, conn.receive_data(data, now=loop.time()))
-            if events:
+            if refusal is not None:
+                if any(isinstance(e, Opened) for e in events):
+                    conn.close(p.Error(condition=RESOURCE_LIMIT, description=refusal))
+            elif events:
                 links.handle(events)
             flush()
             if conn.closed:

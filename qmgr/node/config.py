@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import stat
 from dataclasses import dataclass, field
@@ -50,6 +51,21 @@ DEFAULT_SERVICEBUS_PORT = 5672  # the port of Microsoft's emulator's connection 
 
 
 @dataclass(frozen=True)
+class PortLimits:
+    """What one client may hold on the Service Bus port (``--servicebus-limit NAME=N``). A
+    client that goes past one is refused with ``amqp:resource-limit-exceeded`` (HTTP: 503 or
+    408), and only its own connection is closed."""
+
+    connections: int = 5000  # AMQP and HTTP connections open on the port at once
+    sessions_per_connection: int = 256  # AMQP sessions (channel-max + 1 in the open frame)
+    links_per_session: int = 256  # AMQP links of one session (handle-max + 1 in begin)
+    links_per_connection: int = 1024  # AMQP links of one connection, all sessions together
+    partial_bytes_per_connection: int = 2 * 1024 * 1024  # unfinished multi-frame deliveries
+    tokens_per_connection: int = 1024  # CBS tokens one connection holds (one per audience)
+    http_request_seconds: int = 30  # an HTTP request (headers and body) arrives within this
+
+
+@dataclass(frozen=True)
 class NodeConfig:
     name: str
     host: str
@@ -70,6 +86,8 @@ class NodeConfig:
     # --servicebus-limit NAME=N: the namespace's quotas (NamespaceLimits fields) in place of
     # Service Bus's documented ones
     servicebus_limits: tuple[tuple[str, int], ...] = ()
+    # --servicebus-limit NAME=N for PortLimits fields: what the port lets one client hold
+    servicebus_port_limits: PortLimits = field(default_factory=lambda: PortLimits())
     # --servicebus-port HOST:PORT: AMQP, HTTPS and HTTP of the namespace on one port (0: any
     # free port); the default when a namespace is hosted
     servicebus_host: str = DEFAULT_SERVICEBUS_HOST
@@ -253,6 +271,7 @@ def make_config(
     if path is not None and path.exists() and not path.is_dir():
         raise ConfigError(f"--data-dir {data_dir} is not a directory")
     namespace, config_file = _servicebus(servicebus, servicebus_config)
+    limits = _limits(servicebus_limits)
     sb_host, sb_port = DEFAULT_SERVICEBUS_HOST, DEFAULT_SERVICEBUS_PORT
     if servicebus_port is not None:
         sb_host, sb_port = parse_listen(servicebus_port, "--servicebus-port")
@@ -270,7 +289,8 @@ def make_config(
         insecure=insecure,
         servicebus=namespace,
         servicebus_config=config_file,
-        servicebus_limits=_limits(servicebus_limits),
+        servicebus_limits=tuple((k, v) for k, v in limits if k in NAMESPACE_LIMITS),
+        servicebus_port_limits=PortLimits(**{k: v for k, v in limits if k not in NAMESPACE_LIMITS}),
         servicebus_host=sb_host,
         servicebus_port=sb_port,
         servicebus_keys=read_keys_file(Path(servicebus_keys)) if servicebus_keys else None,
@@ -296,11 +316,12 @@ def read_keys_file(path: Path) -> SasKeys:
         raise ConfigError(f"--servicebus-keys: {path}: {exc}") from None
 
 
-SERVICEBUS_LIMITS = (
+NAMESPACE_LIMITS = (
     "max_subscriptions_per_topic",
     "max_sql_rules_per_topic",
     "max_correlation_rules_per_topic",
 )
+SERVICEBUS_LIMITS = NAMESPACE_LIMITS + tuple(f.name for f in dataclasses.fields(PortLimits))
 
 
 def _limits(items: tuple[str, ...]) -> tuple[tuple[str, int], ...]:

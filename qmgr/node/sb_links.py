@@ -97,6 +97,8 @@ SENDER_CREDIT = 500  # credit kept granted to a client's sender link
 DEFAULT_SESSION_WAIT = 60.0  # seconds, when the link names no com.microsoft:timeout
 
 UNAUTHORIZED = "amqp:unauthorized-access"
+RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
+CBS_MAX_MESSAGE = 64 * 1024  # a put-token request is a token and an audience: small
 # the claim each $management operation needs (the others: Listen)
 MGMT_RIGHTS = {
     sb_management.SCHEDULE_MESSAGE: Right.SEND,
@@ -183,9 +185,11 @@ class SbLinks:
         when_durable: Callable[[Callable[[StoreFailed | None], None]], None],
         flush: Callable[[], None],
         claims: Claims | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         self.conn = conn
         self.claims = claims
+        self.max_tokens = max_tokens  # CBS tokens the connection may hold at once
         self.ns = namespace
         self.now = now
         self._changed = changed
@@ -293,7 +297,9 @@ class SbLinks:
         low = path.lower()
         if low == "$cbs":
             self.links[link] = LinkState("cbs", path, link)
-            self._reply_attach(link, client_sends)
+            self.conn.attach_reply(link, max_message_size=CBS_MAX_MESSAGE)
+            if client_sends:
+                self.conn.flow(link, SENDER_CREDIT)
             return
         if low.endswith("/$management"):
             if not self._authorized(link, path[: -len("/$management")], Right.NONE, client_sends):
@@ -432,12 +438,16 @@ class SbLinks:
             return
         self._end_session_wait(link)
         if link.live and not self.closed:
+            # as the service answers (and AMQP refuses a receiver link): a null source, then
+            # the detach with the reason; an answer with a source would be read as a granted
+            # session, its id and lock taken from what is not there
             self.conn.refuse_attach(
                 link,
                 p.Error(
                     condition="com.microsoft:timeout",
                     description="no session available within the timeout",
                 ),
+                source=None,
             )
             self.flush()
 
@@ -561,6 +571,10 @@ class SbLinks:
         except SasError as exc:
             log.info("Service Bus AMQP: put-token for %s refused: %s", audience, exc)
             return 401, str(exc)
+        if self.max_tokens is not None and len(self.claims) > self.max_tokens:
+            text = f"a connection may hold at most {self.max_tokens} tokens"
+            self.conn.close(p.Error(condition=RESOURCE_LIMIT, description=text))
+            return 403, text
         return 202, "Accepted"
 
     def _mgmt(self, st: LinkState, ev: TransferReceived) -> None:

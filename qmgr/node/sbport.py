@@ -60,7 +60,11 @@ CERT_FILE = "servicebus-tls.pem"
 KEY_FILE = "servicebus-tls.key"
 HTTP_FIRST = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
-AmqpHandler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, bytes], Awaitable[None]]
+# the AMQP handler: reader, writer, the sniffed bytes, and why to refuse the connection (None:
+# serve it)
+AmqpHandler = Callable[
+    [asyncio.StreamReader, asyncio.StreamWriter, bytes, str | None], Awaitable[None]
+]
 
 
 def _reason(status: int) -> bytes:
@@ -217,6 +221,8 @@ class ServiceBusPort:
         self.api = ManagementApi(host_.namespace, host_.clock.now, runtime.config.servicebus_keys)
         self.now = host_.clock.now
         self.keys = runtime.config.servicebus_keys  # None: every request is accepted
+        self.limits = runtime.config.servicebus_port_limits
+        self.open = 0  # connections open on the port now
         self._server: asyncio.Server | None = None
 
     async def start(self) -> int:
@@ -234,17 +240,27 @@ class ServiceBusPort:
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
+        self.open += 1
+        over = self.open > self.limits.connections
+        if over:
+            log.warning(
+                "Service Bus port: refusing %s: %d connections open, the limit is %d "
+                "(--servicebus-limit connections=N)",
+                peer,
+                self.open - 1,
+                self.limits.connections,
+            )
         try:
             first = await self._sniff(reader)
             if first.startswith(b"AMQP"):
-                await self._amqp(reader, writer, first, peer)
+                await self._amqp(reader, writer, first, peer, over)
             elif first[:1] == b"\x16":
                 stream = _Tls(reader, writer, first, self.context)
-                await stream.handshake()
-                await self._http(stream)
+                await asyncio.wait_for(stream.handshake(), self.limits.http_request_seconds)
+                await self._http(stream, over)
                 await stream.close()
             elif first[:1] and first[0] in HTTP_FIRST:
-                await self._http(_Plain(reader, writer, first))
+                await self._http(_Plain(reader, writer, first), over)
             elif first:
                 log.info(
                     "Service Bus port: closing %s: it sent %r, not AMQP/TLS/HTTP", peer, first[:8]
@@ -256,6 +272,7 @@ class ServiceBusPort:
         except Exception:
             log.exception("Service Bus port: connection from %s failed", peer)
         finally:
+            self.open -= 1
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -277,20 +294,28 @@ class ServiceBusPort:
         writer: asyncio.StreamWriter,
         first: bytes,
         peer: object,
+        over: bool,
     ) -> None:
         if self.amqp_handler is not None:
-            await self.amqp_handler(reader, writer, first)
+            refusal = None
+            if over:
+                refusal = f"the port holds at most {self.limits.connections} connections"
+            await self.amqp_handler(reader, writer, first, refusal)
             return
         log.warning(
             "Service Bus port: AMQP connection from %s closed: this node does not serve AMQP yet",
             peer,
         )
 
-    async def _http(self, stream: _Plain) -> None:
+    async def _http(self, stream: _Plain, over: bool = False) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
         while True:
             request, body = await self._read_request(conn, stream)
             if request is None:
+                return
+            if over:  # answered, then closed
+                text = f"the port holds at most {self.limits.connections} connections\n"
+                await self._respond(conn, stream, Response(503, TEXT_TYPE, text.encode()), request)
                 return
             response = await self._answer(request, body)
             await self._respond(conn, stream, response, request)
@@ -304,8 +329,14 @@ class ServiceBusPort:
     async def _read_request(
         self, conn: h11.Connection, stream: _Plain
     ) -> tuple[h11.Request | None, bytes]:
+        """The next request and its body (None when the connection is over). A connection may
+        stay idle between requests up to ``IDLE_TIMEOUT``; once a request's first bytes came,
+        the whole of it must arrive within the ``http_request_seconds`` limit (408 otherwise),
+        so a client trickling bytes cannot hold a connection for ever."""
         request: h11.Request | None = None
         body = bytearray()
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
         while True:
             try:
                 event = conn.next_event()
@@ -313,7 +344,20 @@ class ServiceBusPort:
                 await self._bad_request(conn, stream, str(exc), exc.error_status_hint)
                 return None, b""
             if event is h11.NEED_DATA:
-                data = await stream.recv()
+                if deadline is None:
+                    data = await stream.recv()
+                    deadline = loop.time() + self.limits.http_request_seconds
+                else:
+                    try:
+                        data = await asyncio.wait_for(
+                            stream.recv(), max(0.0, deadline - loop.time())
+                        )
+                    except TimeoutError:
+                        limit = self.limits.http_request_seconds
+                        await self._bad_request(
+                            conn, stream, f"request not received within {limit} s", 408
+                        )
+                        return None, b""
                 conn.receive_data(data)
                 if not data and conn.their_state is h11.IDLE:
                     return None, b""

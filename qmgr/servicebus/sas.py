@@ -353,6 +353,10 @@ class Claims:
         self.keys = keys
         self._grants: dict[Resource, Grant] = {}
 
+    def __len__(self) -> int:
+        """How many tokens are held (one per resource)."""
+        return len(self._grants)
+
     def put_token(self, token: str, audience: str, now: float) -> Grant:
         grant = self.keys.verify(token, audience, now)
         self._grants[grant.resource] = grant

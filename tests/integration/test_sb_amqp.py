@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import time
 from datetime import UTC, datetime, timedelta
@@ -227,12 +228,16 @@ def test_sessions_named_and_next_available(sb_node: NodeProcess) -> None:
             receiver.receive_messages(max_message_count=1, max_wait_time=1)
 
 
-def test_next_available_times_out_cleanly_when_the_sdk_retries(sb_node: NodeProcess) -> None:
+def test_next_available_times_out_cleanly_when_the_sdk_retries(
+    sb_node: NodeProcess, caplog: pytest.LogCaptureFixture
+) -> None:
     """No session has messages: the node holds the attach for the receiver's timeout, then
     refuses it with com.microsoft:timeout. The SDK retries the receive on the refused link
     (a flow for it after the detach); that must end in OperationTimeoutError, not in a session
-    error that closes the connection (ServiceBusConnectionError)."""
+    error that closes the connection (ServiceBusConnectionError), and the SDK logs no warning
+    about the attach answer (it read one with a source as a granted session)."""
     _admin(sb_node).create_queue("idle-sessions", requires_session=True)
+    caplog.set_level(logging.WARNING, logger="azure.servicebus")
     with (
         _client(sb_node) as client,
         pytest.raises(OperationTimeoutError),
@@ -241,6 +246,8 @@ def test_next_available_times_out_cleanly_when_the_sdk_retries(sb_node: NodeProc
         ) as receiver,
     ):
         receiver.receive_messages(max_message_count=10, max_wait_time=6)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not [w for w in warnings if "attach" in w], warnings
 
 
 def test_garbage_on_the_port_harms_no_other_connection(sb_node: NodeProcess) -> None:
@@ -380,3 +387,32 @@ def test_an_oversize_message_is_refused_and_nothing_changes(sb_node: NodeProcess
         sender.send_messages(ServiceBusMessage("small"))
     assert isinstance(caught.value, MessageSizeExceededError), repr(caught.value)
     assert _admin(sb_node).get_queue_runtime_properties("big").active_message_count == 1
+
+
+@pytest.mark.parametrize("size", [300_000, 1_100_000, 4_000_000])
+def test_every_oversize_message_gets_message_size_exceeded_and_the_link_goes_on(
+    sb_node: NodeProcess, size: int
+) -> None:
+    """Over the entity's 256 KB and over the link's 1 MB max-message-size alike: the SDK raises
+    MessageSizeExceededError at once (no retries), the same sender then sends, and nothing of
+    the refused message is stored."""
+    _admin(sb_node).create_queue("sizes")
+    with _client(sb_node) as client, client.get_queue_sender("sizes") as sender:
+        started = time.monotonic()
+        with pytest.raises(MessageSizeExceededError):
+            sender.send_messages(ServiceBusMessage(b"x" * size))
+        assert time.monotonic() - started < 5  # refused, not retried until a timeout
+        sender.send_messages(ServiceBusMessage("small"))
+    assert _admin(sb_node).get_queue_runtime_properties("sizes").active_message_count == 1
+
+    async def run() -> None:
+        async with (
+            AsyncServiceBusClient.from_connection_string(_conn(sb_node)) as client,
+            client.get_queue_sender("sizes") as sender,
+        ):
+            with pytest.raises(MessageSizeExceededError):
+                await sender.send_messages(ServiceBusMessage(b"y" * size))
+            await sender.send_messages(ServiceBusMessage("small again"))
+
+    asyncio.run(run())
+    assert _admin(sb_node).get_queue_runtime_properties("sizes").active_message_count == 2

@@ -534,16 +534,68 @@ def test_transfer_without_credit_detaches_only_that_link() -> None:
     assert 0 not in good.session.links and not conn.closed
 
 
-def test_oversize_message_detaches_link_with_message_size_exceeded() -> None:
-    conn = opened()
+def test_oversize_message_is_read_dropped_and_rejected_and_the_link_kept() -> None:
+    conn = opened(max_partial_bytes=10_000)
     (event,) = conn.receive_data(frame(attach("s", 0, SENDER, "amqps://h/q")))
-    conn.attach_reply(event.link, max_message_size=1000)
-    conn.flow(event.link, 5)
+    link = event.link
+    conn.attach_reply(link, max_message_size=1000)
+    conn.flow(link, 5)
     conn.data_to_send()
     assert conn.receive_data(frame(transfer(0, 0, b"t", b"x" * 600, more=True))) == []
-    (event,) = conn.receive_data(frame(transfer(0, None, None, b"x" * 600)))
-    assert isinstance(event, LinkDetached)
-    assert event.error.condition == "amqp:link:message-size-exceeded"
+    # past max-message-size: the rest is read and dropped (it counts nothing against the
+    # connection's budget), the delivery rejected at its end
+    for _ in range(30):
+        assert conn.receive_data(frame(transfer(0, None, None, b"x" * 600, more=True))) == []
+    assert conn.receive_data(frame(transfer(0, None, None, b"x" * 600))) == []
+    (disp,) = frames_of(conn.data_to_send(), DISPOSITION)
+    assert disp[:4] == [RECEIVER, 0, 0, True]
+    assert disp[4]["rejected"][0][0] == b"amqp:link:message-size-exceeded"
+    # the link goes on: the next delivery is received as usual
+    (event,) = conn.receive_data(frame(transfer(0, 1, b"u", b"small")))
+    assert isinstance(event, TransferReceived) and event.payload == b"small"
+    assert link.live and not conn.closed
+    # a pre-settled oversize delivery is dropped without an answer
+    assert conn.receive_data(frame(transfer(0, 2, b"v", b"x" * 1001, settled=True))) == []
+    assert frames_of(conn.data_to_send(), DISPOSITION) == []
+
+
+def test_links_past_the_connection_budget_close_only_that_connection() -> None:
+    conn = opened(max_links=3)
+    for handle in range(3):
+        attached(conn, f"s{handle}", handle, SENDER, "amqps://h/q")
+    assert closing_error(conn, frame(attach("s3", 3, SENDER, "amqps://h/q"))) == (
+        "amqp:resource-limit-exceeded"
+    )
+
+
+def test_unfinished_deliveries_past_the_byte_budget_close_the_connection() -> None:
+    """Many links each holding part of a delivery: their bytes count together."""
+    conn = opened(max_partial_bytes=5000)
+    links = [attached(conn, f"s{h}", h, SENDER, "amqps://h/q") for h in range(6)]
+    for link in links:
+        conn.flow(link, 5)
+    conn.data_to_send()
+    for h in range(4):  # 4 x 1200 bytes held: within the budget
+        assert conn.receive_data(frame(transfer(h, h, b"t", b"x" * 1200, more=True))) == []
+    # a finished delivery frees its bytes
+    (event,) = conn.receive_data(frame(transfer(0, None, None, b"end")))
+    assert isinstance(event, TransferReceived) and len(event.payload) == 1203
+    assert conn.receive_data(frame(transfer(4, 4, b"t", b"x" * 1200, more=True))) == []
+    assert closing_error(conn, frame(transfer(5, 5, b"t", b"x" * 1200, more=True))) == (
+        "amqp:resource-limit-exceeded"
+    )
+
+
+def test_bytes_of_a_detached_link_no_longer_count() -> None:
+    conn = opened(max_partial_bytes=3000)
+    first = attached(conn, "s0", 0, SENDER, "amqps://h/q")
+    second = attached(conn, "s1", 1, SENDER, "amqps://h/q")
+    conn.flow(first, 5)
+    conn.flow(second, 5)
+    conn.data_to_send()
+    assert conn.receive_data(frame(transfer(0, 0, b"t", b"x" * 2000, more=True))) == []
+    conn.receive_data(frame(pf.DetachFrame(handle=0, closed=True, error=None)))
+    assert conn.receive_data(frame(transfer(1, 1, b"t", b"x" * 2000, more=True))) == []
     assert not conn.closed
 
 
