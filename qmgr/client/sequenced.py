@@ -41,6 +41,12 @@ from azure.servicebus.exceptions import MessageNotFoundError
 
 DEFAULT_PROPERTY = "SequenceNumber"
 LAST_PROPERTY = "SequenceLast"
+# $management calls one session receiver makes before it hands its session back to be accepted
+# again on a new connection: azure-servicebus (7.15) never restores its session's outgoing
+# window, so a connection that has sent 65,536 transfers (each management call is one) fails
+# its next flow frame ("Value supplied for unsigned int invalid"); the margin leaves room for
+# the lock renewer's calls
+MANAGEMENT_CALLS_PER_CONNECTION = 50_000
 
 
 class Step(Enum):
@@ -172,6 +178,7 @@ class SessionStats:
     dead_lettered: int = 0
     waiting: list[int] = field(default_factory=list)  # deferred numbers still before a gap
     closed: bool = False
+    handed_back: bool = False  # left with messages to come, for a fresh connection
 
 
 class SequencedSession:
@@ -194,9 +201,12 @@ class SequencedSession:
         sequence_property: str = DEFAULT_PROPERTY,
         last_property: str | None = LAST_PROPERTY,
         first: int = 1,
+        max_management_calls: int = MANAGEMENT_CALLS_PER_CONNECTION,
     ) -> None:
         self._receiver = receiver
         self._session = receiver.session
+        self._calls = 0  # $management calls made on the receiver's connection
+        self._max_calls = max_management_calls
         self._handler = handler
         self._property = sequence_property
         self._last = last_property
@@ -212,18 +222,24 @@ class SequencedSession:
     ) -> SessionStats:
         """Receives until nothing arrives for ``max_wait_time`` seconds (``quiet_time`` after
         the first receive, when given) or the sequence's last message is processed; returns
-        what it did. Deferred messages are fetched as soon as their turn comes."""
+        what it did. Deferred messages are fetched as soon as their turn comes. After
+        ``max_management_calls`` it stops between two batches with ``handed_back`` set, so
+        that the session is taken up again on a new connection (the state says where)."""
         # the first receive settles which session a next-available receiver got (and raises
         # OperationTimeoutError when none is available), so the state is read after it
         batch = self._receiver.receive_messages(
             max_message_count=max_message_count, max_wait_time=max_wait_time
         )
         self.state = SequenceState.from_bytes(self._session.get_state(), self._first)
+        self._calls += 1
         self.stats.session_id = str(self._session.session_id)
         self._catch_up()
         while batch and not self.state.closed:
             for message in batch:
                 self.accept(message)
+            if self._calls >= self._max_calls:
+                self.stats.handed_back = True
+                break
             batch = self._receiver.receive_messages(
                 max_message_count=max_message_count,
                 max_wait_time=max_wait_time if quiet_time is None else quiet_time,
@@ -307,6 +323,7 @@ class SequencedSession:
                 return
             number = self.state.next
             try:
+                self._calls += 1
                 found = self._receiver.receive_deferred_messages([broker_sequence])
             except MessageNotFoundError:
                 found = []
@@ -323,6 +340,7 @@ class SequencedSession:
                 self._save()
 
     def _save(self) -> None:
+        self._calls += 1
         self._session.set_state(self.state.to_bytes())
 
 
@@ -359,6 +377,7 @@ def drain_sessions(
     max_sessions: int | None = None,
     max_lock_renewal: float = 600.0,
     session_quiet: float = SESSION_QUIET,
+    max_management_calls: int = MANAGEMENT_CALLS_PER_CONNECTION,
 ) -> DrainStats:
     """Accepts the next available session of a queue or subscription again and again and runs
     :class:`SequencedSession` on each, until no session has messages for ``idle_timeout``
@@ -367,7 +386,9 @@ def drain_sessions(
     picked up by a later run. A session is left once nothing has arrived in it for
     ``session_quiet`` seconds (at most ``idle_timeout``): what comes later makes it available
     again. Each session's lock is renewed (the SDK's ``AutoLockRenewer``)
-    for up to ``max_lock_renewal`` seconds, so a slow handler does not lose it."""
+    for up to ``max_lock_renewal`` seconds, so a slow handler does not lose it. A session
+    receiver that made ``max_management_calls`` hands its session back and the session is
+    accepted again on a new connection (see ``MANAGEMENT_CALLS_PER_CONNECTION``)."""
     from azure.servicebus import NEXT_AVAILABLE_SESSION, AutoLockRenewer
     from azure.servicebus.exceptions import OperationTimeoutError, SessionCannotBeLockedError
 
@@ -403,6 +424,7 @@ def drain_sessions(
                         handler,
                         sequence_property=sequence_property,
                         last_property=last_property,
+                        max_management_calls=max_management_calls,
                     )
                     result = session.run(
                         max_wait_time=idle_timeout, quiet_time=min(session_quiet, idle_timeout)

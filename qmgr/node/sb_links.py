@@ -125,6 +125,16 @@ CONDITIONS: dict[Code, str] = {
 }
 
 
+def _with_session(source: Any, session_id: str) -> Any:
+    """A receiver's source with ``session_id`` in its session filter (the attach answer)."""
+    filt = dict(getattr(source, "filter", None) or {})
+    key = SESSION_FILTER if SESSION_FILTER in filt else "com.microsoft:session-filter"
+    filt[key] = session_id
+    with contextlib.suppress(TypeError):
+        source = dataclasses.replace(source, filter=filt)
+    return source
+
+
 def _tag() -> bytes:
     """A delivery tag for a pre-settled transfer (nobody settles it, so it need not be a
     lock token; no system call, unlike ``uuid.uuid4``)."""
@@ -438,16 +448,18 @@ class SbLinks:
             return
         self._end_session_wait(link)
         if link.live and not self.closed:
-            # as the service answers (and AMQP refuses a receiver link): a null source, then
-            # the detach with the reason; an answer with a source would be read as a granted
-            # session, its id and lock taken from what is not there
+            # the attach answer has the shape of a granted one (the SDK reads the session id
+            # from the source's filter and the lock from the properties whenever the source
+            # names its entity), with no session in it and no lock, and the detach that follows
+            # says why; a null source would be refused by the SDK as a broken link and retried
             self.conn.refuse_attach(
                 link,
                 p.Error(
                     condition="com.microsoft:timeout",
                     description="no session available within the timeout",
                 ),
-                source=None,
+                source=_with_session(wait.event.source, ""),
+                properties={},
             )
             self.flush()
 
@@ -459,12 +471,7 @@ class SbLinks:
     def _grant(
         self, ev: LinkAttached, path: str, mode: ReceiveMode, session_id: str, until: float
     ) -> None:
-        source = ev.source
-        filt = dict(getattr(source, "filter", None) or {})
-        key = SESSION_FILTER if SESSION_FILTER in filt else "com.microsoft:session-filter"
-        filt[key] = session_id
-        with contextlib.suppress(TypeError):
-            source = dataclasses.replace(source, filter=filt)
+        source = _with_session(ev.source, session_id)
         props = dict(ev.properties or {})
         props[LOCKED_UNTIL_UTC] = dotnet_ticks(until)
         st = LinkState("receive", path, ev.link, mode, session_id=session_id)

@@ -119,6 +119,34 @@ def test_out_of_order_sends_are_processed_in_sequence_per_session(sb_node: NodeP
         assert len(receiver.peek_messages(max_message_count=100)) == 65
 
 
+def test_a_session_is_handed_back_before_the_sdk_connection_limit_and_goes_on(
+    sb_node: NodeProcess,
+) -> None:
+    """A session receiver hands its session back after a budget of $management calls (the
+    SDK's own connection cannot send more than 65,536 transfers; here the budget is 60 calls)
+    and the session is accepted again on a new connection: every message once, in order."""
+    _topology(sb_node)
+    _send_shuffled(sb_node, {"A": 150}, seed=11)
+    seen: list[int] = []
+
+    def handle(message: Any) -> None:
+        seen.append(int(message.application_properties[b"SequenceNumber"]))
+
+    with ServiceBusClient.from_connection_string(_conn(sb_node)) as client:
+        stats = drain_sessions(
+            client,
+            handle,
+            topic_name="sequenced",
+            subscription_name="ordered",
+            idle_timeout=2,
+            max_management_calls=60,
+        )
+    assert seen == list(range(1, 151))
+    assert sum(s.handed_back for s in stats.sessions) >= 2
+    assert stats.processed == 150 and stats.sessions[-1].waiting == []
+    assert _left(sb_node) == 0
+
+
 def test_a_session_left_while_quiet_is_taken_again_when_more_arrives(
     sb_node: NodeProcess,
 ) -> None:
