@@ -102,7 +102,7 @@ def server_context(
         if not (cert_path.exists() and key_path.exists()):
             cert_pem, key_pem = _self_signed()
             write_private(key_path, key_pem)
-            cert_path.write_bytes(cert_pem)
+            write_private(cert_path, cert_pem)  # in the 0700 data directory; no link followed
         context.load_cert_chain(cert_path, key_path)
         return context
     cert_pem, key_pem = _self_signed()
