@@ -515,6 +515,27 @@ def test_owed_answers_go_out_beyond_credit_and_wait_for_the_session_window() -> 
     assert link.credit == 3 and link.can_send
 
 
+def test_delivery_ids_and_windows_wrap_at_two_to_the_32() -> None:
+    """Ids are serial numbers: a long-lived connection crosses 2**32 on both sides and goes on
+    (incoming ids, outgoing ids, and a disposition range that spans the wrap)."""
+    conn = opened()
+    sender = attached(conn, "s", 0, SENDER, "amqps://h/q")
+    receiver = attached(conn, "r", 1, RECEIVER, "amqps://h/q")
+    conn.flow(sender, 10)
+    conn.data_to_send()
+    for i, delivery_id in enumerate((0xFFFFFFFE, 0xFFFFFFFF, 0, 1)):
+        (event,) = conn.receive_data(frame(transfer(0, delivery_id, bytes([i]), b"m")))
+        assert isinstance(event, TransferReceived) and event.delivery_id == delivery_id
+    receiver.session.next_outgoing_id = 0xFFFFFFFF
+    conn.receive_data(frame(link_flow(1, 5, next_incoming_id=0xFFFFFFFF)))
+    ids = [conn.send_transfer(receiver, bytes([i]), b"x") for i in range(3)]
+    assert ids == [0xFFFFFFFF, 0, 1]
+    conn.data_to_send()
+    (event,) = conn.receive_data(frame(disposition(RECEIVER, 0xFFFFFFFF, 1, True, PyAccepted())))
+    assert sorted(d.delivery_id for d in event.deliveries) == [0, 1, 0xFFFFFFFF]
+    assert receiver.session.unsettled == {}
+
+
 def test_transfer_without_credit_detaches_only_that_link() -> None:
     conn = opened()
     bad = attached(conn, "s1", 0, SENDER, "amqps://h/q")
