@@ -117,6 +117,18 @@ def replay(journal: RecordingJournal, ns: Namespace) -> Namespace:
     return ns
 
 
+def restarted(journal: RecordingJournal, clock: ManualClock) -> tuple[Namespace, RecordingJournal]:
+    """A namespace restored from what ``journal`` holds, journaling to a copy of it (so it
+    can be restarted again)."""
+    fresh = RecordingJournal()
+    fresh.entities = dict(journal.entities)
+    fresh.messages = {k: dict(v) for k, v in journal.messages.items()}
+    fresh.session_states = dict(journal.session_states)
+    fresh.values = dict(journal.values)
+    fresh.locked = set(journal.locked)
+    return replay(journal, Namespace(clock=clock, journal=fresh)), fresh
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock()

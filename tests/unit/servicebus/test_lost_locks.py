@@ -8,23 +8,11 @@ from qmgr.core.clock import ManualClock
 from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.message import MessageState, SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import RecordingJournal, replay, token
+from tests.unit.servicebus.conftest import RecordingJournal, restarted, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
 DLQ = "q/$DeadLetterQueue"
-
-
-def restart(journal: RecordingJournal, clock: ManualClock) -> tuple[Namespace, RecordingJournal]:
-    """A namespace restored from what ``journal`` holds, journaling to a copy of it (so it
-    can be restarted again)."""
-    fresh = RecordingJournal()
-    fresh.entities = dict(journal.entities)
-    fresh.messages = {k: dict(v) for k, v in journal.messages.items()}
-    fresh.session_states = dict(journal.session_states)
-    fresh.values = dict(journal.values)
-    fresh.locked = set(journal.locked)
-    return replay(journal, Namespace(clock=clock, journal=fresh)), fresh
 
 
 def test_a_lock_lost_to_a_restart_counts_once(
@@ -34,7 +22,7 @@ def test_a_lock_lost_to_a_restart_counts_once(
     ns.send("q", [SbMessage(b"locked"), SbMessage(b"waiting")])
     [m] = ns.receive("q", 1, PL)
     assert journal.locked == {("q", m.sequence_number)}
-    again, j2 = restart(journal, clock)
+    again, j2 = restarted(journal, clock)
     # the recount is journaled: the mark is gone and the saved count is the new one
     assert j2.locked == set()
     assert j2.messages["q"][m.sequence_number].delivery_count == 1
@@ -48,10 +36,10 @@ def test_the_count_reaches_max_delivery_count_over_restarts(
     ns.create_queue("q", QueueProperties(max_delivery_count=2))
     ns.send("q", [SbMessage(b"poison")])
     ns.receive("q", 1, PL)
-    again, j2 = restart(journal, clock)
+    again, j2 = restarted(journal, clock)
     [m] = again.receive("q", 1, PL)
     assert m.delivery_count == 1
-    third, _ = restart(j2, clock)
+    third, _ = restarted(j2, clock)
     assert third.get_queue("q").active == 0
     [dead] = third.receive(DLQ, 1, RD)
     assert dead.message.body == b"poison"
@@ -71,7 +59,7 @@ def test_released_completed_and_received_and_deleted_are_not_counted_or_resurrec
     ns.release("q", token(taken))
     assert ns.receive("q", 1, RD)[0].message.body == b"taken"
     assert journal.locked == set()
-    again, _ = restart(journal, clock)
+    again, _ = restarted(journal, clock)
     got = again.receive("q", 10, PL)
     assert [(g.message.body, g.delivery_count) for g in got] == [(b"released", 0)]
 
@@ -84,7 +72,7 @@ def test_a_deferred_message_received_again_stays_deferred_and_counts(
     [m] = ns.receive("q", 1, PL)
     ns.defer("q", token(m))
     ns.receive_deferred("q", [m.sequence_number], PL)
-    again, _ = restart(journal, clock)
+    again, _ = restarted(journal, clock)
     [d] = again.peek("q", 0, 10)
     assert (d.state, d.delivery_count) == (MessageState.DEFERRED, 1)
     assert again.receive("q", 1, PL) == []
@@ -98,7 +86,7 @@ def test_a_dead_lettered_message_locked_at_the_restart_stays_in_the_dead_letter_
     [m] = ns.receive("q", 1, PL)
     ns.dead_letter("q", token(m), reason="bad")
     ns.receive(DLQ, 1, PL)
-    again, _ = restart(journal, clock)
+    again, _ = restarted(journal, clock)
     [d] = again.receive(DLQ, 1, PL)
     assert d.delivery_count == 1
     assert d.message.properties["DeadLetterReason"] == "bad"
@@ -111,7 +99,7 @@ def test_a_message_that_expired_while_locked_expires_at_the_restart(
     ns.send("q", [SbMessage(b"x", time_to_live=10)])
     ns.receive("q", 1, PL)
     clock.advance(20)
-    again, _ = restart(journal, clock)
+    again, _ = restarted(journal, clock)
     assert again.receive("q", 1, PL) == []
     [d] = again.receive(DLQ, 1, RD)
     assert d.message.properties["DeadLetterReason"] == "TTLExpiredException"
@@ -128,7 +116,7 @@ def test_a_released_session_does_not_count(
     assert journal.locked == set()
     ns.accept_session("s", "a")
     ns.receive("s", 1, PL, session="a")
-    again, _ = restart(journal, clock)
+    again, _ = restarted(journal, clock)
     again.accept_session("s", "a")
     got = again.receive("s", 5, PL, session="a")
     assert [(g.message.body, g.delivery_count) for g in got] == [(b"1", 1), (b"2", 0)]

@@ -8,20 +8,10 @@ from qmgr.core.clock import ManualClock
 from qmgr.servicebus.entities import QueueProperties, SubscriptionProperties, TopicProperties
 from qmgr.servicebus.message import MessageState, SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import RecordingJournal, replay, token
+from tests.unit.servicebus.conftest import RecordingJournal, restarted, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
-
-
-def restarted(journal: RecordingJournal, clock: ManualClock) -> tuple[Namespace, RecordingJournal]:
-    fresh = RecordingJournal()
-    fresh.entities = dict(journal.entities)
-    fresh.messages = {k: dict(v) for k, v in journal.messages.items()}
-    fresh.session_states = dict(journal.session_states)
-    fresh.values = dict(journal.values)
-    fresh.locked = set(journal.locked)
-    return replay(journal, Namespace(clock=clock, journal=fresh)), fresh
 
 
 def test_messages_survive_with_locks_released_and_lost_locks_counted(
