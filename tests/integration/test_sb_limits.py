@@ -152,7 +152,8 @@ def test_unfinished_deliveries_on_many_links_are_bounded(node_factory: Any) -> N
     connection is closed once its unfinished deliveries pass 2 MiB, the node's memory grows by a
     few MB at most, and an SDK client on another connection is served."""
     node = node_factory("QM1", args=("--servicebus",))
-    _admin(node).create_queue("q")
+    with _admin(node) as admin:  # closed: its HTTP connection counts on the port
+        admin.create_queue("q")
     assert node.proc is not None
     before = _rss_kb(node.proc.pid)
     raw = RawClient(node.sb_address)
@@ -188,7 +189,8 @@ def test_links_past_the_connection_limit_close_that_connection_only(node_factory
     node = node_factory(
         "QM1", args=("--servicebus", "--servicebus-limit", "links_per_connection=10")
     )
-    _admin(node).create_queue("q")
+    with _admin(node) as admin:  # closed: its HTTP connection counts on the port
+        admin.create_queue("q")
     raw = RawClient(node.sb_address)
     raw.open()
     with (
@@ -211,7 +213,8 @@ def test_links_past_the_connection_limit_close_that_connection_only(node_factory
 
 def test_connections_past_the_port_limit_are_refused_until_one_goes(node_factory: Any) -> None:
     node = node_factory("QM1", args=("--servicebus", "--servicebus-limit", "connections=3"))
-    _admin(node).create_queue("q")
+    with _admin(node) as admin:  # closed: its HTTP connection counts on the port
+        admin.create_queue("q")
     held = [RawClient(node.sb_address) for _ in range(3)]
     for raw in held:
         raw.open()
