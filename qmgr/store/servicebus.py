@@ -62,6 +62,38 @@ SB_SQL = {
     "sb_unvalue": "DELETE FROM sb_values WHERE key = ?",
 }
 
+_MARKS = ("sb_lock", "sb_unlock")
+_ROW_OPS = frozenset({"sb_put", "sb_del", "sb_settle", *_MARKS})
+
+
+def coalesce_lock_marks(
+    ops: list[tuple[str, tuple[Any, ...]]],
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """``ops`` with the same end state and fewer statements: a lock mark that a later change
+    of the same row overrides (another mark, a rewrite, a removal) is dropped, and the marks
+    left go last, one run per kind. A receive marks every message it hands out and a complete
+    removes it soon after, so a commit group alternates marks and removals; unsorted, each
+    would be a statement of its own. Moving a mark is safe because nothing later in the group
+    touches its row (an entity's removal later in the group leaves it nothing to update)."""
+    if not any(kind in _MARKS for kind, _ in ops):
+        return ops
+    last: dict[tuple[Any, Any], int] = {}
+    for i, (kind, args) in enumerate(ops):
+        if kind in _ROW_OPS:
+            last[(args[0], args[1])] = i
+    out: list[tuple[str, tuple[Any, ...]]] = []
+    marks: dict[str, list[tuple[str, tuple[Any, ...]]]] = {kind: [] for kind in _MARKS}
+    for i, op in enumerate(ops):
+        kind, args = op
+        if kind not in marks:
+            out.append(op)
+        elif last[(args[0], args[1])] == i:
+            marks[kind].append(op)
+    for kind in _MARKS:
+        out += marks[kind]
+    return out
+
+
 _DLQ = "$deadletterqueue"
 _SUBSCRIPTIONS = "/subscriptions/"
 

@@ -32,6 +32,7 @@ from qmgr.store.servicebus import (
     SB_SCHEMA,
     SB_SQL,
     SbLoaded,
+    coalesce_lock_marks,
     load_servicebus,
     register_functions,
     upgrade_schema,
@@ -212,6 +213,7 @@ class SqliteStore:
         if self._commits == self._fail_at_commit:
             raise sqlite3.OperationalError("database or disk is full")
         c = self._conn
+        ops = coalesce_lock_marks(ops)
         full = any(kind not in RELAXED for kind, _ in ops)
         if full != self._full:
             c.execute("PRAGMA synchronous=FULL" if full else "PRAGMA synchronous=NORMAL")
