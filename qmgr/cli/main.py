@@ -399,6 +399,12 @@ def _print_message(msg: Any, as_json: bool) -> None:
 @click.argument("message", required=False)
 @click.option("-p", "--property", "properties", multiple=True, help="NAME=VALUE")
 @click.option("--persistent/--non-persistent", default=None, help="Default: the queue's DEFPSIST.")
+@click.option(
+    "--priority",
+    type=click.IntRange(0, 9),
+    default=None,
+    help="Message priority 0-9. Default: the queue's DEFPRTY (MQPRI_PRIORITY_AS_Q_DEF).",
+)
 @client_options
 def put(
     node: str,
@@ -406,6 +412,7 @@ def put(
     message: str | None,
     properties: tuple[str, ...],
     persistent: bool | None,
+    priority: int | None,
     access: Access,
 ) -> None:
     """Put MESSAGE (or each line of stdin) on QUEUE."""
@@ -415,7 +422,9 @@ def put(
     bodies = [message] if message is not None else [line.rstrip("\n") for line in sys.stdin]
     props = _props(properties)
     try:
-        ids = client.put_many(queue, [OutgoingMessage(b, dict(props), persistent) for b in bodies])
+        ids = client.put_many(
+            queue, [OutgoingMessage(b, dict(props), persistent, priority) for b in bodies]
+        )
     except MQClientError as exc:
         raise _fail(exc) from None
     click.echo(f"put {len(ids)} on {queue}")
