@@ -39,12 +39,27 @@ class Record:
         return render_record(self.code, self.text, self.attrs)
 
 
+COLUMN = 40
+
+
 def render_record(code: str, text: str, attrs: Iterable[tuple[str, str]]) -> str:
-    """runmqsc's layout: the message line, then two KEY(value) pairs per line."""
+    """runmqsc's layout: the message line, then two KEY(value) pairs per line in columns of
+    40 characters. A pair too long for the left column (no space would be left before the
+    next) is put on a line of its own, as MQ does for long values, and the next pair starts
+    the following line."""
     lines = [f"{code}: {text}"]
-    pairs = [f"{k}({v})" for k, v in attrs]
-    for i in range(0, len(pairs), 2):
-        lines.append("   " + "".join(p.ljust(40) for p in pairs[i : i + 2]).rstrip())
+    left: str | None = None
+    for k, v in attrs:
+        pair = f"{k}({v})"
+        if left is not None:
+            lines.append("   " + left.ljust(COLUMN) + pair)
+            left = None
+        elif len(pair) >= COLUMN:
+            lines.append("   " + pair)
+        else:
+            left = pair
+    if left is not None:
+        lines.append("   " + left)
     return "\n".join(lines)
 
 
