@@ -253,6 +253,9 @@ def message_dict(msg: Any) -> dict[str, Any]:
     return out
 
 
+BODY_ON_TERMINAL = 80  # characters of a body a table on a terminal shows
+
+
 def print_messages(title: str, items: list[dict[str, Any]], output: str, empty: str) -> None:
     if output == "json":
         click.echo(json.dumps(items, indent=2))
@@ -261,10 +264,13 @@ def print_messages(title: str, items: list[dict[str, Any]], output: str, empty: 
 
     dead = any("deadLetterReason" in i for i in items)
     table = Table(title=title, title_justify="left")
-    columns = ["seq", "state", "deliveries", "enqueued", "message id", "subject", "properties"]
-    for column in (*columns, *(["reason"] if dead else [])):
-        table.add_column(column)
+    for column in ("seq", "state", "deliveries", "enqueued"):
+        table.add_column(column, no_wrap=True)
+    for column in ("message id", "subject", "properties", *(["reason"] if dead else [])):
+        table.add_column(column, overflow="fold")
     table.add_column("body", overflow="fold")
+    on_terminal = sys.stdout.isatty()
+    cut = False
     for item in items:
         body = str(item.get("body", item.get("bodyHex", "")))
         props = {k: v for k, v in item["properties"].items() if k not in DEAD_LETTER_PROPERTIES}
@@ -279,8 +285,15 @@ def print_messages(title: str, items: list[dict[str, Any]], output: str, empty: 
         ]
         if dead:
             row.append(str(item.get("deadLetterReason", "")))
-        table.add_row(*row, body if len(body) <= 80 else body[:77] + "...")
+        if on_terminal and len(body) > BODY_ON_TERMINAL:
+            body = body[: BODY_ON_TERMINAL - 3] + "..."
+            cut = True
+        table.add_row(*row, body)
     _console().print(table)
+    if cut:
+        click.echo(
+            f"bodies cut at {BODY_ON_TERMINAL} characters; -o json shows them whole", err=True
+        )
     if not items:
         click.echo(empty, err=True)
 
