@@ -430,11 +430,19 @@ def put(
     click.echo(f"put {len(ids)} on {queue}")
 
 
+GET_BATCH = 10_000  # the most messages a node hands out in one get
+
+
 @cli.command()
 @click.argument("node")
 @click.argument("queue")
 @click.option(
-    "-n", "--count", default=1, show_default=True, help="Messages to get (0 = all available)."
+    "-n",
+    "--count",
+    default=1,
+    show_default=True,
+    type=click.IntRange(0, GET_BATCH),
+    help="Messages to get (0 = all available).",
 )
 @click.option("--wait", default=0.0, show_default=True, help="Seconds to wait for a message.")
 @click.option("--browse", is_flag=True, help="Browse instead of removing.")
@@ -447,8 +455,18 @@ def get(
     from qmgr.client import MQClientError
 
     client = _client(node, access)
+    wait_ms = int(wait * 1000)
     try:
-        msgs = client.get_many(queue, count or 1_000_000, wait_ms=int(wait * 1000), browse=browse)
+        if count:
+            msgs = client.get_many(queue, count, wait_ms=wait_ms, browse=browse)
+        else:  # all available, in the largest batches a node answers
+            msgs = chunk = client.get_many(queue, GET_BATCH, wait_ms=wait_ms, browse=browse)
+            while len(chunk) == GET_BATCH:
+                if browse:  # a browse goes on after the last one it saw
+                    chunk = client.browse(queue, after=chunk[-1].sequence, limit=GET_BATCH)
+                else:
+                    chunk = client.get_many(queue, GET_BATCH)
+                msgs = msgs + chunk
     except MQClientError as exc:
         raise _fail(exc) from None
     for msg in msgs:

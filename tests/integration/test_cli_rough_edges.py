@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from qmgr.client import OutgoingMessage
 from tests.integration.conftest import NodeProcess
 
 
@@ -65,3 +66,20 @@ def test_sb_peek_shows_long_subjects_properties_and_bodies_whole_when_piped(
     assert "cut" not in res.stderr
     (peeked,) = json.loads(node.cli("sb", "peek", "QM1", "orders", "-o", "json").stdout)
     assert peeked["subject"] == subject and peeked["body"] == body
+
+
+def test_get_all_available_takes_every_message_in_batches(node: NodeProcess) -> None:
+    """``qmgr get -n 0`` (all available) asked the node for 1,000,000 messages at once, which
+    it refuses (at most 10,000 per get): now it takes them batch after batch, browse too."""
+    with node.client() as qm:
+        qm.mqsc("DEFINE QLOCAL(ALLQ) MAXDEPTH(20000)")
+        for start in range(0, 10_005, 1000):
+            bodies = range(start, min(10_005, start + 1000))
+            qm.put_many("ALLQ", [OutgoingMessage(str(i).encode()) for i in bodies])
+    browsed = node.cli("get", "QM1", "ALLQ", "-n", "0", "--browse")
+    assert browsed.returncode == 0, browsed.stderr
+    assert browsed.stdout.splitlines() == [str(i) for i in range(10_005)]
+    taken = node.cli("get", "QM1", "ALLQ", "-n", "0")
+    assert taken.returncode == 0, taken.stderr
+    assert taken.stdout.splitlines() == [str(i) for i in range(10_005)]
+    assert node.cli("get", "QM1", "ALLQ", "-n", "0").returncode == 2  # nothing left
