@@ -2,10 +2,113 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import click
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class LoadFailure(click.ClickException):
+    """A failure before the job could start: exit code 2."""
+
+    exit_code = 2
+
+
+@dataclass
+class Stopped:
+    """The signal that stopped the job (SIGINT until another one arrives)."""
+
+    signum: int = signal.SIGINT
+    received: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class _QuietPy4J(logging.Filter):
+    """Once the job is stopped by a signal, py4j's report of the Spark call the signal cut
+    short (logged with its traceback on the root logger) is left out."""
+
+    def __init__(self, stopped: Stopped) -> None:
+        super().__init__()
+        self.stopped = stopped
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.stopped.received:
+            return True
+        return not (record.name.startswith("py4j") or "py4j" in Path(record.pathname).parts)
+
+    @staticmethod
+    def loggers() -> list[logging.Logger]:
+        """The root logger (py4j logs some failures there) and py4j's own."""
+        names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] == "py4j"]
+        return [logging.getLogger(), *(logging.getLogger(n) for n in names)]
+
+
+@contextlib.contextmanager
+def stop_signals(stopped: Stopped) -> Iterator[Stopped]:
+    """SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the job alike: a KeyboardInterrupt, whose way
+    out stops the nodes the job started and the Spark session (which cancels its running
+    jobs). Signals after the first are ignored so that nothing cuts that clean-up short; the
+    first is recorded in ``stopped``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield stopped
+        return
+    old = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+
+    def ignore(signum: int, frame: FrameType | None) -> None:
+        return None
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stopped.signum = signum
+        stopped.received = True
+        for s in STOP_SIGNALS:
+            signal.signal(s, ignore)
+        raise KeyboardInterrupt
+
+    quiet = _QuietPy4J(stopped)
+    loggers = quiet.loggers()
+    for logger in loggers:
+        logger.addFilter(quiet)
+    for s in STOP_SIGNALS:
+        signal.signal(s, handler)
+    try:
+        yield stopped
+    finally:
+        for s, previous in old.items():
+            signal.signal(s, previous)
+        for logger in loggers:
+            logger.removeFilter(quiet)
+
+
+def _check_java() -> None:
+    from qmgr.spark.java import JavaError, check_java
+
+    try:
+        check_java()
+    except JavaError as exc:
+        raise LoadFailure(str(exc)) from None
+
+
+def _stop_spark(spark: Any, interrupted: bool) -> None:
+    """Stop the session; after a signal a failure to do so (its JVM gone) is not reported."""
+    if not interrupted:
+        spark.stop()
+        return
+    with contextlib.suppress(Exception):
+        spark.sparkContext.setLogLevel("OFF")  # the aborted stage's errors are no news
+    with contextlib.suppress(Exception):
+        spark.stop()
 
 
 @click.command()
@@ -69,7 +172,9 @@ def load(
     percentiles and the share per topic host.
 
     The same job runs under spark-submit: spark-submit qmgr/spark/job.py SCENARIO... --out DIR.
-    Exit code 1 when anything acknowledged was lost or duplicated."""
+    Exit code 1 when anything acknowledged was lost or duplicated; 2 when no Java runtime
+    (17 or newer) is found; 128 + the signal's number when SIGINT (Ctrl-C), SIGTERM or SIGHUP
+    stopped it, after stopping the nodes it started (with --keep they stay, as asked)."""
     try:
         from qmgr.spark.job import JobError, JobOptions, run_scenarios, spark_session
         from qmgr.spark.report import clean, console
@@ -95,12 +200,25 @@ def load(
         timeout=timeout,
         keep=Path(keep).resolve() if keep else None,
     )
+    _check_java()
     out_console = console()
-    spark = spark_session(master)
+    stopped = Stopped()
+    interrupted = False
     try:
-        results = run_scenarios(spark, parsed, options, out_console)
-    except JobError as exc:
-        raise click.ClickException(str(exc)) from None
-    finally:
-        spark.stop()
+        with stop_signals(stopped):
+            spark = spark_session(master)
+            with stop_signals(stopped):  # again: Spark put a SIGINT handler of its own in place
+                try:
+                    results = run_scenarios(spark, parsed, options, out_console)
+                except JobError as exc:
+                    raise click.ClickException(str(exc)) from None
+                except KeyboardInterrupt:
+                    interrupted = True
+                    raise
+                finally:
+                    _stop_spark(spark, interrupted)
+    except KeyboardInterrupt:
+        name = signal.Signals(stopped.signum).name
+        click.echo(f"qmgr load: stopped by {name}", err=True)
+        click.get_current_context().exit(stopped.exit_code)
     click.get_current_context().exit(0 if all(clean(r) for r in results) else 1)

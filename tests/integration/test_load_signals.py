@@ -1,0 +1,189 @@
+"""`qmgr load` as a real process: without a Java runtime it says what to install and starts
+nothing (exit code 2); stopped by SIGTERM, SIGHUP or SIGINT in the middle of the drain it stops
+every process it started (nodes, Spark's JVM, Python workers) and exits 128 + the signal."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+ROOT = Path(__file__).resolve().parents[2]
+QMGR = str(ROOT / ".venv" / "bin" / "qmgr")
+PUBLISHERS = 2
+MESSAGES = 200
+
+
+def scenario_file(directory: Path) -> Path:
+    """A small one-host scenario whose drain waits long for more (so a test finds the job in
+    the middle of it)."""
+    path = directory / "signals.toml"
+    topology = ROOT / "scenarios" / "topology-one-host.toml"
+    path.write_text(
+        f"""name = "signals"
+topology = "{topology}"
+
+[load]
+nodes = ["PUB1"]
+topics = ["Prices/Fruit/Apples", "Prices/Fruit/Pears"]
+publishers = {PUBLISHERS}
+messages = {MESSAGES}
+
+[drain]
+idle = 120
+
+[[subscription]]
+name = "ALL"
+node = "SUB1"
+topic = "Prices/#"
+"""
+    )
+    return path
+
+
+def isolated_env(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "tmp").mkdir()
+    return {**os.environ, "QMGR_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp")}
+
+
+def test_without_java_it_says_what_to_install_and_starts_nothing(tmp_path: Path) -> None:
+    env = isolated_env(tmp_path)
+    env.pop("JAVA_HOME", None)
+    env["PATH"] = str(tmp_path / "no-java")
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [QMGR, "load", str(scenario_file(tmp_path)), "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "JAVA_GATEWAY_EXITED" not in done.stdout + done.stderr
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1, done.stderr
+    assert "qmgr load needs a Java runtime 17 or newer for Spark" in lines[0]
+    assert "apt-get install openjdk-17-jre-headless" in lines[0] and "JAVA_HOME" in lines[0]
+    # nothing started: no output, no state or home directory of a cluster, no node registered
+    assert not out.exists()
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert not (tmp_path / "home").exists()
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every process: pid -> (parent pid, start time)."""
+    table: dict[int, tuple[int, str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        table[int(entry.name)] = (int(fields[1]), fields[19])
+    return table
+
+
+def descendants(root: int) -> dict[int, str]:
+    """The processes below ``root``: pid -> start time (which tells a reused pid apart)."""
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found: dict[int, str] = {}
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found[pid] = table[pid][1]
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def alive(pids: dict[int, str]) -> dict[int, str]:
+    """Those of ``pids`` still running (the same process: same start time; not a zombie)."""
+    running: dict[int, str] = {}
+    for pid, started in pids.items():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[19] == started and fields[0] != "Z":
+            try:
+                running[pid] = Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+            except OSError:
+                continue
+    return running
+
+
+def acknowledged(out: Path) -> int:
+    return sum(path.read_bytes().count(b"\n") for path in out.glob("signals/acks/*/ack-*.jsonl"))
+
+
+@pytest.mark.parametrize(
+    ("signum", "group"),
+    [
+        (signal.SIGTERM, False),  # timeout(1), a CI runner: the job's process only
+        (signal.SIGHUP, True),  # a closed terminal: the foreground process group
+        (signal.SIGINT, True),  # Ctrl-C: the foreground process group
+    ],
+    ids=["SIGTERM", "SIGHUP", "SIGINT"],
+)
+def test_a_signal_mid_drain_stops_everything_the_job_started(
+    tmp_path: Path, signum: signal.Signals, group: bool
+) -> None:
+    out = tmp_path / "out"
+    log = tmp_path / "load.log"
+    with open(log, "wb") as output:
+        job = subprocess.Popen(
+            [QMGR, "load", str(scenario_file(tmp_path)), "--out", str(out)],
+            env=isolated_env(tmp_path),
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, as a terminal's foreground job
+        )
+    started: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + 120
+        while acknowledged(out) < PUBLISHERS * MESSAGES:
+            assert job.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            started.update(descendants(job.pid))
+            time.sleep(0.2)
+        settled = time.monotonic() + 3  # the load is in: the drain runs (idle 120 s)
+        while time.monotonic() < settled:
+            started.update(descendants(job.pid))
+            time.sleep(0.2)
+        assert job.poll() is None, log.read_text()[-3000:]
+        commands = list(alive(started).values())
+        nodes = [c for c in commands if " start " in c and "--name" in c]
+        assert len(nodes) == 4, commands  # FR1, HOSTA1, PUB1, SUB1
+        assert any("java" in c.split()[0] for c in commands), commands
+        if group:
+            os.killpg(job.pid, signum)
+        else:
+            job.send_signal(signum)
+        code = job.wait(60)
+        text = log.read_text()
+        assert code == 128 + signum, text[-3000:]
+        assert f"stopped by {signum.name}" in text, text[-3000:]
+        assert "Traceback" not in text, text[-3000:]
+        deadline = time.monotonic() + 20
+        while alive(started) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert alive(started) == {}
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait(10)
+        for pid in alive(started):
+            os.kill(pid, signal.SIGKILL)
