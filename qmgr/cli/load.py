@@ -25,10 +25,13 @@ class LoadFailure(click.ClickException):
 
 @dataclass
 class Stopped:
-    """The signal that stopped the job (SIGINT until another one arrives)."""
+    """The signal that stopped the job (SIGINT until another one arrives). While ``deferred``
+    a signal is only recorded: the job stops once that ends (when Spark's JVM is up and can be
+    stopped; cut short while it starts, it stays behind)."""
 
     signum: int = signal.SIGINT
     received: bool = False
+    deferred: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -74,7 +77,8 @@ def stop_signals(stopped: Stopped) -> Iterator[Stopped]:
         stopped.received = True
         for s in STOP_SIGNALS:
             signal.signal(s, ignore)
-        raise KeyboardInterrupt
+        if not stopped.deferred:
+            raise KeyboardInterrupt
 
     quiet = _QuietPy4J(stopped)
     loggers = quiet.loggers()
@@ -206,9 +210,15 @@ def load(
     interrupted = False
     try:
         with stop_signals(stopped):
-            spark = spark_session(master)
+            stopped.deferred = True
+            try:
+                spark = spark_session(master)
+            finally:
+                stopped.deferred = False
             with stop_signals(stopped):  # again: Spark put a SIGINT handler of its own in place
                 try:
+                    if stopped.received:
+                        raise KeyboardInterrupt
                     results = run_scenarios(spark, parsed, options, out_console)
                 except JobError as exc:
                     raise click.ClickException(str(exc)) from None

@@ -176,7 +176,52 @@ def test_a_signal_mid_drain_stops_everything_the_job_started(
         text = log.read_text()
         assert code == 128 + signum, text[-3000:]
         assert f"stopped by {signum.name}" in text, text[-3000:]
-        assert "Traceback" not in text, text[-3000:]
+        assert f'File "{ROOT / "qmgr"}' not in text, text[-3000:]  # no traceback of the job's
+        if signum != signal.SIGHUP:  # (a hang-up reaches Spark's JVM too: PySpark may say so)
+            assert "Traceback" not in text, text[-3000:]
+        deadline = time.monotonic() + 20
+        while alive(started) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert alive(started) == {}
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait(10)
+        for pid in alive(started):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_signal_while_spark_starts_stops_its_jvm_once_up(tmp_path: Path) -> None:
+    """SIGTERM while Spark's JVM is starting: the job waits until it is up, then stops it (a
+    JVM cut short in its start-up would stay behind) and starts no node."""
+    out = tmp_path / "out"
+    log = tmp_path / "load.log"
+    with open(log, "wb") as output:
+        job = subprocess.Popen(
+            [QMGR, "load", str(scenario_file(tmp_path)), "--out", str(out)],
+            env=isolated_env(tmp_path),
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    started: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + 60
+        while not any(c.split()[0].endswith("java") for c in alive(started).values()):
+            assert job.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            started.update(descendants(job.pid))
+            time.sleep(0.05)
+        job.send_signal(signal.SIGTERM)
+        while job.poll() is None and time.monotonic() < deadline:
+            started.update(descendants(job.pid))
+            time.sleep(0.05)
+        code = job.wait(60)
+        text = log.read_text()
+        assert code == 128 + signal.SIGTERM, text[-3000:]
+        assert "stopped by SIGTERM" in text and "Traceback" not in text, text[-3000:]
+        assert not any(" start " in c and "--name" in c for c in alive(started).values())
         deadline = time.monotonic() + 20
         while alive(started) and time.monotonic() < deadline:
             time.sleep(0.2)
