@@ -18,7 +18,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class LoadFailure(click.ClickException):
-    """A failure before the job could start: exit code 2."""
+    """A scenario that cannot run, a stage that failed or no Java: exit code 2 (1 is kept for
+    a run that lost or duplicated something acknowledged)."""
 
     exit_code = 2
 
@@ -192,7 +193,7 @@ def load(
     try:  # every scenario checked before Spark starts
         parsed = [load_scenario(Path(s)) for s in scenarios]
     except ScenarioError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise LoadFailure(str(exc)) from None
     if messages is not None:
         parsed = [replace(s, load=replace(s.load, messages=messages)) for s in parsed]
     options = JobOptions(
@@ -221,7 +222,7 @@ def load(
                         raise KeyboardInterrupt
                     results = run_scenarios(spark, parsed, options, out_console)
                 except JobError as exc:
-                    raise click.ClickException(str(exc)) from None
+                    raise LoadFailure(str(exc)) from None
                 except KeyboardInterrupt:
                     interrupted = True
                     raise
