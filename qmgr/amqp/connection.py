@@ -1084,15 +1084,17 @@ class Connection:
         )
         session.remote_outgoing_window = perf.outgoing_window
         self._send_backlog(session)
+        link = None if perf.handle is None else self._link(session, perf.handle)
+        if was_blocked and session.remote_incoming_window > 0 and not session.ending:
+            # the window opened (whichever flow carried it): the session's other senders with
+            # credit may send again (the flow's own link is told below)
+            for other in session.links.values():
+                if other is not link and other.is_sender and other.credit > 0:
+                    self._events.append(CreditChanged(other, other.credit, other.drain))
         if perf.handle is None:
             if perf.echo:
                 self._send_flow(session, None)
-            if was_blocked and session.remote_incoming_window > 0:
-                for other in session.links.values():
-                    if other.is_sender and other.credit > 0:
-                        self._events.append(CreditChanged(other, other.credit, other.drain))
             return
-        link = self._link(session, perf.handle)
         if link is None or link.detaching:
             return
         if link.is_sender:

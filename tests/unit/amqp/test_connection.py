@@ -536,6 +536,21 @@ def test_delivery_ids_and_windows_wrap_at_two_to_the_32() -> None:
     assert receiver.session.unsettled == {}
 
 
+def test_a_window_opened_by_another_links_flow_wakes_the_blocked_senders() -> None:
+    conn = opened()
+    first = attached(conn, "r1", 0, RECEIVER, "amqps://h/q1")
+    second = attached(conn, "r2", 1, RECEIVER, "amqps://h/q2")
+    conn.receive_data(frame(link_flow(0, 5, incoming_window=1)))
+    conn.send_transfer(first, b"a", b"x", settled=True)  # the peer's window is used up
+    assert not first.can_send
+    conn.data_to_send()
+    # a flow for the other link carries a fresh window: the first link may send again
+    events = conn.receive_data(frame(link_flow(1, 3, next_incoming_id=1, incoming_window=10)))
+    assert CreditChanged(first, 4, False) in events
+    assert CreditChanged(second, 3, False) in events
+    assert first.can_send and second.can_send
+
+
 def test_transfer_without_credit_detaches_only_that_link() -> None:
     conn = opened()
     bad = attached(conn, "s1", 0, SENDER, "amqps://h/q")
