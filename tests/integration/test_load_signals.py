@@ -177,7 +177,8 @@ def test_a_signal_mid_drain_stops_everything_the_job_started(
         assert code == 128 + signum, text[-3000:]
         assert f"stopped by {signum.name}" in text, text[-3000:]
         assert f'File "{ROOT / "qmgr"}' not in text, text[-3000:]  # no traceback of the job's
-        if signum != signal.SIGHUP:  # (a hang-up reaches Spark's JVM too: PySpark may say so)
+        if not group:  # a signal to the group reaches Spark's JVM and Python workers too:
+            # PySpark may report the connections it lost (never qmgr's code, checked above)
             assert "Traceback" not in text, text[-3000:]
         deadline = time.monotonic() + 20
         while alive(started) and time.monotonic() < deadline:
