@@ -104,36 +104,6 @@ def test_both_full_repositories_down_routing_goes_on_and_definitions_made_meanwh
         cl.stop()
 
 
-def test_one_of_two_full_repositories_down_definitions_propagate_when_it_returns(
-    tmp_path: Path,
-) -> None:
-    cl = Cluster(tmp_path).start(["FR1", "FR2"], ["HOST1", "PUB1", "SUB1"])
-    try:
-        cl.define_topic("HOST1", "NEWS", "News")
-        cl.wait_definition("NEWS", ["HOST1"])
-        cl["FR2"].kill()
-        # no Raft quorum with one of two: accepted, pending (on a partial and on FR1 itself)
-        define_pending(cl["HOST1"], "ORDERS", "Orders", "TOPICHOST")
-        define_pending(cl["FR1"], "RATES", "Rates", "TOPICHOST")
-        # the surviving full repository still serves its view: a partial restarted
-        # meanwhile gets it from there
-        cl["SUB1"].restart()
-        assert clstate(cl["SUB1"], "NEWS", "HOST1") == "ACTIVE"
-        assert clstate(cl["SUB1"], "ORDERS", "HOST1") is None
-        cl["FR2"].start()
-        cl.wait_definition("ORDERS", ["HOST1"])
-        cl.wait_definition("RATES", ["FR1"])
-        for node in cl.nodes.values():  # once each: nothing duplicated
-            assert clstate(node, "ORDERS", "HOST1") == "ACTIVE"
-        sub = cl["SUB1"].c.subscribe("Orders/New")
-        cl.wait_proxy("HOST1", "SUB1", "Orders/New")
-        cl["PUB1"].c.publish("Orders/New", b"one")
-        receive_once(sub, b"one")
-        sub.close()
-    finally:
-        cl.stop()
-
-
 def test_a_full_repository_restarted_alone_serves_its_view(tmp_path: Path) -> None:
     cl = Cluster(tmp_path).start(["FR1", "FR2"], ["HOST1"])
     try:

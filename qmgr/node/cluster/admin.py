@@ -267,8 +267,9 @@ class ClusterAdmin:
     # ---------------------------------------------------------------- displays
 
     def display_qmgr(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
-        """DISPLAY QMGR, plus (qmgr's own extension, on full repositories) RAFTSTATE and
-        RAFTLEADER: this replica's Raft role and the leader's Raft address."""
+        """DISPLAY QMGR, plus (qmgr's own extension, on full repositories) RAFTSTATE,
+        RAFTLEADER and RAFTRELAYED: this replica's Raft role, the leader's Raft address and
+        how many changes it relayed to the members without a quorum, not committed yet."""
         records = display_qmgr(qm, cmd)
         link = self.agent.link
         if isinstance(link, RaftLink) and ("ALL" in cmd.params or not cmd.requested):
@@ -276,6 +277,7 @@ class ClusterAdmin:
             records[0].attrs += [
                 ("RAFTSTATE", str(status["state"]).upper()),
                 ("RAFTLEADER", str(status["leader"] or "")),
+                ("RAFTRELAYED", str(status["relayed"])),
             ]
         return records
 

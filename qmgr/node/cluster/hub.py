@@ -1,8 +1,9 @@
 """A full repository's side of ``Repository.Watch``: each partial repository gets a snapshot
 of what it may see, then the changes to that view, computed after every applied command.
 
-A full repository without a Raft quorum still serves watches from its last committed view; the
-member's join then waits in the background and commits when the quorum returns."""
+A full repository without a Raft quorum still serves watches: its last committed view plus the
+changes it relayed (``RaftLink``), the member's join among them, committed when the quorum
+returns."""
 
 from __future__ import annotations
 

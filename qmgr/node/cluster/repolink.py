@@ -3,9 +3,21 @@
 - A full repository runs a Raft replica (``RaftLink``): changes are proposed to it and applied,
   in log order, to the node's copy. It starts even without a Raft quorum (serving its last
   committed view, its own join queued until a quorum commits it).
-- A proposal waits at most ``PENDING_WAIT`` seconds; when no full repository can take it then
-  (none reachable, no quorum) the result is ``unavailable`` (``ErrorCode.REPOS_UNAVAILABLE``),
-  not a rejection: the caller keeps its change and sends it again (``ClusterAgent``).
+- A proposal waits at most ``PENDING_WAIT`` seconds for its commit. A full repository that
+  cannot commit it then (no Raft quorum: the other of two full repositories is down, or most of
+  three) *relays* it, as an MQ full repository goes on working while the other one is down: if
+  the change applies to what this repository serves, it is added to the view served to the
+  members (``RaftLink.repository``: the committed view plus the relayed changes, in the order
+  they came) and answered as accepted, with a warning saying it is not committed yet. It stays
+  queued in Raft; when a quorum returns the log settles it, and the relayed copy is dropped
+  (committed: the log holds it; refused, for example a conflicting definition made on the other
+  side of the outage: it disappears from the members' views, and the member that made it sees
+  it refused when it sends it again, CLSTATE(INVALID) as in MQ). Relayed changes live in this
+  process only: a full repository restarted before the quorum returns forgets them, and the
+  members whose changes they were send them again when their view no longer holds them.
+- A change that does not apply to the served view, or that no full repository could take
+  (none reachable), is ``unavailable`` (``ErrorCode.REPOS_UNAVAILABLE``), not a rejection: the
+  caller keeps its change and sends it again (``ClusterAgent``).
 - A partial repository (``WatchLink``) joins through one of the full repositories it was given
   (``--join``) or has since learnt of, receives a snapshot of what it may see and then every
   change, and fails over to another full repository when its stream breaks. Its copy is kept in
@@ -44,6 +56,11 @@ PROPOSE_TIMEOUT = 5.0
 PENDING_WAIT = 3.0  # longest wait for a commit before a change is answered as still pending
 START_WAIT = 3.0  # a full repository waits this long for a Raft leader, then serves anyway
 QUEUED_FOR = 300.0  # a submitted command is waited for this long before it is submitted anew
+RELAYED_MAX = 10_000  # relayed, uncommitted changes held at once; past it: ``unavailable``
+RELAYED_WARNING = (
+    "no Raft quorum of full repositories: {fr} relayed this change to the members; it is "
+    "committed when a quorum is back"
+)
 
 
 def _unavailable(text: str) -> ApplyResult:
@@ -54,10 +71,15 @@ class RaftLink:
     """A full repository's replica (create it on the main thread)."""
 
     def __init__(
-        self, settings: ClusterSettings, data_dir: Path | None, on_change: ChangeSink
+        self,
+        settings: ClusterSettings,
+        data_dir: Path | None,
+        on_change: ChangeSink,
+        name: str = "",
     ) -> None:
         self.loop = asyncio.get_running_loop()
         self.on_change = on_change
+        self.name = name or settings.raft_address
         config = RaftConfig(
             self_addr=settings.raft_address,
             peers=settings.raft_peers,
@@ -66,23 +88,44 @@ class RaftLink:
             data_dir=data_dir / "raft" if data_dir is not None else None,
         )
         self.replica = RepositoryReplica(config, on_events=self._events)
-        self.repository = ClusterRepository(settings.cluster)
+        self.committed = ClusterRepository(settings.cluster)
+        # what members are served: ``committed`` plus the relayed changes (module docstring)
+        self.repository = self.committed
         self.listeners: list[Callable[[], None]] = []
         self._join_task: asyncio.Task[None] | None = None
         # commands submitted and not yet committed, by their JSON: the same command proposed
         # again (a pending definition retried during an outage) waits for the queued one
         # instead of queueing another copy
         self._queued: dict[str, asyncio.Task[ApplyResult]] = {}
+        # relayed commands (accepted without a quorum), by their JSON, in the order they came;
+        # each has a task that submits it until the log decides it
+        self._relayed: dict[str, Mapping[str, Any]] = {}
+        self._settling: dict[str, asyncio.Task[None]] = {}
 
     def _events(self, events: list[RepoEvent]) -> None:  # on PySyncObj's thread
         with contextlib.suppress(RuntimeError):
             self.loop.call_soon_threadsafe(self._apply, events)
 
     def _apply(self, events: list[RepoEvent]) -> None:
-        self.repository = self.replica.read()
+        self.committed = self.replica.read()
+        self._serve(events)
+
+    def _serve(self, events: list[RepoEvent]) -> None:
+        """Rebuild the served view (committed + relayed) and tell the node and the watches."""
+        served = self.committed
+        if self._relayed:
+            served = ClusterRepository.from_snapshot(self.committed.to_snapshot())
+            for command in self._relayed.values():
+                served.apply(command)  # one the log has applied (or refused) changes nothing
+        self.repository = served
         self.on_change(events)
         for listener in list(self.listeners):
             listener()
+
+    @property
+    def relayed(self) -> int:
+        """Changes relayed to the members and not yet committed."""
+        return len(self._relayed)
 
     async def start(self, join: Mapping[str, Any], timeout: float) -> None:
         """Serve at once: without a quorum this replica answers with its last committed view
@@ -93,11 +136,12 @@ class RaftLink:
         except RaftUnavailable:
             result = _unavailable("no Raft quorum yet")
         else:
-            result = await self.propose(join)
+            result = await self.commit(join)
         if result.unavailable:
             log.warning(
-                "no Raft quorum: serving the last committed cluster view read-only; "
-                "changes are queued until a quorum of full repositories is back"
+                "no Raft quorum: serving the last committed cluster view; changes the members "
+                "send are relayed to them and committed when a quorum of full repositories is "
+                "back"
             )
             self._join_task = self.loop.create_task(self._join_later(join))
         elif not result.ok:
@@ -112,6 +156,56 @@ class RaftLink:
             log.error("the cluster refused this full repository's join: %s", result.error)
 
     async def propose(self, command: Mapping[str, Any], wait: float = PENDING_WAIT) -> ApplyResult:
+        """``commit``; if it does not commit within ``wait`` seconds, relay it (see the module
+        docstring): accepted with a warning when it applies to the served view, else
+        ``unavailable``."""
+        result = await self.commit(command, wait)
+        if not result.unavailable:
+            return result
+        return self._relay(command, result)
+
+    def _relay(self, command: Mapping[str, Any], unavailable: ApplyResult) -> ApplyResult:
+        key = _key(command)
+        warning = RELAYED_WARNING.format(fr=self.name)
+        if key in self._relayed:
+            return ApplyResult(warnings=(warning,))
+        if len(self._relayed) >= RELAYED_MAX:
+            return unavailable
+        trial = ClusterRepository.from_snapshot(self.repository.to_snapshot())
+        result = trial.apply(command)
+        if not result.ok:  # the log decides it when the quorum is back
+            return unavailable
+        self._relayed[key] = command
+        self._settling[key] = self.loop.create_task(self._settle(key, command))
+        log.warning("relayed without a Raft quorum (not committed yet): %s", key)
+        self.repository = trial
+        self.on_change(list(result.events))
+        for listener in list(self.listeners):
+            listener()
+        return ApplyResult(result.events, None, (*result.warnings, warning))
+
+    async def _settle(self, key: str, command: Mapping[str, Any]) -> None:
+        """Submit a relayed command until the log decides it, then stop relaying it."""
+        try:
+            result = await self.propose_until_done(command)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # never leave it relayed for ever
+            log.exception("settling a relayed change failed: %s", key)
+            result = ApplyResult()
+        if result.error is not None:
+            log.error(
+                "a change relayed without a Raft quorum was refused when the quorum committed "
+                "it (%s: %s); the members no longer see it: %s",
+                result.error.code.value,
+                result.error.message,
+                key,
+            )
+        self._settling.pop(key, None)
+        self._relayed.pop(key, None)
+        self._apply([])
+
+    async def commit(self, command: Mapping[str, Any], wait: float = PENDING_WAIT) -> ApplyResult:
         """Submit through Raft and wait at most ``wait`` seconds for the commit (through an
         election if one is under way). Without a quorum the command stays queued in
         PySyncObj and commits when the quorum returns; the caller gets an ``unavailable``
@@ -123,6 +217,8 @@ class RaftLink:
             try:
                 return await asyncio.wait_for(asyncio.shield(self._submitted(command)), left)
             except TimeoutError:
+                if self.replica.is_ready:  # a leader, and still no commit: submitted anew
+                    self._queued.pop(_key(command), None)
                 return _unavailable(
                     f"the cluster repository is unavailable: no commit within {wait:g}s "
                     f"(Raft leader {self.replica.leader or 'unknown'}); the change stays queued"
@@ -133,7 +229,7 @@ class RaftLink:
             await asyncio.sleep(0.1)
 
     def _submitted(self, command: Mapping[str, Any]) -> asyncio.Task[ApplyResult]:
-        key = json.dumps(dict(command), sort_keys=True, separators=(",", ":"))
+        key = _key(command)
         task = self._queued.get(key)
         if task is None:
             task = self.loop.create_task(self.replica.submit_async(command, QUEUED_FOR))
@@ -149,23 +245,27 @@ class RaftLink:
         return task
 
     async def propose_until_done(self, command: Mapping[str, Any]) -> ApplyResult:
-        """``propose`` again until the repository accepts or rejects ``command``."""
+        """``commit`` again until the repository accepts or rejects ``command``."""
         while True:
-            result = await self.propose(command, PROPOSE_TIMEOUT)
+            result = await self.commit(command, PROPOSE_TIMEOUT)
             if not result.unavailable:
                 return result
             await asyncio.sleep(0.5)
 
     def status(self) -> dict[str, Any]:
-        return self.replica.status()
+        return {**self.replica.status(), "relayed": len(self._relayed)}
 
     async def stop(self) -> None:
-        for task in [self._join_task, *self._queued.values()]:
+        for task in [self._join_task, *self._settling.values(), *self._queued.values()]:
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
         await self.loop.run_in_executor(None, self.replica.close)
+
+
+def _key(command: Mapping[str, Any]) -> str:
+    return json.dumps(dict(command), sort_keys=True, separators=(",", ":"))
 
 
 class WatchLink:
