@@ -147,7 +147,9 @@ class ClusterAgent:
         self.dialer = Dialer.make(self.name, self.cluster, key, _tls_material(tls))
         self.link: RaftLink | WatchLink
         if settings.full_repository:
-            self.link = RaftLink(settings, runtime.config.data_dir, self._repository_changed)
+            self.link = RaftLink(
+                settings, runtime.config.data_dir, self._repository_changed, qm.name
+            )
         else:
             cached = runtime.loaded_kv.get(VIEW_KEY)
             self.link = WatchLink(
@@ -275,7 +277,11 @@ class ClusterAgent:
         if not self._started:
             return
         self._apply_topology()
-        if self.unsent:  # a re-synced watch or a commit: the repository may take them now
+        # a re-synced watch or a commit: the repository may take the unsent ones now; and a
+        # view that no longer holds a definition it held (a change relayed by a full
+        # repository that restarted before committing it, or refused when it was committed)
+        # needs it sent again
+        if self.unsent or self.pending_changes() - self.invalid.keys():
             self._retry_wake.set()
 
     def _build_topology(self) -> ClusterTopology:
