@@ -15,6 +15,7 @@ from qmgr.cli.cluster_launch import Launch
 from qmgr.cli.cluster_secrets import admin_client_options
 from qmgr.cli.cluster_state import ClusterState, node_alive, state_dir
 from qmgr.cli.topology import Topology
+from qmgr.node.ready import READY_SERVICE
 
 NOTHING_FOUND = {"AMQ8147E", "AMQ8420I"}  # "object not found", "channel status not found"
 
@@ -117,13 +118,48 @@ def _client(address: str, options: dict[str, Any]) -> Iterator[Any]:
         client.close()
 
 
+def _ready(address: str, options: dict[str, Any]) -> str:
+    """The node's own answer for the health service it sets SERVING once it printed READY (in
+    a cluster: once it joined), e.g. ``SERVING``; ``UNREACHABLE: ...`` without an answer."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    from qmgr.client.connect import open_channel
+
+    keys = ("tls_ca", "tls_cert", "tls_key")
+    with open_channel(grpc, address, [], *(options.get(k) for k in keys)) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=READY_SERVICE), timeout=5)
+        except grpc.RpcError as exc:
+            code = exc.code()
+            return f"UNREACHABLE: {code.name if code else 'error'} {exc.details() or ''}".strip()
+    return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
+
+
+def _health(entry: dict[str, Any], cluster: str) -> None:
+    """Add the node's own view to ``entry``: ``ready`` (its READY health answer), ``joined``
+    (it lists itself as a member of ``cluster``) and ``healthy`` (running, ready and joined)."""
+    members = entry["members"]
+    entry["joined"] = (
+        None
+        if members is None
+        else any(
+            m.get("CLUSQMGR") == entry["name"] and m.get("CLUSTER") == cluster for m in members
+        )
+    )
+    entry["healthy"] = bool(entry["alive"] and entry["ready"] == "SERVING" and entry["joined"])
+
+
 def collect_status(directory: Path, state: ClusterState) -> dict[str, Any]:
     """Everything `status` shows, as JSON-ready data; what cannot be had is None plus a reason."""
     nodes: list[dict[str, Any]] = []
     options = admin_client_options(directory, state.tls)
     for n in state.nodes:
         entry: dict[str, Any] = {**asdict(n), "alive": node_alive(n.pid, n.name)}
+        entry["ready"] = _ready(n.address, options) if entry["alive"] else None
         for key, command in (
+            ("members", "DISPLAY CLUSQMGR(*) ALL"),
             ("channels", "DISPLAY CHSTATUS(*) ALL"),
             ("topic_hosts", "DISPLAY TCLUSTER(*) ALL"),
             ("bridges", "DISPLAY BRIDGE(*) ALL"),
@@ -135,14 +171,17 @@ def collect_status(directory: Path, state: ClusterState) -> dict[str, Any]:
                     records, error = _query(client, command)
             entry[key] = records
             entry[key + "_error"] = error
+        _health(entry, state.cluster)
         nodes.append(entry)
     members: dict[str, Any] = {"seen_by": None, "records": None, "error": "no node is running"}
     order = sorted(nodes, key=lambda e: e["role"] != "full")
     for entry in order:
         if entry["alive"]:
-            with _client(entry["address"], options) as client:
-                found, why = _query(client, "DISPLAY CLUSQMGR(*) ALL")
-            members = {"seen_by": entry["name"], "records": found, "error": why}
+            members = {
+                "seen_by": entry["name"],
+                "records": entry["members"],
+                "error": entry["members_error"],
+            }
             break
     return {
         "cluster": state.cluster,
@@ -182,12 +221,7 @@ def print_status(status: dict[str, Any]) -> None:
             alive,
         )
     console.print(table)
-    members = status["members"]
-    title = f"cluster members as {members['seen_by'] or '-'} sees them (DISPLAY CLUSQMGR)"
-    table = _table(title, MEMBER_COLUMNS)
-    for record in members["records"] or []:
-        table.add_row(*_cells(record, MEMBER_COLUMNS))
-    _print_table(console, table, {members["error"]: []} if members["error"] else {})
+    _print_members(console, status)
 
     table = _table("channels (DISPLAY CHSTATUS on each node)", CHANNEL_COLUMNS, "node")
     for n in nodes:
@@ -213,6 +247,54 @@ def print_status(status: dict[str, Any]) -> None:
         for record in n["bridges"] or []:
             table.add_row(n["name"], *_cells(record, BRIDGE_COLUMNS))
     _print_table(console, table, _missing(nodes, "bridges"))
+
+
+def _own_view(node: dict[str, Any] | None) -> list[str]:
+    """The member's own answers: READY, joined, and health in a word (or what is wrong)."""
+    if node is None:
+        return ["-", "-", "[yellow]not started by qmgr cluster up[/]"]
+    ready = node["ready"] or "-"
+    joined = {True: "yes", False: "[red]no[/]", None: "-"}[node["joined"]]
+    if node["healthy"]:
+        health = "[green]healthy[/]"
+    elif not node["alive"]:
+        health = "[red]not running[/]"
+    elif node["ready"] != "SERVING":
+        health = f"[red]not ready ({ready})[/]"
+    elif node["joined"] is None:
+        health = f"[red]cannot tell ({node['members_error']})[/]"
+    else:
+        health = "[red]not joined[/]"
+    return ["yes" if ready == "SERVING" else f"[red]{ready}[/]", joined, health]
+
+
+def _print_members(console: Any, status: dict[str, Any]) -> None:
+    """The members as one full repository sees them (DISPLAY CLUSQMGR), each with its own view
+    of itself, and what STATUS(INACTIVE) means there."""
+    members = status["members"]
+    seen_by = members["seen_by"] or "-"
+    nodes = {n["name"]: n for n in status["nodes"]}
+    title = f"cluster members as {seen_by} sees them (DISPLAY CLUSQMGR), each as it sees itself"
+    table = _table(title, MEMBER_COLUMNS)
+    for heading in ("READY", "joined", "health"):
+        table.add_column(heading)
+    listed = set()
+    for record in members["records"] or []:
+        listed.add(record.get("CLUSQMGR"))
+        own = _own_view(nodes.get(record.get("CLUSQMGR", "")))
+        table.add_row(*_cells(record, MEMBER_COLUMNS), *own)
+    if members["records"] is not None:  # started here, and not (yet) a member for seen_by
+        for name, node in nodes.items():
+            if name not in listed:
+                table.add_row(name, "-", node["address"], "-", "-", *_own_view(node))
+    _print_table(console, table, {members["error"]: []} if members["error"] else {})
+    if table.row_count:
+        console.print(
+            f"  [dim]STATUS: {seen_by}'s cluster-sender channel to the member, INACTIVE until "
+            f"{seen_by} has something to send there (as in MQ; no fault).[/]\n"
+            f"  [dim]READY, joined, health: the member's own answers (its {READY_SERVICE} "
+            f"health service; whether it lists itself in cluster {status['cluster']}).[/]"
+        )
 
 
 def _table(title: str, columns: Columns, first: str | None = None) -> Any:

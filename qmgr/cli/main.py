@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -328,19 +329,52 @@ def pub(
         )
     except MQClientError as exc:
         raise _fail(exc) from None
-    click.echo(f"published {result.accepted} on '{topic}', {result.deliveries} local deliveries")
+    click.echo(f"published {result.accepted} on '{topic}': {_where_to(result)}")
+
+
+def _where_to(result: Any) -> str:
+    """Where the publications of ``result`` (a PublishResult) went: the copies delivered on the
+    node, and the copies it sent into its cluster and to whom; or that they reached nobody."""
+    here = f"{result.deliveries} local deliveries"
+    peers = ", ".join(result.forwarded_to)
+    if result.forwards:
+        copies = "" if result.forwards == 1 else f"{result.forwards} copies "
+        return f"{here}, {copies}sent into cluster {result.cluster} to {peers}"
+    into = f" and none sent into cluster {result.cluster}" if result.cluster else ""
+    if result.deliveries:
+        return here + into
+    return f"{here}{into}: no subscription matched, nothing was delivered"
+
+
+SUB_WAIT = 5.0  # seconds `qmgr sub` waits for the next message
+SUB_COUNT_WAIT = 60.0  # ... when it waits for --count messages: time for a person to publish
 
 
 @cli.command()
 @click.argument("node")
 @click.argument("topic")
 @click.option("--name", default="", help="Subscription name (required for --durable).")
-@click.option("--durable", is_flag=True)
+@click.option(
+    "--durable",
+    is_flag=True,
+    help="Keep the subscription, and the publications for it, while nothing reads it; "
+    "`qmgr sub` with the same --name resumes it.",
+)
 @click.option(
     "-n", "--count", default=0, help="Stop after this many messages (0 = until --wait expires)."
 )
 @click.option(
-    "--wait", default=5.0, show_default=True, help="Seconds to wait for the next message."
+    "--wait",
+    type=float,
+    default=None,
+    help=f"Seconds to wait for the next message [default: {SUB_WAIT:g}; "
+    f"{SUB_COUNT_WAIT:g} with --count].",
+)
+@click.option(
+    "--no-receive",
+    is_flag=True,
+    help="With --durable: create (or resume) the subscription, return once it is in place "
+    "across the cluster, and receive nothing; publications are kept for it until read.",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per message.")
 @client_options
@@ -350,28 +384,67 @@ def sub(
     name: str,
     durable: bool,
     count: int,
-    wait: float,
+    wait: float | None,
+    no_receive: bool,
     as_json: bool,
     access: Access,
 ) -> None:
-    """Subscribe to TOPIC and print publications as they arrive."""
+    """Subscribe to TOPIC and print publications as they arrive. In a cluster, `subscribed`
+    is printed once the subscription's proxy subscriptions reached the topic hosts: from then
+    on a publication anywhere in the cluster reaches it."""
     from qmgr.client import MQClientError
 
+    if no_receive and not durable:
+        raise click.UsageError("--no-receive keeps a subscription: it needs --durable and --name")
+    if wait is None:
+        wait = SUB_COUNT_WAIT if count else SUB_WAIT
     client = _client(node, access)
     try:
-        subscription = client.subscribe(topic, name=name, durable=durable)
+        if no_receive:
+            client.create_subscription(topic, name=name, durable=True)
+            subscription = None
+        else:
+            subscription = client.subscribe(topic, name=name, durable=durable)
+            name = subscription.name
     except MQClientError as exc:
         raise _fail(exc) from None
-    click.echo(f"subscribed {subscription.name} to '{topic}'", err=True)
-    got = 0
-    with subscription:
-        while not count or got < count:
-            msg = subscription.receive(timeout=wait)
-            if msg is None:
-                break
-            got += 1
-            _print_message(msg, as_json)
+    with subscription or contextlib.nullcontext():
+        _subscribed(client, name, topic, durable)
+        if subscription is None:
+            return
+        got = 0
+        try:
+            while not count or got < count:
+                msg = subscription.receive(timeout=wait)
+                if msg is None:
+                    break
+                got += 1
+                _print_message(msg, as_json)
+        except KeyboardInterrupt:
+            click.echo(f"received {got}", err=True)
+            sys.exit(130)
     click.echo(f"received {got}", err=True)
+
+
+def _subscribed(client: Any, name: str, topic: str, durable: bool) -> None:
+    """Wait until the subscription is in place across the cluster, then say so (on stderr);
+    when some member did not take the node's proxy subscriptions in time, say which."""
+    from qmgr.cli.propagation import PROPAGATION_WAIT, wait_delivered
+
+    found = wait_delivered(client)
+    kept = " (durable: publications are kept for it until read)" if durable else ""
+    where = ""
+    if found is not None and found.cluster and not found.late:
+        where = f", in place across cluster {found.cluster}"
+    click.echo(f"subscribed {name} to '{topic}'{kept}{where}", err=True)
+    if found is not None and found.late:
+        click.echo(
+            "qmgr: some members have not yet taken what this node queued for them, its proxy "
+            f"subscriptions included (waited up to {PROPAGATION_WAIT:g} s); a publication that "
+            "reaches them first is not delivered to this subscription: "
+            + "; ".join(s.describe() for s in found.late),
+            err=True,
+        )
 
 
 def _print_message(msg: Any, as_json: bool) -> None:

@@ -313,7 +313,7 @@ class AsyncQueueManagerClient:
         resp = await self._call(self._msg.Publish, request)
         if resp.HasField("error"):
             raise publish_error(resp, resp.accepted)
-        return PublishResult(resp.accepted, resp.deliveries)
+        return convert.publish_result(resp)
 
     async def subscribe(
         self,

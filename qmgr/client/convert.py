@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qmgr.client.types import MqscRecord, OutgoingMessage, ReceivedMessage
+from qmgr.client.types import MqscRecord, OutgoingMessage, PublishResult, ReceivedMessage
 from qmgr.core.values import Int32, PropertyValue, check_property
 from qmgr.wire import admin_pb2, messages_pb2, messaging_pb2
 
@@ -92,6 +92,12 @@ def publication(
     out.retain = retain
     out.scope_qmgr = scope_qmgr
     to_wire(msg, out.message)
+
+
+def publish_result(resp: messaging_pb2.PublishResponse) -> PublishResult:
+    return PublishResult(
+        resp.accepted, resp.deliveries, resp.forwards, tuple(resp.forwarded_to), resp.cluster
+    )
 
 
 def records(response: admin_pb2.MqscResponse) -> list[MqscRecord]:

@@ -259,6 +259,9 @@ class StreamPublisher:
         self._done = threading.Condition()
         self.accepted = 0
         self.deliveries = 0
+        self.forwards = 0
+        self.forwarded_to: set[str] = set()
+        self.cluster = ""
         self._error: BaseException | None = None
         self._responses = stub.PublishStream(iter(self._requests.get, None))
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -276,6 +279,9 @@ class StreamPublisher:
                 with self._done:
                     self.accepted += resp.accepted
                     self.deliveries += resp.deliveries
+                    self.forwards += resp.forwards
+                    self.forwarded_to.update(resp.forwarded_to)
+                    self.cluster = resp.cluster or self.cluster
                     if resp.HasField("error") and self._error is None:
                         self._error = publish_error(resp, self.accepted)
                     self._outstanding -= 1
@@ -355,7 +361,13 @@ class StreamPublisher:
             self._unanswered()
         if self._error is not None:
             raise self._error
-        return PublishResult(self.accepted, self.deliveries)
+        return PublishResult(
+            self.accepted,
+            self.deliveries,
+            self.forwards,
+            tuple(sorted(self.forwarded_to)),
+            self.cluster,
+        )
 
     def close(self) -> PublishResult:
         try:
@@ -589,7 +601,7 @@ class QueueManagerClient:
         resp = self._call(self._msg.Publish, request)
         if resp.HasField("error"):
             raise publish_error(resp, resp.accepted)
-        return PublishResult(resp.accepted, resp.deliveries)
+        return convert.publish_result(resp)
 
     def stream_publisher(
         self, batch_size: int = 100, window: int = 8, *, on_ack: AckCallback | None = None

@@ -58,5 +58,13 @@ class MqscRecord:
 
 @dataclass
 class PublishResult:
+    """What a node did with publications: how many it accepted, the copies it delivered to its
+    own subscriptions, and (a cluster member) the copies it sent on to other members, to which
+    members, and its cluster's name. ``deliveries`` and ``forwards`` both 0: nothing was
+    delivered anywhere."""
+
     accepted: int
     deliveries: int
+    forwards: int = 0
+    forwarded_to: tuple[str, ...] = ()
+    cluster: str = ""

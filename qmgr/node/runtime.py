@@ -189,7 +189,7 @@ class NodeRuntime:
     ) -> int:
         """A publication from a local application (through the cluster when in one)."""
         if self.agent is not None:
-            return self.agent.publish(topic, msg, retain=retain, scope_qmgr=scope_qmgr)
+            return self.agent.publish(topic, msg, retain=retain, scope_qmgr=scope_qmgr)[0]
         return self.qm.publish(topic, msg, retain=retain)
 
     async def mqsc(self, text: str) -> tuple[bool, list[Record]]:

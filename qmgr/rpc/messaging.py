@@ -346,26 +346,33 @@ class MessagingServicer(rpc.MessagingServicer):
             qm.accept_publication(p.topic, msg)
             if agent is not None:
                 agent.check_publish(p.topic, scope_qmgr=p.scope_qmgr)
-        deliveries = 0
+        deliveries = forwards = 0
+        forwarded_to: set[str] = set()
         # a node in a cluster accepts again as it routes; a single node delivers what it accepted
-        publish = self.rt.publish if self.rt.agent is not None else self._deliver_accepted
+        publish = agent.publish if agent is not None else self._deliver_accepted
         resp = pb.PublishResponse(batch_id=request.batch_id)
         for i, (p, msg) in enumerate(batch):
             try:
-                deliveries += publish(p.topic, msg, retain=p.retain, scope_qmgr=p.scope_qmgr)
+                delivered, peers = publish(p.topic, msg, retain=p.retain, scope_qmgr=p.scope_qmgr)
             except MQError as exc:
                 resp.accepted = i
                 resp.error.CopyFrom(error_to_wire(exc))
                 break
+            deliveries += delivered
+            forwards += len(peers)
+            forwarded_to.update(peers)
         else:
             resp.accepted = len(batch)
         resp.deliveries = deliveries
+        resp.forwards = forwards
+        resp.forwarded_to.extend(sorted(forwarded_to))
+        resp.cluster = agent.cluster if agent is not None else ""
         return resp
 
     def _deliver_accepted(
         self, topic: str, msg: Message, *, retain: bool = False, scope_qmgr: bool = False
-    ) -> int:
-        return self.qm.pubsub.publish(topic, msg, self.qm.clock.now(), retain=retain)
+    ) -> tuple[int, tuple[str, ...]]:
+        return self.qm.pubsub.publish(topic, msg, self.qm.clock.now(), retain=retain), ()
 
     @translated
     async def Publish(self, request: pb.PublishRequest, context: Ctx) -> pb.PublishResponse:

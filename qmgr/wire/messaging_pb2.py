@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from qmgr.wire import messages_pb2 as qmgr_dot_wire_dot_messages__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19qmgr/wire/messaging.proto\x12\tqmgr.wire\x1a\x18qmgr/wire/messages.proto\"A\n\nPutRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12$\n\x08messages\x18\x02 \x03(\x0b\x32\x12.qmgr.wire.Message\"\"\n\x0bPutResponse\x12\x13\n\x0bmessage_ids\x18\x01 \x03(\t\"e\n\x0bPublication\x12\r\n\x05topic\x18\x01 \x01(\t\x12#\n\x07message\x18\x02 \x01(\x0b\x32\x12.qmgr.wire.Message\x12\x0e\n\x06retain\x18\x03 \x01(\x08\x12\x12\n\nscope_qmgr\x18\x04 \x01(\x08\"P\n\x0ePublishRequest\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12,\n\x0cpublications\x18\x02 \x03(\x0b\x32\x16.qmgr.wire.Publication\"j\n\x0fPublishResponse\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\r\x12\x12\n\ndeliveries\x18\x03 \x01(\x04\x12\x1f\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x10.qmgr.wire.Error\"\xe4\x01\n\nGetRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x14\n\x0cmax_messages\x18\x02 \x01(\x05\x12\x0f\n\x07wait_ms\x18\x03 \x01(\x05\x12\x0e\n\x06\x62rowse\x18\x04 \x01(\x08\x12\x14\n\x0c\x62rowse_after\x18\x05 \x01(\x03\x12\x14\n\x0cunit_of_work\x18\x06 \x01(\t\x12\x18\n\x10match_message_id\x18\x07 \x01(\t\x12\x17\n\x0fmatch_correl_id\x18\x08 \x01(\x0c\x12\x15\n\rconnection_id\x18\t \x01(\t\x12\x1a\n\x12max_response_bytes\x18\n \x01(\x04\"3\n\x0bGetResponse\x12$\n\x08messages\x18\x01 \x03(\x0b\x32\x12.qmgr.wire.Message\"9\n\nUnitOfWork\x12\x14\n\x0cunit_of_work\x18\x01 \x01(\t\x12\x15\n\rconnection_id\x18\x02 \x01(\t\"%\n\x0e\x43onnectRequest\x12\x13\n\x0b\x61pplication\x18\x01 \x01(\t\"%\n\x0c\x43onnectEvent\x12\x15\n\rconnection_id\x18\x01 \x01(\t\"}\n\x0e\x44\x65liveryLimits\x12\x1c\n\x14max_pending_messages\x18\x01 \x01(\r\x12\x19\n\x11max_pending_bytes\x18\x02 \x01(\x04\x12\x1a\n\x12max_response_bytes\x18\x03 \x01(\x04\x12\x16\n\x0ereports_handed\x18\x04 \x01(\x08\"k\n\x03\x41\x63k\x12\x14\n\x0c\x61\x63knowledged\x18\x01 \x01(\x04\x12\x17\n\x0f\x63redit_messages\x18\x02 \x01(\r\x12\x14\n\x0c\x63redit_bytes\x18\x03 \x01(\x04\x12\x0e\n\x06handed\x18\x04 \x01(\x04\x12\x0f\n\x07\x63losing\x18\x05 \x01(\x08\"Z\n\x10SubscribeControl\x12)\n\x04open\x18\x01 \x01(\x0b\x32\x1b.qmgr.wire.SubscribeRequest\x12\x1b\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x0e.qmgr.wire.Ack\"V\n\x0e\x43onsumeControl\x12\'\n\x04open\x18\x01 \x01(\x0b\x32\x19.qmgr.wire.ConsumeRequest\x12\x1b\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x0e.qmgr.wire.Ack\"$\n\x10UnitOfWorkResult\x12\x10\n\x08messages\x18\x01 \x01(\r\"\x84\x02\n\x10SubscribeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x0f\n\x07\x64urable\x18\x03 \x01(\x08\x12\x13\n\x0b\x64\x65stination\x18\x04 \x01(\t\x12\x11\n\tmax_batch\x18\x05 \x01(\x05\x12\x1d\n\x15new_publications_only\x18\x06 \x01(\x08\x12\x12\n\nscope_qmgr\x18\x07 \x01(\x08\x12\x11\n\tuser_data\x18\x08 \x01(\t\x12\x12\n\nno_receive\x18\t \x01(\x08\x12)\n\x06limits\x18\n \x01(\x0b\x32\x19.qmgr.wire.DeliveryLimits\x12\x15\n\rwildcard_char\x18\x0b \x01(\x08\"s\n\x08\x44\x65livery\x12\x14\n\x0csubscription\x18\x01 \x01(\t\x12\x0e\n\x06sub_id\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12$\n\x08messages\x18\x04 \x03(\x0b\x32\x12.qmgr.wire.Message\x12\x0c\n\x04size\x18\x05 \x01(\x04\"]\n\x0e\x43onsumeRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x11\n\tmax_batch\x18\x02 \x01(\x05\x12)\n\x06limits\x18\x03 \x01(\x0b\x32\x19.qmgr.wire.DeliveryLimits\"\"\n\x12UnsubscribeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x15\n\x13UnsubscribeResponse2\x93\x05\n\tMessaging\x12\x34\n\x03Put\x12\x15.qmgr.wire.PutRequest\x1a\x16.qmgr.wire.PutResponse\x12@\n\x07Publish\x12\x19.qmgr.wire.PublishRequest\x1a\x1a.qmgr.wire.PublishResponse\x12J\n\rPublishStream\x12\x19.qmgr.wire.PublishRequest\x1a\x1a.qmgr.wire.PublishResponse(\x01\x30\x01\x12\x34\n\x03Get\x12\x15.qmgr.wire.GetRequest\x1a\x16.qmgr.wire.GetResponse\x12<\n\x06\x43ommit\x12\x15.qmgr.wire.UnitOfWork\x1a\x1b.qmgr.wire.UnitOfWorkResult\x12=\n\x07\x42\x61\x63kout\x12\x15.qmgr.wire.UnitOfWork\x1a\x1b.qmgr.wire.UnitOfWorkResult\x12?\n\x07\x43onnect\x12\x19.qmgr.wire.ConnectRequest\x1a\x17.qmgr.wire.ConnectEvent0\x01\x12\x41\n\tSubscribe\x12\x1b.qmgr.wire.SubscribeControl\x1a\x13.qmgr.wire.Delivery(\x01\x30\x01\x12=\n\x07\x43onsume\x12\x19.qmgr.wire.ConsumeControl\x1a\x13.qmgr.wire.Delivery(\x01\x30\x01\x12L\n\x0bUnsubscribe\x12\x1d.qmgr.wire.UnsubscribeRequest\x1a\x1e.qmgr.wire.UnsubscribeResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19qmgr/wire/messaging.proto\x12\tqmgr.wire\x1a\x18qmgr/wire/messages.proto\"A\n\nPutRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12$\n\x08messages\x18\x02 \x03(\x0b\x32\x12.qmgr.wire.Message\"\"\n\x0bPutResponse\x12\x13\n\x0bmessage_ids\x18\x01 \x03(\t\"e\n\x0bPublication\x12\r\n\x05topic\x18\x01 \x01(\t\x12#\n\x07message\x18\x02 \x01(\x0b\x32\x12.qmgr.wire.Message\x12\x0e\n\x06retain\x18\x03 \x01(\x08\x12\x12\n\nscope_qmgr\x18\x04 \x01(\x08\"P\n\x0ePublishRequest\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12,\n\x0cpublications\x18\x02 \x03(\x0b\x32\x16.qmgr.wire.Publication\"\xa3\x01\n\x0fPublishResponse\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\x04\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\r\x12\x12\n\ndeliveries\x18\x03 \x01(\x04\x12\x1f\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x10.qmgr.wire.Error\x12\x10\n\x08\x66orwards\x18\x05 \x01(\x04\x12\x14\n\x0c\x66orwarded_to\x18\x06 \x03(\t\x12\x0f\n\x07\x63luster\x18\x07 \x01(\t\"\xe4\x01\n\nGetRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x14\n\x0cmax_messages\x18\x02 \x01(\x05\x12\x0f\n\x07wait_ms\x18\x03 \x01(\x05\x12\x0e\n\x06\x62rowse\x18\x04 \x01(\x08\x12\x14\n\x0c\x62rowse_after\x18\x05 \x01(\x03\x12\x14\n\x0cunit_of_work\x18\x06 \x01(\t\x12\x18\n\x10match_message_id\x18\x07 \x01(\t\x12\x17\n\x0fmatch_correl_id\x18\x08 \x01(\x0c\x12\x15\n\rconnection_id\x18\t \x01(\t\x12\x1a\n\x12max_response_bytes\x18\n \x01(\x04\"3\n\x0bGetResponse\x12$\n\x08messages\x18\x01 \x03(\x0b\x32\x12.qmgr.wire.Message\"9\n\nUnitOfWork\x12\x14\n\x0cunit_of_work\x18\x01 \x01(\t\x12\x15\n\rconnection_id\x18\x02 \x01(\t\"%\n\x0e\x43onnectRequest\x12\x13\n\x0b\x61pplication\x18\x01 \x01(\t\"%\n\x0c\x43onnectEvent\x12\x15\n\rconnection_id\x18\x01 \x01(\t\"}\n\x0e\x44\x65liveryLimits\x12\x1c\n\x14max_pending_messages\x18\x01 \x01(\r\x12\x19\n\x11max_pending_bytes\x18\x02 \x01(\x04\x12\x1a\n\x12max_response_bytes\x18\x03 \x01(\x04\x12\x16\n\x0ereports_handed\x18\x04 \x01(\x08\"k\n\x03\x41\x63k\x12\x14\n\x0c\x61\x63knowledged\x18\x01 \x01(\x04\x12\x17\n\x0f\x63redit_messages\x18\x02 \x01(\r\x12\x14\n\x0c\x63redit_bytes\x18\x03 \x01(\x04\x12\x0e\n\x06handed\x18\x04 \x01(\x04\x12\x0f\n\x07\x63losing\x18\x05 \x01(\x08\"Z\n\x10SubscribeControl\x12)\n\x04open\x18\x01 \x01(\x0b\x32\x1b.qmgr.wire.SubscribeRequest\x12\x1b\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x0e.qmgr.wire.Ack\"V\n\x0e\x43onsumeControl\x12\'\n\x04open\x18\x01 \x01(\x0b\x32\x19.qmgr.wire.ConsumeRequest\x12\x1b\n\x03\x61\x63k\x18\x02 \x01(\x0b\x32\x0e.qmgr.wire.Ack\"$\n\x10UnitOfWorkResult\x12\x10\n\x08messages\x18\x01 \x01(\r\"\x84\x02\n\x10SubscribeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x0f\n\x07\x64urable\x18\x03 \x01(\x08\x12\x13\n\x0b\x64\x65stination\x18\x04 \x01(\t\x12\x11\n\tmax_batch\x18\x05 \x01(\x05\x12\x1d\n\x15new_publications_only\x18\x06 \x01(\x08\x12\x12\n\nscope_qmgr\x18\x07 \x01(\x08\x12\x11\n\tuser_data\x18\x08 \x01(\t\x12\x12\n\nno_receive\x18\t \x01(\x08\x12)\n\x06limits\x18\n \x01(\x0b\x32\x19.qmgr.wire.DeliveryLimits\x12\x15\n\rwildcard_char\x18\x0b \x01(\x08\"s\n\x08\x44\x65livery\x12\x14\n\x0csubscription\x18\x01 \x01(\t\x12\x0e\n\x06sub_id\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12$\n\x08messages\x18\x04 \x03(\x0b\x32\x12.qmgr.wire.Message\x12\x0c\n\x04size\x18\x05 \x01(\x04\"]\n\x0e\x43onsumeRequest\x12\r\n\x05queue\x18\x01 \x01(\t\x12\x11\n\tmax_batch\x18\x02 \x01(\x05\x12)\n\x06limits\x18\x03 \x01(\x0b\x32\x19.qmgr.wire.DeliveryLimits\"\"\n\x12UnsubscribeRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"\x15\n\x13UnsubscribeResponse2\x93\x05\n\tMessaging\x12\x34\n\x03Put\x12\x15.qmgr.wire.PutRequest\x1a\x16.qmgr.wire.PutResponse\x12@\n\x07Publish\x12\x19.qmgr.wire.PublishRequest\x1a\x1a.qmgr.wire.PublishResponse\x12J\n\rPublishStream\x12\x19.qmgr.wire.PublishRequest\x1a\x1a.qmgr.wire.PublishResponse(\x01\x30\x01\x12\x34\n\x03Get\x12\x15.qmgr.wire.GetRequest\x1a\x16.qmgr.wire.GetResponse\x12<\n\x06\x43ommit\x12\x15.qmgr.wire.UnitOfWork\x1a\x1b.qmgr.wire.UnitOfWorkResult\x12=\n\x07\x42\x61\x63kout\x12\x15.qmgr.wire.UnitOfWork\x1a\x1b.qmgr.wire.UnitOfWorkResult\x12?\n\x07\x43onnect\x12\x19.qmgr.wire.ConnectRequest\x1a\x17.qmgr.wire.ConnectEvent0\x01\x12\x41\n\tSubscribe\x12\x1b.qmgr.wire.SubscribeControl\x1a\x13.qmgr.wire.Delivery(\x01\x30\x01\x12=\n\x07\x43onsume\x12\x19.qmgr.wire.ConsumeControl\x1a\x13.qmgr.wire.Delivery(\x01\x30\x01\x12L\n\x0bUnsubscribe\x12\x1d.qmgr.wire.UnsubscribeRequest\x1a\x1e.qmgr.wire.UnsubscribeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,38 +40,38 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PUBLICATION']._serialized_end=270
   _globals['_PUBLISHREQUEST']._serialized_start=272
   _globals['_PUBLISHREQUEST']._serialized_end=352
-  _globals['_PUBLISHRESPONSE']._serialized_start=354
-  _globals['_PUBLISHRESPONSE']._serialized_end=460
-  _globals['_GETREQUEST']._serialized_start=463
-  _globals['_GETREQUEST']._serialized_end=691
-  _globals['_GETRESPONSE']._serialized_start=693
-  _globals['_GETRESPONSE']._serialized_end=744
-  _globals['_UNITOFWORK']._serialized_start=746
-  _globals['_UNITOFWORK']._serialized_end=803
-  _globals['_CONNECTREQUEST']._serialized_start=805
-  _globals['_CONNECTREQUEST']._serialized_end=842
-  _globals['_CONNECTEVENT']._serialized_start=844
-  _globals['_CONNECTEVENT']._serialized_end=881
-  _globals['_DELIVERYLIMITS']._serialized_start=883
-  _globals['_DELIVERYLIMITS']._serialized_end=1008
-  _globals['_ACK']._serialized_start=1010
-  _globals['_ACK']._serialized_end=1117
-  _globals['_SUBSCRIBECONTROL']._serialized_start=1119
-  _globals['_SUBSCRIBECONTROL']._serialized_end=1209
-  _globals['_CONSUMECONTROL']._serialized_start=1211
-  _globals['_CONSUMECONTROL']._serialized_end=1297
-  _globals['_UNITOFWORKRESULT']._serialized_start=1299
-  _globals['_UNITOFWORKRESULT']._serialized_end=1335
-  _globals['_SUBSCRIBEREQUEST']._serialized_start=1338
-  _globals['_SUBSCRIBEREQUEST']._serialized_end=1598
-  _globals['_DELIVERY']._serialized_start=1600
-  _globals['_DELIVERY']._serialized_end=1715
-  _globals['_CONSUMEREQUEST']._serialized_start=1717
-  _globals['_CONSUMEREQUEST']._serialized_end=1810
-  _globals['_UNSUBSCRIBEREQUEST']._serialized_start=1812
-  _globals['_UNSUBSCRIBEREQUEST']._serialized_end=1846
-  _globals['_UNSUBSCRIBERESPONSE']._serialized_start=1848
-  _globals['_UNSUBSCRIBERESPONSE']._serialized_end=1869
-  _globals['_MESSAGING']._serialized_start=1872
-  _globals['_MESSAGING']._serialized_end=2531
+  _globals['_PUBLISHRESPONSE']._serialized_start=355
+  _globals['_PUBLISHRESPONSE']._serialized_end=518
+  _globals['_GETREQUEST']._serialized_start=521
+  _globals['_GETREQUEST']._serialized_end=749
+  _globals['_GETRESPONSE']._serialized_start=751
+  _globals['_GETRESPONSE']._serialized_end=802
+  _globals['_UNITOFWORK']._serialized_start=804
+  _globals['_UNITOFWORK']._serialized_end=861
+  _globals['_CONNECTREQUEST']._serialized_start=863
+  _globals['_CONNECTREQUEST']._serialized_end=900
+  _globals['_CONNECTEVENT']._serialized_start=902
+  _globals['_CONNECTEVENT']._serialized_end=939
+  _globals['_DELIVERYLIMITS']._serialized_start=941
+  _globals['_DELIVERYLIMITS']._serialized_end=1066
+  _globals['_ACK']._serialized_start=1068
+  _globals['_ACK']._serialized_end=1175
+  _globals['_SUBSCRIBECONTROL']._serialized_start=1177
+  _globals['_SUBSCRIBECONTROL']._serialized_end=1267
+  _globals['_CONSUMECONTROL']._serialized_start=1269
+  _globals['_CONSUMECONTROL']._serialized_end=1355
+  _globals['_UNITOFWORKRESULT']._serialized_start=1357
+  _globals['_UNITOFWORKRESULT']._serialized_end=1393
+  _globals['_SUBSCRIBEREQUEST']._serialized_start=1396
+  _globals['_SUBSCRIBEREQUEST']._serialized_end=1656
+  _globals['_DELIVERY']._serialized_start=1658
+  _globals['_DELIVERY']._serialized_end=1773
+  _globals['_CONSUMEREQUEST']._serialized_start=1775
+  _globals['_CONSUMEREQUEST']._serialized_end=1868
+  _globals['_UNSUBSCRIBEREQUEST']._serialized_start=1870
+  _globals['_UNSUBSCRIBEREQUEST']._serialized_end=1904
+  _globals['_UNSUBSCRIBERESPONSE']._serialized_start=1906
+  _globals['_UNSUBSCRIBERESPONSE']._serialized_end=1927
+  _globals['_MESSAGING']._serialized_start=1930
+  _globals['_MESSAGING']._serialized_end=2589
 # @@protoc_insertion_point(module_scope)

@@ -125,11 +125,21 @@ class PublishResponse(_message.Message):
     ACCEPTED_FIELD_NUMBER: _builtins.int
     DELIVERIES_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
+    FORWARDS_FIELD_NUMBER: _builtins.int
+    FORWARDED_TO_FIELD_NUMBER: _builtins.int
+    CLUSTER_FIELD_NUMBER: _builtins.int
     batch_id: _builtins.int
     accepted: _builtins.int
     """publications accepted"""
     deliveries: _builtins.int
     """copies delivered to local subscriptions"""
+    forwards: _builtins.int
+    """Copies sent on to other members of the cluster (put on their transmission queues: a
+    topic host delivers or passes on what it gets), and to which members, each named once in
+    name order. 0 and none outside a cluster or when no member is to get the publication.
+    """
+    cluster: _builtins.str
+    """the cluster this node is a member of ("" if none)"""
     @_builtins.property
     def error(self) -> _messages_pb2.Error:
         """Set when delivering failed part-way: the first `accepted` publications were published,
@@ -138,6 +148,8 @@ class PublishResponse(_message.Message):
         answers accepted 0 with the error (PublishStream).
         """
 
+    @_builtins.property
+    def forwarded_to(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
         self,
         *,
@@ -145,10 +157,13 @@ class PublishResponse(_message.Message):
         accepted: _builtins.int = ...,
         deliveries: _builtins.int = ...,
         error: _messages_pb2.Error | None = ...,
+        forwards: _builtins.int = ...,
+        forwarded_to: _abc.Iterable[_builtins.str] | None = ...,
+        cluster: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "batch_id", b"batch_id", "deliveries", b"deliveries", "error", b"error"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "batch_id", b"batch_id", "cluster", b"cluster", "deliveries", b"deliveries", "error", b"error", "forwarded_to", b"forwarded_to", "forwards", b"forwards"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

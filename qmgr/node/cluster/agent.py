@@ -531,8 +531,11 @@ class ClusterAgent:
 
     # ------------------------------------------------------------------ publications
 
-    def publish(self, topic: str, msg: Message, *, retain: bool, scope_qmgr: bool) -> int:
-        """A publication from a local application: deliver here and forward as planned."""
+    def publish(
+        self, topic: str, msg: Message, *, retain: bool, scope_qmgr: bool
+    ) -> tuple[int, tuple[str, ...]]:
+        """A publication from a local application: deliver here and forward as planned.
+        Returns the copies delivered here and the members a copy was sent to."""
         qm = self.qm
         qm.accept_publication(topic, msg)
         plan = self.plans.plan(topic, scope_qmgr=scope_qmgr)
@@ -543,7 +546,7 @@ class ClusterAgent:
         if plan.deliver_locally:
             delivered = qm.pubsub.publish(topic, msg, qm.clock.now(), retain=retain)
         self._forward(topic, msg, plan, forwards, retain)
-        return delivered
+        return delivered, forwards
 
     def check_publish(self, topic: str, *, scope_qmgr: bool) -> None:
         """Raise MQRC_PUT_INHIBITED if ``publish`` would refuse ``topic`` (checked for a whole
