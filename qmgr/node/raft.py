@@ -377,6 +377,15 @@ class RepositoryReplica:
         return None if node is None else str(node.id)
 
     @property
+    def quorum_connected(self) -> bool:
+        """This replica is connected to enough partners to make a majority with itself (a
+        replica alone keeps the leader it last heard of: PySyncObj starts no election while
+        it is connected to nobody)."""
+        others = list(self._sync.otherNodes)
+        connected = sum(1 for node in others if self._sync.isNodeConnected(node))
+        return 2 * (connected + 1) > len(others) + 1
+
+    @property
     def is_leader(self) -> bool:
         return bool(self._sync._isLeader())
 

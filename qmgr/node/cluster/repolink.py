@@ -54,6 +54,8 @@ log = logging.getLogger("qmgr.node.repository")
 ChangeSink = Callable[[list[RepoEvent]], None]
 PROPOSE_TIMEOUT = 5.0
 PENDING_WAIT = 3.0  # longest wait for a commit before a change is answered as still pending
+NO_QUORUM_WAIT = 1.0  # the wait with no leader or no majority connected (an election or a
+# reconnection takes well under it)
 START_WAIT = 3.0  # a full repository waits this long for a Raft leader, then serves anyway
 QUEUED_FOR = 300.0  # a submitted command is waited for this long before it is submitted anew
 RELAYED_MAX = 10_000  # relayed, uncommitted changes held at once; past it: ``unavailable``
@@ -159,6 +161,8 @@ class RaftLink:
         """``commit``; if it does not commit within ``wait`` seconds, relay it (see the module
         docstring): accepted with a warning when it applies to the served view, else
         ``unavailable``."""
+        if self.replica.leader is None or not self.replica.quorum_connected:
+            wait = min(wait, NO_QUORUM_WAIT)  # an election, or no majority to elect a leader
         result = await self.commit(command, wait)
         if not result.unavailable:
             return result
@@ -217,7 +221,8 @@ class RaftLink:
             try:
                 return await asyncio.wait_for(asyncio.shield(self._submitted(command)), left)
             except TimeoutError:
-                if self.replica.is_ready:  # a leader, and still no commit: submitted anew
+                if self.replica.is_ready and self.replica.quorum_connected:
+                    # a leader and a majority, and still no commit: lost, submitted anew
                     self._queued.pop(_key(command), None)
                 return _unavailable(
                     f"the cluster repository is unavailable: no commit within {wait:g}s "
