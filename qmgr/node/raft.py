@@ -425,6 +425,7 @@ class RepositoryReplica:
             "commit_index": self._sync.raftCommitIndex,
             "last_applied": self._sync.raftLastApplied,
             "has_quorum": bool(raw.get("has_quorum", False)),
+            "quorum_connected": self.quorum_connected,
             "ready": self.is_ready,
             "log_size": raw.get("log_len"),
             "revision": revision,

@@ -219,6 +219,15 @@ def test_status_names_the_leader_and_partners(group: list[Member]) -> None:
         lambda: set(group[0].status()["partners"].values()) == {"connected"}, "partners connected"
     )
     assert status["leader"] in {m.addr for m in group}
+    assert group[0].status()["quorum_connected"] is True
+    # a majority is still connected with one partner gone, not with both
+    group[2].kill()
+    eventually(lambda: group[0].status()["partners"][group[2].addr] == "disconnected", "gone")
+    assert group[0].status()["quorum_connected"] is True
+    # PySyncObj keeps the leader it last heard of while connected to nobody: quorum_connected
+    # is what tells a full repository it cannot commit
+    group[1].kill()
+    eventually(lambda: group[0].status()["quorum_connected"] is False, "no majority connected")
 
 
 def test_single_replica_async_submit_events_in_log_order_and_replay(tmp_path: Path) -> None:
@@ -261,6 +270,7 @@ def test_submit_without_quorum_raises_unavailable(tmp_path: Path) -> None:
             lonely.submit(Cmd.join_member("QM1", "QM1_id", "127.0.0.1:1"), timeout=0.5)
         assert lonely.snapshot()["revision"] == 0
         assert lonely.status()["leader"] is None
+        assert lonely.status()["quorum_connected"] is False
 
 
 @pytest.mark.skipif(PASSWORD_SUPPORTED, reason="the 'cryptography' package is installed")
