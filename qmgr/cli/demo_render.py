@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qmgr.cli.demo_report import Report
+from qmgr.cli.demo_report import Report, loss_verdict
 
 
 def _routes_cell(routes: dict[str, int], percent: bool = False) -> str:
@@ -72,6 +72,7 @@ def print_report(console: Any, report: Report, title: str) -> None:
     for b in report.branches:
         console.print(f"  route split {b.name}: {_routes_cell(b.routes, percent=True)}")
     console.print(f"[bold]ordering:[/] {escape(report.note)}", soft_wrap=True)
+    console.print(f"[bold]delivery:[/] {loss_verdict(t['lost'], t['duplicates'])}")
     if report.foreign:
         console.print(f"[yellow]{report.foreign} other message(s) received were not counted[/]")
 

@@ -155,6 +155,13 @@ def _stop_spark(spark: Any, interrupted: bool) -> None:
     help="Messages per publisher in every scenario, instead of the files' (a shorter or longer run).",
 )
 @click.option(
+    "--wide",
+    is_flag=True,
+    help="Show the table per publisher with every column (sent, acknowledged, displacement, "
+    "p95, max...), as wide as it takes; the default table fits the terminal and has a row per "
+    "subscriber. Every column is in metrics.csv and summary.json either way.",
+)
+@click.option(
     "--timeout",
     default=60.0,
     show_default=True,
@@ -168,13 +175,17 @@ def load(
     compose: bool,
     messages: int | None,
     keep: str | None,
+    wide: bool,
     timeout: float,
 ) -> None:
     """Run the load-and-ordering job for each SCENARIO (a TOML file, see scenarios/): start
     its topology, publish N publishers × M messages through the "qmgr" Spark data source, drain
     every measured subscription (MQ and Service Bus) and report per publisher × subscriber:
     sent, acknowledged, received, lost, duplicated, out of order, displacement, latency
-    percentiles and the share per topic host.
+    percentiles, the delivered pace and the share per topic host. The console shows a row per
+    subscriber (--wide: per publisher, every column) and ends each scenario with a verdict per
+    subscriber (order kept or lost, anything lost or duplicated, the fault, which side was the
+    limit).
 
     The same job runs under spark-submit: spark-submit qmgr/spark/job.py SCENARIO... --out DIR.
     Exit code 1 when anything acknowledged was lost or duplicated; 2 when no Java runtime
@@ -204,6 +215,7 @@ def load(
         compose=compose,
         timeout=timeout,
         keep=Path(keep).resolve() if keep else None,
+        wide=wide,
     )
     _check_java()
     out_console = console()

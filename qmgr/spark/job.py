@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import re
 import sys
@@ -68,6 +69,7 @@ class JobOptions:
     compose: bool = False  # use the topology's compose cluster through its published ports
     timeout: float = 60.0  # seconds each start-up step may take
     keep: Path | None = None  # leave the cluster running, its state, data and logs here
+    wide: bool = False  # the console table per publisher with every column
 
 
 # -- stage 0: subscriptions -----------------------------------------------------------------------
@@ -235,8 +237,11 @@ def inject(
         for i, node in enumerate(load.nodes)
     ]
     counter = AckCounter(acks)
-    task = progress.add_task(f"injecting {load.publishers}×{load.messages}", total=load.total)
     kill = scenario.kill
+    what = f"injecting {load.publishers}×{load.messages}"
+    threshold = kill_threshold(scenario)
+    planned = f", kill {kill.node} at {threshold:,} acknowledged" if kill is not None else ""
+    task = progress.add_task(what + planned, total=load.total)
     killed_at: float | None = None
     killed_after = 0
     restarted: threading.Thread | None = None
@@ -247,11 +252,11 @@ def inject(
     while any(t.is_alive() for t in threads):
         acked = counter.count()
         progress.update(task, completed=acked)
-        if kill is not None and killed_at is None and acked >= kill.after * load.total:
+        if kill is not None and killed_at is None and acked >= threshold:
             nodes.kill(kill.node)
             killed_at = time.monotonic()
             killed_after = acked
-            progress.update(task, description=f"injecting (killed {kill.node} at {acked})")
+            progress.update(task, description=f"{what}, {kill.node} killed at {acked:,}")
             if kill.restart is not None:
                 restarted = threading.Thread(
                     target=_restart_later,
@@ -277,7 +282,19 @@ def inject(
         "acknowledged_lines": acked,
         "killed": kill.node if kill is not None and killed_at is not None else None,
         "killed_after_acknowledged": killed_after if killed_at is not None else None,
+        "kill_after": kill.after if kill is not None else None,
+        "kill_threshold": threshold if kill is not None else None,
+        "kill_restart": kill.restart if kill is not None else None,
     }
+
+
+def kill_threshold(scenario: Scenario) -> int:
+    """How many acknowledgements the fault waits for: ``after`` is a share of every message
+    the scenario publishes (all publishers together). The kill comes at the first look at the
+    acknowledgement logs (every :data:`PROGRESS_POLL` seconds) that counts at least this many,
+    so a few more may have been acknowledged by then (``killed_after_acknowledged``)."""
+    kill = scenario.kill
+    return math.ceil(kill.after * scenario.load.total) if kill is not None else 0
 
 
 def _activate(spark: SparkSession) -> None:
@@ -425,6 +442,7 @@ def run_scenario(
                 receipts,
                 metrics.subscriptions_frame(spark, subs),
             )
+            paced = _rows(metrics.pace(acked, receipts))[0]
         progress.update(task, total=1, completed=1, description="metrics computed")
         metrics_s = time.monotonic() - started
     except MQClientError as exc:
@@ -440,10 +458,21 @@ def run_scenario(
         "messages_per_publisher": scenario.load.messages,
         "persistent": scenario.load.persistent,
         "rate": scenario.load.rate,
+        "subscriptions": [
+            {
+                "name": s.name,
+                "node": s.node,
+                "topic": s.topic,
+                "servicebus": s.servicebus,
+                "sessions": s.sessions if s.servicebus else None,
+            }
+            for s in scenario.subscriptions
+        ],
         **injected,
         "drain_seconds": round(drain_s, 3),
         "held_after_drain": held,
         "metrics_seconds": round(metrics_s, 3),
+        **report.rates(paced),
     }
     return ScenarioResult(scenario, run_id, out, meta=meta, **tables)
 
@@ -566,7 +595,7 @@ def run_scenarios(
                     report.write_scenario(result)
                     results.append(result)
     report.write_summary(options.out, results)
-    report.print_results(console, results)
+    report.print_results(console, results, wide=options.wide)
     return results
 
 
@@ -610,6 +639,9 @@ def parse_args(argv: Sequence[str]) -> JobOptions:
         help="Run on the topology's compose cluster, through the ports it publishes",
     )
     parser.add_argument("--timeout", type=float, default=60.0)
+    parser.add_argument(
+        "--wide", action="store_true", help="The table per publisher with every column"
+    )
     args = parser.parse_args(list(argv))
     return JobOptions(
         scenarios=tuple(args.scenarios),
@@ -618,6 +650,7 @@ def parse_args(argv: Sequence[str]) -> JobOptions:
         cluster=args.cluster,
         compose=args.compose,
         timeout=args.timeout,
+        wide=args.wide,
     )
 
 

@@ -25,7 +25,14 @@ in total (both ``*``), :func:`delivery_metrics` gives:
 - ``max_displacement``: the largest distance between a message's place in arrival order and its
   place in sequence order (first copies only);
 - ``latency_p50_ms`` ... ``latency_max_ms``: destination enqueue time minus send time
-  (``LoadSentNs``, else the writer's ``sent_ns``), over first copies, by ``percentile_approx``.
+  (``LoadSentNs``, else the writer's ``sent_ns``), over first copies, by ``percentile_approx``;
+- ``delivery_seconds``: from the first copy's destination enqueue to the last one's;
+  ``delivered_per_s`` = unique / delivery_seconds (null under two copies or when they all
+  arrived at once): the pace the cluster delivered at, to compare with the injector's
+  (:func:`pace`).
+
+:func:`pace` gives the injector's pace (messages acknowledged, first send to last
+acknowledgement) and the drain's (copies read, first read to last).
 
 :func:`share` gives the copies per topic host (the nodes a copy passed between its origin and
 its destination, from ``qmgr.route``) or per full route, with each one's share.
@@ -66,6 +73,8 @@ METRIC_COLUMNS = (
     "latency_p95_ms",
     "latency_p99_ms",
     "latency_max_ms",
+    "delivery_seconds",
+    "delivered_per_s",
 )
 
 RECEIPT_SCHEMA = T.StructType(
@@ -257,6 +266,8 @@ def delivery_metrics(
         F.count(F.when(F.col("out_of_order"), 1)).alias("out_of_order"),
         F.max("displacement").alias("max_displacement"),
         F.max(F.when(first, F.col("latency_ms"))).alias("latency_max_ms"),
+        F.min(F.when(first, F.unix_micros("enqueue_time"))).alias("_first_us"),
+        F.max(F.when(first, F.unix_micros("enqueue_time"))).alias("_last_us"),
     )
     counts = ("sent", "acknowledged", "lost", "unexpected", "received", "unique", "out_of_order")
     streams = (
@@ -269,6 +280,8 @@ def delivery_metrics(
             *[F.sum(c).alias(c) for c in counts],
             F.max("max_displacement").alias("max_displacement"),
             F.max("latency_max_ms").alias("latency_max_ms"),
+            F.min("_first_us").alias("_first_us"),
+            F.max("_last_us").alias("_last_us"),
         )
     )
     pct = _keys(
@@ -285,6 +298,14 @@ def delivery_metrics(
         .withColumn("latency_p50_ms", pcts.getItem(0))
         .withColumn("latency_p95_ms", pcts.getItem(1))
         .withColumn("latency_p99_ms", pcts.getItem(2))
+        .withColumn("delivery_seconds", (F.col("_last_us") - F.col("_first_us")) / 1e6)
+        .withColumn(
+            "delivered_per_s",
+            F.when(
+                (F.col("unique") > 1) & (F.col("delivery_seconds") > 0),
+                F.col("unique") / F.col("delivery_seconds"),
+            ),
+        )
     )
     for c in (*counts, "duplicated", "max_displacement"):
         table = table.withColumn(c, F.col(c).cast("long"))
@@ -323,6 +344,23 @@ def share(receipts: DataFrame, by: str = "host") -> DataFrame:
             by,
         )
     )
+
+
+def pace(acked: DataFrame, receipts: DataFrame) -> DataFrame:
+    """One row: the injector's pace, ``injected`` (distinct messages acknowledged) and
+    ``publish_seconds`` (the first send to the last acknowledgement, from the writers' logs),
+    and the drain's, ``receipts`` (copies read) and ``read_seconds`` (the first copy read to
+    the last; the wait for an idle subscription and Spark's start are not in it)."""
+    sent = acked.agg(
+        F.count_distinct("publisher", "seq").alias("injected"),
+        ((F.max("ack_ns") - F.min("sent_ns")) / 1e9).alias("publish_seconds"),
+    )
+    read_us = F.unix_micros(F.col("receive_time"))
+    read = receipts.agg(
+        F.count(F.lit(1)).alias("receipts"),
+        ((F.max(read_us) - F.min(read_us)) / 1e6).alias("read_seconds"),
+    )
+    return sent.crossJoin(read)
 
 
 def with_send_times(receipts: DataFrame, acked: DataFrame) -> DataFrame:
