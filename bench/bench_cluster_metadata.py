@@ -1,0 +1,116 @@
+"""Benchmark: the cost of clustered topic definitions as the cluster holds more of them.
+
+Run with ``.venv/bin/python bench/bench_cluster_metadata.py [--sizes 10,1000,10000]
+[--samples 20]``. It starts three full repositories and three partial repositories (HOST1,
+HOST2, SUB1) as real processes, then, for each size in turn, fills the cluster up to that many
+clustered topics with one runmqsc-style script on HOST1 (one command after the other, as
+``qmgr runmqsc`` sends them) and measures:
+
+- the script: definitions per second, and the seconds until every member holds the last one;
+- single commands at that size: the median milliseconds of ``samples`` DEFINE, ALTER and
+  DELETE commands on HOST2, each answered once every full repository took it.
+
+The last lines print each command's cost at the largest size against the smallest, the figure
+the cluster's metadata must keep near 1 (it is O(1) per change when it scales).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.cluster_procs import BenchCluster, wait_for  # noqa: E402
+
+FULL = ["FR1", "FR2", "FR3"]
+PARTIAL = ["HOST1", "HOST2", "SUB1"]
+
+
+def define(name: str, topic: str, cluster: str) -> str:
+    return f"DEFINE TOPIC({name}) TOPICSTR('{topic}') CLUSTER({cluster}) CLROUTE(TOPICHOST)"
+
+
+def known(cl: BenchCluster, node: str, name: str) -> bool:
+    ok, records = cl[node].c.mqsc_ok(f"DISPLAY TCLUSTER({name})")
+    return ok and bool(records)
+
+
+def fill(cl: BenchCluster, start: int, stop: int) -> tuple[float, float]:
+    """Define FILL<start>..FILL<stop-1> on HOST1; (definitions per second, seconds until
+    every member holds the last one)."""
+    c = cl["HOST1"].c
+    began = time.perf_counter()
+    for i in range(start, stop):
+        c.mqsc(define(f"FILL{i}", f"Fill/{i}", cl.cluster))
+        if (i - start) % 1000 == 999:
+            print(f"    {i + 1 - start:,} of {stop - start:,} defined", flush=True)
+    script = time.perf_counter() - began
+    last = f"FILL{stop - 1}"
+    for node in cl.nodes:
+        wait_for(f"{last} on {node}", lambda n=node: known(cl, n, last), timeout=600)
+    return (stop - start) / script, time.perf_counter() - began
+
+
+def single(cl: BenchCluster, size: int, samples: int) -> dict[str, float]:
+    """Median milliseconds of DEFINE, ALTER and DELETE on HOST2 at this size."""
+    c = cl["HOST2"].c
+    costs: dict[str, list[float]] = {"DEFINE": [], "ALTER": [], "DELETE": []}
+    for i in range(samples):
+        name = f"ONE{size}X{i}"
+        for verb, command in (
+            ("DEFINE", define(name, f"One/{size}/{i}", cl.cluster)),
+            ("ALTER", f"ALTER TOPIC({name}) DESCR('altered')"),
+            ("DELETE", f"DELETE TOPIC({name})"),
+        ):
+            began = time.perf_counter()
+            c.mqsc(command)
+            costs[verb].append((time.perf_counter() - began) * 1000)
+    return {verb: statistics.median(values) for verb, values in costs.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,1000,10000")
+    parser.add_argument("--samples", type=int, default=20)
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    base = Path(tempfile.mkdtemp(prefix="bench-metadata-"))
+    cl = BenchCluster(base).start(FULL, PARTIAL)
+    rows: list[tuple[int, float, float, dict[str, float]]] = []
+    try:
+        held = 0
+        for size in sizes:
+            print(f"filling the cluster to {size:,} clustered topics", flush=True)
+            rate, settled = fill(cl, held, size)
+            held = size
+            costs = single(cl, size, args.samples)
+            rows.append((size, rate, settled, costs))
+            print(
+                f"  {size:>6,} topics: script {rate:7.1f} defs/s, every member after "
+                f"{settled:6.1f} s; DEFINE {costs['DEFINE']:.1f} ms, ALTER "
+                f"{costs['ALTER']:.1f} ms, DELETE {costs['DELETE']:.1f} ms",
+                flush=True,
+            )
+    finally:
+        cl.stop()
+    print()
+    print(f"{'topics':>8} {'script/s':>9} {'settled s':>10} {'DEFINE':>8} {'ALTER':>8} {'DELETE':>8}")
+    for size, rate, settled, costs in rows:
+        print(
+            f"{size:>8,} {rate:>9.1f} {settled:>10.1f} {costs['DEFINE']:>8.1f} "
+            f"{costs['ALTER']:>8.1f} {costs['DELETE']:>8.1f}"
+        )
+    if len(rows) > 1:
+        small, large = rows[0], rows[-1]
+        for verb in ("DEFINE", "ALTER", "DELETE"):
+            ratio = large[3][verb] / small[3][verb]
+            print(f"{verb} at {large[0]:,} topics vs {small[0]:,}: {ratio:.2f}x (target <= 2x)")
+
+
+if __name__ == "__main__":
+    main()
