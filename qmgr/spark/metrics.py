@@ -32,7 +32,7 @@ in total (both ``*``), :func:`delivery_metrics` gives:
   (:func:`pace`).
 
 :func:`pace` gives the injector's pace (messages acknowledged, first send to last
-acknowledgement) and the drain's (copies read, first read to last).
+acknowledgement) and the drain's (copies read, over the time a subscription was being read).
 
 :func:`share` gives the copies per topic host (the nodes a copy passed between its origin and
 its destination, from ``qmgr.route``) or per full route, with each one's share.
@@ -349,16 +349,33 @@ def share(receipts: DataFrame, by: str = "host") -> DataFrame:
 def pace(acked: DataFrame, receipts: DataFrame) -> DataFrame:
     """One row: the injector's pace, ``injected`` (distinct messages acknowledged) and
     ``publish_seconds`` (the first send to the last acknowledgement, from the writers' logs),
-    and the drain's, ``receipts`` (copies read) and ``read_seconds`` (the first copy read to
-    the last; the wait for an idle subscription and Spark's start are not in it)."""
+    and the drain's, ``receipts`` (copies read) and ``read_seconds``: the time some
+    subscription was being read, its first copy to its last (spans that overlap counted once;
+    Spark's start, the wait for an idle subscription and the gaps between subscriptions drained
+    one after another are not in it)."""
     sent = acked.agg(
         F.count_distinct("publisher", "seq").alias("injected"),
         ((F.max("ack_ns") - F.min("sent_ns")) / 1e9).alias("publish_seconds"),
     )
     read_us = F.unix_micros(F.col("receive_time"))
-    read = receipts.agg(
-        F.count(F.lit(1)).alias("receipts"),
-        ((F.max(read_us) - F.min(read_us)) / 1e6).alias("read_seconds"),
+    spans = receipts.groupBy("subscriber").agg(
+        F.count(F.lit(1)).alias("copies"),
+        F.min(read_us).alias("start"),
+        F.max(read_us).alias("end"),
+    )
+    # spans in order of start; one that starts after every earlier one ended opens a new run
+    ordered = Window.orderBy("start", "end")
+    ended = F.max("end").over(ordered.rowsBetween(Window.unboundedPreceding, -1))
+    opens = F.when(ended.isNull() | (F.col("start") > ended), 1).otherwise(0)
+    runs = (
+        spans.withColumn("_opens", opens)
+        .withColumn("_run", F.sum("_opens").over(ordered.rowsBetween(Window.unboundedPreceding, 0)))
+        .groupBy("_run")
+        .agg(F.sum("copies").alias("copies"), (F.max("end") - F.min("start")).alias("_us"))
+    )
+    read = runs.agg(
+        F.coalesce(F.sum("copies"), F.lit(0)).cast("long").alias("receipts"),
+        (F.sum("_us") / 1e6).alias("read_seconds"),
     )
     return sent.crossJoin(read)
 

@@ -333,8 +333,11 @@ def pace_verdict(result: ScenarioResult, figures: Sequence[Route]) -> tuple[str,
     if behind:
         killed = _killed(result)
         cluster = f"the cluster (with {killed} killed)" if killed else "the cluster"
-        names = ", ".join(r.name for r in behind)
-        return f"{names} fell behind the injector: {cluster} was the limit", False
+        names = ", ".join(
+            f"{r.name} {100 * (r.delivered_per_s or 0) / (r.published_per_s or 1):.0f}%"
+            for r in behind
+        )
+        return f"behind the injector ({names} of its pace): {cluster} was the limit", False
     if any(r.delivered_per_s and r.published_per_s for r in figures):
         return "the cluster kept pace: the injector was the limit", True
     return None

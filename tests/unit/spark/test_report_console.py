@@ -177,7 +177,7 @@ def test_a_subscriber_that_falls_behind_the_injector_says_the_cluster_was_the_li
     )
     figures = report.routes(two)
     assert report.pace_verdict(two, figures) == (
-        "SB-SESSIONS fell behind the injector: the cluster was the limit",
+        "behind the injector (SB-SESSIONS 50% of its pace): the cluster was the limit",
         False,
     )
     row = row_of(kill, "PRICES")
@@ -209,7 +209,7 @@ def test_the_pace_of_the_injector_the_subscribers_and_the_drain_is_measured(
     assert orders["delivered_per_s"] == pytest.approx(4000 / 0.9995, rel=1e-4)
 
 
-def test_pace_counts_distinct_messages_and_the_reading_span(spark: Any) -> None:
+def test_pace_counts_distinct_messages_and_the_time_spent_reading(spark: Any) -> None:
     import datetime as dt
 
     acked = spark.createDataFrame(
@@ -218,24 +218,27 @@ def test_pace_counts_distinct_messages_and_the_reading_span(spark: Any) -> None:
         "publisher string, seq long, topic string, ack_ns long, sent_ns long",
     )
     at = dt.datetime(2024, 1, 1)
-    receipts = spark.createDataFrame(
-        [
-            ("S", i, "P1", 1, "T", at, at + dt.timedelta(seconds=i / 4), "", T0_NS, 1, None)
-            for i in range(5)
-        ],
-        m.RECEIPT_SCHEMA,
-    )
+
+    def read(subscriber: str, seconds: list[float]) -> list[tuple[Any, ...]]:
+        when = [at + dt.timedelta(seconds=x) for x in seconds]
+        return [
+            (subscriber, i, "P1", 1, "T", at, w, "", T0_NS, 1, None) for i, w in enumerate(when)
+        ]
+
+    # S1 and S2 read side by side over 0-1 s (counted once), S3 after an idle wait, for 0.5 s
+    rows = read("S1", [0, 0.25, 0.5]) + read("S2", [0.5, 0.75, 1.0]) + read("S3", [5, 5.5])
+    receipts = spark.createDataFrame(rows, m.RECEIPT_SCHEMA)
     (row,) = m.pace(acked, receipts).collect()
     assert row["injected"] == 2  # a retried task's second line is the same message
     assert row["publish_seconds"] == pytest.approx(0.5)
-    assert (row["receipts"], row["read_seconds"]) == (5, pytest.approx(1.0))
+    assert (row["receipts"], row["read_seconds"]) == (8, pytest.approx(1.5))
     assert report.rates(row.asDict()) == {
         "published": 2,
         "publish_seconds": 0.5,
         "publish_rate": 4.0,
-        "receipts": 5,
-        "drain_read_seconds": 1.0,
-        "drain_rate": 5.0,
+        "receipts": 8,
+        "drain_read_seconds": 1.5,
+        "drain_rate": 5.3,
     }
 
 
