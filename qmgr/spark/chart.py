@@ -10,6 +10,7 @@ so that what each route did shows apart from the others.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -135,6 +136,7 @@ def _fault(result: ScenarioResult, figures: Sequence[Route]) -> tuple[str, str]:
 def _pace(ax: Axes, scenarios: Sequence[Scenario]) -> None:
     bars = _layout(scenarios, pace=True)
     verdicts: list[tuple[str, str]] = []
+    heights: list[float] = []
     for (result, figures), group in zip(scenarios, bars, strict=True):
         for x, label, route in group:
             if route is None:
@@ -148,14 +150,19 @@ def _pace(ax: Axes, scenarios: Sequence[Scenario]) -> None:
                 text = f"{value:,.0f}/s\np50 {_ms(route.p50_ms)}\np99 {_ms(route.p99_ms)}"
             ax.bar(x, value, width=0.7, color=color)
             _note(ax, text, (x, value), 3, fontsize="x-small")
+            if value > 0:
+                heights.append(value)
         verdict = pace_verdict(result, figures)
         if verdict is None:
             verdicts.append(("", "black"))
         else:
             verdicts.append((verdict[0].split(": ")[-1], "green" if verdict[1] else "red"))
-    ax.set_ylabel("messages per second")
-    ax.margins(y=0.35)
-    ax.set_ylim(bottom=0)
+    # the drain may read tens of times faster than the cluster delivers: a log scale keeps the
+    # injector's and the subscribers' bars, the comparison that matters, readable
+    if heights:
+        ax.set_yscale("log")
+        ax.set_ylim(10 ** math.floor(math.log10(min(heights) / 2)), max(heights) * 12)
+    ax.set_ylabel("messages per second (log scale)")
     ax.set_title(
         "Pace: published by the injector, delivered to each subscriber (with the latency at "
         "that pace), read by the drain"
