@@ -151,7 +151,9 @@ class ProxyPlanner:
         self._dest: dict[str, frozenset[str]] = {}  # cache for topics in _count
         self._forced: dict[str, list[str]] = {}  # peer -> forced prefixes (TOPICSTR of FORCE)
         self._forced_pairs: set[ProxyPair] = set()
+        self._force_names: set[str] = set()  # objects with PROXYSUB(FORCE)
         self._current: set[ProxyPair] = set()
+        self._find_forced()
         self._compute_forced()
         self._current = self._desired()
 
@@ -186,8 +188,37 @@ class ProxyPlanner:
     def set_topology(self, topology: ClusterTopology) -> ProxyDiff:
         """Recompute every destination for new definitions, hosts or members."""
         self._topology = topology
+        self._find_forced()
         self._compute_forced()
         self._dest = {topic: self.destinations(topic) for topic in self._count}
+        return self._settle()
+
+    def update_topology(
+        self,
+        topology: ClusterTopology,
+        names: Iterable[str],
+        topic_strs: Iterable[str],
+        members: bool = False,
+    ) -> ProxyDiff:
+        """``set_topology`` for a change that touched only the objects ``names`` (hosts
+        included) at the TOPICSTRs ``topic_strs`` (those they left too), or the members: only
+        the proxy topics such a change can move are worked out again, so the cost follows the
+        subscriptions, not the number of objects."""
+        self._topology = topology
+        for name in names:
+            obj = topology.objects.get(name)
+            if obj is not None and obj.value("PROXYSUB") == "FORCE":
+                self._force_names.add(name)
+            else:
+                self._force_names.discard(name)
+        self._compute_forced()
+        strs = tuple(topic_strs)
+        for topic in self._count:
+            if members or _moved_by(topic, strs):
+                self._dest[topic] = self.destinations(topic)
+        return self._settle()
+
+    def _settle(self) -> ProxyDiff:
         desired = self._desired()
         diff = ProxyDiff.between(self._current, desired)
         self._current = desired
@@ -254,12 +285,18 @@ class ProxyPlanner:
             if not any(is_at_or_above(f, prefix) for f in self._forced.get(peer, ()))
         }
 
+    def _find_forced(self) -> None:
+        self._force_names = {
+            o.name for o in self._topology.objects.all() if o.value("PROXYSUB") == "FORCE"
+        }
+
     def _compute_forced(self) -> None:
         topo = self._topology
         forced: dict[str, list[str]] = {}
         pairs: set[ProxyPair] = set()
-        for obj in topo.objects.all():
-            if obj.value("PROXYSUB") != "FORCE":
+        for name in sorted(self._force_names):
+            obj = topo.objects.get(name)
+            if obj is None:
                 continue
             resolved = topo.objects.resolve(obj.topic_str)
             point = topo.clustered_point(resolved)
@@ -276,6 +313,16 @@ class ProxyPlanner:
         for topic in self._count:
             desired.update(self._pairs_for(topic))
         return desired
+
+
+def _moved_by(topic: str, topic_strs: tuple[str, ...]) -> bool:
+    """Whether objects changing at ``topic_strs`` can change where proxy ``topic`` goes: one
+    at or above its resolution point, or (a wildcard) one below it."""
+    point = wildcard_prefix(topic)
+    wild = is_wildcard(topic)
+    return any(
+        is_at_or_above(s, point) or (wild and is_at_or_above(point, s)) for s in topic_strs
+    )
 
 
 class ProxyTable:

@@ -427,6 +427,37 @@ class RepositoryView:
         return events
 
 
+def partial_events(
+    repo: ClusterRepository,
+    qmgr: str,
+    events: Iterable[RepoEvent],
+    held: Mapping[str, Member],
+) -> tuple[list[RepoEvent], dict[str, Member]]:
+    """What partial repository ``qmgr``, holding the member records ``held``, must be told of
+    ``events`` (just applied to ``repo``), so that it holds ``repo.partial_view(qmgr)``: every
+    topic event; the member events about records it holds; the records it must now hold first
+    (a new topic host, every member once a DIRECT definition exists), and the removal of those
+    it must no longer hold last. Costs O(members + events), whatever the number of topics.
+    Returns the events and the member records the partial repository then holds."""
+    names = repo.partial_members(qmgr)
+    added = sorted(names - held.keys())
+    removed = sorted(held.keys() - names)
+    out: list[RepoEvent] = []
+    now: dict[str, Member] = {}
+    for name in names:
+        member = repo.member(name)
+        assert member is not None  # partial_members names held members only
+        now[name] = member
+    out += [RepoEvent(EventKind.MEMBER_JOINED, member=now[name]) for name in added]
+    kept = held.keys() & names
+    for event in events:
+        member = event.member  # topic events all; member events about a record kept
+        if member is None or (member.name in kept and event.kind is not EventKind.MEMBER_REMOVED):
+            out.append(event)
+    out += [RepoEvent(EventKind.MEMBER_REMOVED, member=held[name]) for name in removed]
+    return out, now
+
+
 def _member_core(member: Member) -> tuple[object, ...]:
     return (
         member.qmid,
@@ -446,7 +477,11 @@ class ClusterRepository:
         self.revision = 0
         self._members: dict[str, Member] = {}
         self._topics: dict[TopicKey, ClusterTopic] = {}
+        # indexes, so that a change costs the same with 10 or 10,000 definitions held
         self._by_name: dict[str, dict[str, ClusterTopic]] = {}
+        self._by_str: dict[str, dict[TopicKey, ClusterTopic]] = {}
+        self._by_host: dict[str, dict[str, ClusterTopic]] = {}
+        self._direct = 0  # DIRECT definitions held
 
     # ----------------------------------------------------------------- applying commands
 
@@ -714,7 +749,8 @@ class ClusterRepository:
             ev.append(RepoEvent(EventKind.MEMBER_UPDATED, member=updated))
 
     def _remove_member(self, member: Member, ev: list[RepoEvent]) -> None:
-        for key in sorted(k for k in self._topics if k[1] == member.name):
+        for name in sorted(self._by_host.get(member.name, {})):
+            key = (name, member.name)
             ev.append(RepoEvent(EventKind.TOPIC_DELETED, topic=self._topics[key]))
             self._drop_topic(key)
         del self._members[member.name]
@@ -735,8 +771,12 @@ class ClusterRepository:
                     f"TOPIC({topic.name}) is CLROUTE({other.clroute}) on {other.qmgr}; "
                     f"cannot define it CLROUTE({topic.clroute}) on {topic.qmgr}",
                 )
-        for key in sorted(self._topics):
-            other = self._topics[key]
+        # the copies of this name and those at this TOPICSTR, by key: the only ones the rules
+        # below can be about
+        related = {**self._by_str.get(topic.topic_str, {})}
+        related.update({t.key: t for t in self._by_name.get(topic.name, {}).values()})
+        for key in sorted(related):
+            other = related[key]
             if other.qmgr == topic.qmgr and other.name != topic.name:
                 if other.topic_str == topic.topic_str:
                     raise _Rejected(
@@ -765,16 +805,22 @@ class ClusterRepository:
                 )
 
     def _put_topic(self, topic: ClusterTopic) -> None:
+        self._drop_topic(topic.key)
         self._topics[topic.key] = topic
         self._by_name.setdefault(topic.name, {})[topic.qmgr] = topic
+        self._by_str.setdefault(topic.topic_str, {})[topic.key] = topic
+        self._by_host.setdefault(topic.qmgr, {})[topic.name] = topic
+        self._direct += topic.clroute is ClRoute.DIRECT
 
     def _drop_topic(self, key: TopicKey) -> None:
-        if self._topics.pop(key, None) is None:
+        topic = self._topics.pop(key, None)
+        if topic is None:
             return
-        copies = self._by_name[key[0]]
-        del copies[key[1]]
-        if not copies:
-            del self._by_name[key[0]]
+        name, qmgr = key
+        _unindex(self._by_name, name, qmgr)
+        _unindex(self._by_str, topic.topic_str, key)
+        _unindex(self._by_host, qmgr, name)
+        self._direct -= topic.clroute is ClRoute.DIRECT
 
     # ----------------------------------------------------------------- queries
 
@@ -833,8 +879,22 @@ class ClusterRepository:
             )
         return out
 
+    def hosted_by(self, qmgr: str) -> list[ClusterTopic]:
+        """The definitions queue manager ``qmgr`` hosts, by name."""
+        own = self._by_host.get(qmgr, {})
+        return [own[name] for name in sorted(own)]
+
+    def at_topic_str(self, topic_str: str) -> list[ClusterTopic]:
+        """The definitions (of any name, on any host) at ``topic_str``, by key."""
+        copies = self._by_str.get(topic_str, {})
+        return [copies[key] for key in sorted(copies)]
+
+    def host_names(self) -> set[str]:
+        """The queue managers hosting at least one definition."""
+        return set(self._by_host)
+
     def has_direct_topics(self) -> bool:
-        return any(t.clroute is ClRoute.DIRECT for t in self._topics.values())
+        return self._direct > 0
 
     def view(self) -> RepositoryView:
         """Everything held here."""
@@ -844,14 +904,19 @@ class ClusterRepository:
 
     def partial_view(self, qmgr: str, interests: Iterable[str] = ()) -> RepositoryView:
         """What partial repository ``qmgr`` must hold (see the module docstring)."""
-        if self.has_direct_topics():
-            names = set(self._members)
-        else:
-            names = {qmgr, *interests}
-            names.update(t.qmgr for t in self._topics.values())
-            names.update(m.name for m in self._members.values() if m.role is Role.REPOS)
-        members = {n: self._members[n] for n in sorted(names) if n in self._members}
+        names = self.partial_members(qmgr, interests)
+        members = {n: self._members[n] for n in sorted(names)}
         return RepositoryView(MappingProxyType(members), MappingProxyType(dict(self._topics)))
+
+    def partial_members(self, qmgr: str, interests: Iterable[str] = ()) -> set[str]:
+        """Names of the member records partial repository ``qmgr`` must hold (it holds every
+        topic definition)."""
+        if self.has_direct_topics():
+            return set(self._members)
+        names = {qmgr, *interests}
+        names.update(self._by_host)
+        names.update(m.name for m in self._members.values() if m.role is Role.REPOS)
+        return names & self._members.keys()
 
     # ----------------------------------------------------------------- snapshots
 
@@ -889,6 +954,13 @@ class ClusterRepository:
             f"ClusterRepository({self.cluster!r}, revision={self.revision}, "
             f"{len(self._members)} members, {len(self._topics)} topic definitions)"
         )
+
+
+def _unindex(index: dict[Any, dict[Any, ClusterTopic]], outer: Any, inner: Any) -> None:
+    copies = index[outer]
+    del copies[inner]
+    if not copies:
+        del index[outer]
 
 
 def _snapshot(cluster: str, revision: int, view: RepositoryView) -> dict[str, Any]:

@@ -371,6 +371,12 @@ class RepositoryReplica:
         return ClusterRepository.from_snapshot(self.snapshot())
 
     @property
+    def revision(self) -> int:
+        """Commands applied on this replica so far."""
+        with self._state.lock:
+            return self._state.repo.revision
+
+    @property
     def leader(self) -> str | None:
         """The leader this replica last heard of ("host:port"), or None."""
         node = self._sync._getLeader()

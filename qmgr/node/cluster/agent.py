@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Collection, Iterable, Mapping
@@ -69,6 +68,7 @@ from qmgr.node.cluster.items import (
 from qmgr.node.cluster.outbound import SENT_KIND, STOPPED_KIND, ChannelManager, Identity
 from qmgr.node.cluster.plans import PlanCache
 from qmgr.node.cluster.repolink import RaftLink, WatchLink
+from qmgr.node.cluster.viewstore import load_view, save_view
 from qmgr.node.config import ClusterSettings, TlsSettings
 from qmgr.rpc.peer_client import Dialer
 from qmgr.security.member import Challenger, member_key
@@ -82,7 +82,6 @@ CLUSRCVR_KIND = "clusrcvr"
 CHANSEQ_KIND = "chanseq"
 PROXY_KIND = "proxy"
 XMITQ_KIND = "xmitq"  # transmission queue attributes (MAXDEPTH)
-VIEW_KEY = "cluster.view"
 REFRESH_WAIT = 5.0  # REFRESH CLUSTER answers once the new snapshot is in, or after this long
 RETRY_MIN = 0.5  # pending definitions are sent again after this long, doubling up to RETRY_MAX
 RETRY_MAX = 5.0
@@ -151,13 +150,11 @@ class ClusterAgent:
                 settings, runtime.config.data_dir, self._repository_changed, qm.name
             )
         else:
-            cached = runtime.loaded_kv.get(VIEW_KEY)
+            cached, self._view_rewrite = load_view(
+                settings.cluster, runtime.loaded_objects, runtime.loaded_kv
+            )
             self.link = WatchLink(
-                settings,
-                self.dialer,
-                self._repository_changed,
-                None if cached is None else json.loads(cached),
-                self._save_view,
+                settings, self.dialer, self._repository_changed, cached, self._save_view
             )
         self.topology = self._build_topology()
         self.planner = ProxyPlanner(self.topology)
@@ -269,9 +266,10 @@ class ClusterAgent:
     def repository(self) -> ClusterRepository:
         return self.link.repository
 
-    def _save_view(self, snapshot: dict[str, Any]) -> None:
+    def _save_view(self, events: list[RepoEvent], repo: ClusterRepository) -> None:
         if self.rt.store is not None:
-            self.rt.store.set_value(VIEW_KEY, json.dumps(snapshot, separators=(",", ":")))
+            save_view(self.rt.store, events, repo, rewrite=self._view_rewrite)
+            self._view_rewrite = False
 
     def _repository_changed(self, events: list[RepoEvent]) -> None:
         if not self._started:

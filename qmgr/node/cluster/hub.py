@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from cluster.records import RepoEvent
+from cluster.repository import partial_events
 from qmgr.node.cluster.repolink import RaftLink
 
 
@@ -24,7 +25,9 @@ async def watch(
     link: RaftLink, join: Mapping[str, Any]
 ) -> AsyncIterator[tuple[dict[str, Any] | None, list[RepoEvent], int]]:
     """Propose the member's join, then yield (snapshot, [], revision) once and
-    (None, events, revision) for every change of its partial view."""
+    (None, events, revision) for every change of its partial view, worked out from the changes
+    of the whole view (``RaftLink.events_since``), never by comparing whole views; a watch that
+    falls further behind than the feed holds gets a new snapshot."""
     name = str(join.get("name", ""))
     result = await link.propose(join)
     later: asyncio.Task[object] | None = None
@@ -35,18 +38,22 @@ async def watch(
     wake = asyncio.Event()
     link.listeners.append(wake.set)
     try:
-        repo = link.repository  # already holds the join: its events are applied first
-        view = repo.partial_view(name)
-        yield repo.partial_snapshot(name), [], repo.revision
         while True:
-            await wake.wait()
-            wake.clear()
-            repo = link.repository
-            new = repo.partial_view(name)
-            events = view.diff(new)
-            view = new
-            if events:
-                yield None, events, repo.revision
+            repo = link.repository  # already holds the join: its events are applied first
+            cursor = link.fed
+            held = {n: m for n in repo.partial_members(name) if (m := repo.member(n))}
+            yield repo.partial_snapshot(name), [], repo.revision
+            while True:
+                await wake.wait()
+                wake.clear()
+                events = link.events_since(cursor)
+                if events is None:  # fell behind the feed: a new snapshot
+                    break
+                cursor += len(events)
+                repo = link.repository
+                out, held = partial_events(repo, name, events, held)
+                if out:
+                    yield None, out, repo.revision
     finally:
         link.listeners.remove(wake.set)
         if later is not None:

@@ -58,6 +58,7 @@ NO_QUORUM_WAIT = 1.0  # the wait with no leader or no majority connected (an ele
 # reconnection takes well under it)
 START_WAIT = 3.0  # a full repository waits this long for a Raft leader, then serves anyway
 QUEUED_FOR = 300.0  # a submitted command is waited for this long before it is submitted anew
+FEED_MAX = 100_000  # events kept for the watches; one further behind gets a new snapshot
 RELAYED_MAX = 10_000  # relayed, uncommitted changes held at once; past it: ``unavailable``
 RELAYED_WARNING = (
     "no Raft quorum of full repositories: {fr} relayed this change to the members; it is "
@@ -93,6 +94,9 @@ class RaftLink:
         self.committed = ClusterRepository(settings.cluster)
         # what members are served: ``committed`` plus the relayed changes (module docstring)
         self.repository = self.committed
+        # every change of the served view as events, for the watches (``events_since``)
+        self.feed: list[RepoEvent] = []
+        self.fed = 0  # events ever put in the feed (the last ``len(feed)`` of them are held)
         self.listeners: list[Callable[[], None]] = []
         self._join_task: asyncio.Task[None] | None = None
         # commands submitted and not yet committed, by their JSON: the same command proposed
@@ -109,20 +113,49 @@ class RaftLink:
             self.loop.call_soon_threadsafe(self._apply, events)
 
     def _apply(self, events: list[RepoEvent]) -> None:
-        self.committed = self.replica.read()
-        self._serve(events)
+        """Events the replica applied (in log order): applied to this copy as they come, so a
+        change costs the same whatever the size of the repository."""
+        for event in events:
+            self.committed.apply_event(event)
+        self.committed.revision = self.replica.revision
+        if self._relayed:
+            self._serve()
+        else:
+            self._publish(events)
 
-    def _serve(self, events: list[RepoEvent]) -> None:
-        """Rebuild the served view (committed + relayed) and tell the node and the watches."""
+    def _reload(self) -> None:
+        """Take the replica's whole state (at start)."""
+        self.committed = self.replica.read()
+        self._serve()
+
+    def _serve(self) -> None:
+        """Rebuild the served view (committed + relayed); tell the difference."""
+        old = self.repository
         served = self.committed
         if self._relayed:
             served = ClusterRepository.from_snapshot(self.committed.to_snapshot())
             for command in self._relayed.values():
                 served.apply(command)  # one the log has applied (or refused) changes nothing
         self.repository = served
+        self._publish(old.view().diff(served.view()))
+
+    def _publish(self, events: list[RepoEvent]) -> None:
+        """Tell the node and the watches of changes of the served view."""
+        self.feed += events
+        self.fed += len(events)
+        if len(self.feed) > 2 * FEED_MAX:
+            del self.feed[:-FEED_MAX]
         self.on_change(events)
         for listener in list(self.listeners):
             listener()
+
+    def events_since(self, cursor: int) -> list[RepoEvent] | None:
+        """The served view's events after the first ``cursor`` ever fed (None: some are no
+        longer held; the caller starts again from a snapshot)."""
+        start = self.fed - len(self.feed)
+        if cursor < start:
+            return None
+        return self.feed[cursor - start :]
 
     @property
     def relayed(self) -> int:
@@ -148,7 +181,7 @@ class RaftLink:
             self._join_task = self.loop.create_task(self._join_later(join))
         elif not result.ok:
             raise RuntimeError(f"cannot join cluster: {result.error}")
-        self._apply([])
+        self._reload()
 
     async def _join_later(self, join: Mapping[str, Any]) -> None:
         result = await self.propose_until_done(join)
@@ -183,9 +216,7 @@ class RaftLink:
         self._settling[key] = self.loop.create_task(self._settle(key, command))
         log.warning("relayed without a Raft quorum (not committed yet): %s", key)
         self.repository = trial
-        self.on_change(list(result.events))
-        for listener in list(self.listeners):
-            listener()
+        self._publish(list(result.events))
         return ApplyResult(result.events, None, (*result.warnings, warning))
 
     async def _settle(self, key: str, command: Mapping[str, Any]) -> None:
@@ -207,7 +238,7 @@ class RaftLink:
             )
         self._settling.pop(key, None)
         self._relayed.pop(key, None)
-        self._apply([])
+        self._serve()
 
     async def commit(self, command: Mapping[str, Any], wait: float = PENDING_WAIT) -> ApplyResult:
         """Submit through Raft and wait at most ``wait`` seconds for the commit (through an
@@ -282,7 +313,7 @@ class WatchLink:
         dialer: Dialer,
         on_change: ChangeSink,
         cached: Mapping[str, Any] | None,
-        save: Callable[[dict[str, Any]], None],
+        save: Callable[[list[RepoEvent], ClusterRepository], None],
     ) -> None:
         self.settings = settings
         self.dialer = dialer
@@ -359,7 +390,7 @@ class WatchLink:
                     else:
                         for event in events:
                             self.repository.apply_event(event)
-                    self._save(self.repository.to_snapshot())
+                    self._save(events, self.repository)
                     self.synced.set()
                     self.on_change(events)
             except Refusal as exc:
