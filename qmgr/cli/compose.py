@@ -1,6 +1,7 @@
 """docker compose files for a topology (:mod:`qmgr.cli.topology`): ``docker-compose.yml`` with
 one service per node (the arguments ``qmgr cluster up`` gives it, its ports published on the
-host), a ``mqsc-init`` service and the Spark load job behind the profile ``load``;
+host), a ``mqsc-init`` service and the Spark load job behind the profile ``load`` (on the
+compose nodes, by service name; a kill fault through the Docker engine's socket it mounts);
 ``init/NODE.mqsc`` for each node with MQSC and ``servicebus/NODE.json`` for each node with a
 Config.json. Written by ``qmgr cluster compose``.
 
@@ -51,13 +52,19 @@ INIT_SERVICE = "mqsc-init"  # '-' cannot occur in a node name, so no node servic
 # way it costs half the CPU (0.1 s instead of 0.2 s: no imports of the other commands)
 HEALTHCHECK = ["CMD", "python3", "-m", "qmgr.cli.health", "--quiet"]
 LOAD_SERVICE = "load"  # the Spark load job, one shot, behind the profile of the same name
-LOAD_SCENARIOS = ("one-host", "two-hosts", "kill-host")  # scenarios/NAME.toml it runs
+# scenarios/NAME.toml it runs by default: the demo's, on the compose cluster's topology
+LOAD_SCENARIOS = ("demo/1-orders-one-host", "demo/2-prices-two-hosts", "demo/3-kill-host")
+IN_NETWORK_VAR = "QMGR_COMPOSE_NETWORK"  # "1": `qmgr load --compose` runs inside the network
+DOCKER_SOCKET_VAR = "QMGR_DOCKER_SOCKET"  # the engine's socket on the host, for the load job
+DOCKER_SOCKET = "/var/run/docker.sock"  # its default, and where the load service mounts it
 COMPOSE_HEADER = """\
 # GENERATED from {source} by `qmgr cluster compose`: edit that file and regenerate.
 # Run from this directory: docker compose -p {project} up --build -d
 # (docker-compose 1.29: docker-compose -p {project} up --build -d; `compose/build-image` builds the
-# image without a registry). The Spark load job: docker compose -p {project} --profile load
-# run --rm load (its report in the volume load-reports).
+# image without a registry). The Spark load job on these nodes: docker compose -p {project}
+# --profile load run --rm load (`compose/build-image --load` builds its image; its report goes
+# to the volume load-reports; it mounts the Docker engine's socket, ${docker_socket_var}, to
+# kill and start a node's container for a scenario's kill fault).
 # Published on {publish_default} (${publish_var} to change; each port has a variable too):
 {ports}
 # Admin from the host: qmgr runmqsc localhost:PORT. Service Bus applications: the connection
@@ -180,25 +187,50 @@ def compose_document(topology: Topology) -> dict[str, Any]:
         "depends_on": {n.name: {"condition": "service_healthy"} for n in topology.nodes},
         "restart": "no",
     }
-    services[LOAD_SERVICE] = {
-        "image": LOAD_IMAGE,
-        "build": _build("load"),
-        "profiles": [LOAD_SERVICE],
-        "command": [
-            "qmgr",
-            "load",
-            *(f"/scenarios/{name}.toml" for name in LOAD_SCENARIOS),
-            "--out",
-            "/reports",
-        ],
-        "environment": _environment(),
-        "volumes": ["../scenarios:/scenarios:ro", "load-reports:/reports"],
-        "restart": "no",
-    }
+    services[LOAD_SERVICE] = load_service()
     volumes: dict[str, Any] = {f"{n.name}-data": {} for n in topology.nodes}
     volumes[f"{INIT_SERVICE}-state"] = {}
     volumes["load-reports"] = {}
     return {"services": services, "volumes": volumes}
+
+
+def load_service() -> dict[str, Any]:
+    """The Spark load job, one shot behind its profile, on the compose nodes: `qmgr load
+    --compose` inside the compose network (``QMGR_COMPOSE_NETWORK=1``: the nodes by service
+    name on their container ports). It sees the repository's scenarios/ at /scenarios and this
+    directory at /compose, so a scenario's topology path (``../../compose/cluster.toml``)
+    means the same file as on the host; its report goes to the volume load-reports. For a
+    kill fault it kills and starts the node's container through the Docker engine's socket,
+    mounted from the host (``$QMGR_DOCKER_SOCKET``); that socket belongs to root, so the job
+    runs as root in its container (whoever holds the socket is root on the host anyway). It
+    starts once mqsc-init has run (which waits for every node to be healthy)."""
+    return {
+        "image": LOAD_IMAGE,
+        "build": _build("load"),
+        "profiles": [LOAD_SERVICE],
+        "user": "root",
+        "command": [
+            "qmgr",
+            "load",
+            *(f"/scenarios/{name}.toml" for name in LOAD_SCENARIOS),
+            "--compose",
+            "--out",
+            "/reports",
+        ],
+        "environment": {
+            **_environment(),
+            IN_NETWORK_VAR: "1",
+            "DOCKER_HOST": f"unix://{DOCKER_SOCKET}",
+        },
+        "volumes": [
+            "../scenarios:/scenarios:ro",
+            ".:/compose:ro",
+            "load-reports:/reports",
+            f"${{{DOCKER_SOCKET_VAR}:-{DOCKER_SOCKET}}}:{DOCKER_SOCKET}",
+        ],
+        "depends_on": {INIT_SERVICE: {"condition": "service_completed_successfully"}},
+        "restart": "no",
+    }
 
 
 def project_name(topology: Topology) -> str:
@@ -232,6 +264,7 @@ def compose_files(topology: Topology, source: str) -> dict[str, str]:
         publish_default=PUBLISH_ADDRESS,
         publish_var=PUBLISH_ADDRESS_VAR,
         ports=listing,
+        docker_socket_var=DOCKER_SOCKET_VAR,
     )
     files = {"docker-compose.yml": header + to_yaml(compose_document(topology))}
     for spec in topology.nodes:

@@ -140,7 +140,8 @@ def _stop_spark(spark: Any, interrupted: bool) -> None:
     is_flag=True,
     help="Run on the compose cluster of the scenario's topology (docker compose up of the file "
     "`qmgr cluster compose` made), through the ports it publishes on this machine (the same "
-    "QMGR_PUBLISH_ADDRESS and QMGR_PORT_NODE variables); no fault injection.",
+    "QMGR_PUBLISH_ADDRESS and QMGR_PORT_NODE variables), or from the compose file's load "
+    "service by service name; a kill fault only there (it kills the node's container).",
 )
 @click.option(
     "--keep",

@@ -522,17 +522,13 @@ def _cluster(
     except TopologyError as exc:
         raise JobError(str(exc)) from None
     try:
-        if options.cluster is not None or options.compose:
-            if any(s.kill for s in group):
-                raise JobError(
-                    "a scenario with a fault needs a cluster the job starts "
-                    "(no --cluster or --compose)"
-                )
-            if options.compose:
-                nodes = compose_nodes(topology)
-            else:
-                assert options.cluster is not None
-                nodes = attach_nodes(options.cluster, topology)
+        faults = any(s.kill for s in group)
+        if options.cluster is not None and faults:
+            raise JobError("a scenario with a fault needs a cluster the job starts (no --cluster)")
+        if options.compose:  # a fault: through the Docker engine (the compose load service)
+            nodes = compose_nodes(topology, faults=faults)
+        elif options.cluster is not None:
+            nodes = attach_nodes(options.cluster, topology)
         else:
             base = options.keep if options.keep is not None else state / topology.cluster
             if options.keep is not None:

@@ -1,8 +1,10 @@
 """The cluster a load scenario runs on: started by the job from its topology file with the
 launcher of ``qmgr cluster up`` (and stopped at the end), one already running that ``qmgr
 cluster up`` started (found by its cluster name), or the compose cluster of the topology
-(reached through the ports ``qmgr cluster compose`` publishes). Gives the nodes' addresses,
-clients, and the ``kill -9`` / restart of a node for fault injection."""
+(reached through the ports ``qmgr cluster compose`` publishes, or by service name from inside
+the compose network). Gives the nodes' addresses, clients, and the ``kill -9`` / restart of a
+node for fault injection (on the compose cluster: of its container, through the Docker
+engine, :mod:`qmgr.spark.containers`)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from qmgr.cli.cluster_secrets import private_files
 from qmgr.cli.cluster_state import find_cluster, node_alive, saved_addresses
 from qmgr.cli.topology import Topology
 from qmgr.client import QueueManagerClient
+from qmgr.spark.containers import ComposeContainers, EngineError
 
 CLIENT_TIMEOUT = 20.0
 
@@ -38,6 +41,7 @@ class Nodes:
     pids: dict[str, int]
     base: Path | None = None  # the state directory, when the job started the cluster
     launches: list[Launch] = field(default_factory=list)
+    containers: ComposeContainers | None = None  # the compose cluster's, for a kill fault
     _clients: dict[str, QueueManagerClient] = field(default_factory=dict)
 
     @property
@@ -56,7 +60,14 @@ class Nodes:
         return address
 
     def kill(self, name: str) -> None:
-        """``kill -9`` node ``name``."""
+        """``kill -9`` node ``name`` (``docker kill`` of its container on the compose cluster)."""
+        if self.containers is not None:
+            try:
+                self.containers.kill(name)
+            except EngineError as exc:
+                raise ClusterError(f"cannot kill node {name}'s container: {exc}") from None
+            self._forget_client(name)
+            return
         pid = self.pids[name]
         if not node_alive(pid, name):
             raise ClusterError(f"node {name} (pid {pid}) is not running")
@@ -68,7 +79,11 @@ class Nodes:
         self._forget_client(name)
 
     def restart(self, name: str, progress: Any, timeout: float) -> None:
-        """Start node ``name`` again on its data and ports (the job must have started it)."""
+        """Start node ``name`` again on its data and ports (the job must have started it, or it
+        is a compose cluster's node, whose container is started again)."""
+        if self.containers is not None:
+            self._start_container(name, progress, timeout)
+            return
         if self.base is None:
             raise ClusterError("only a cluster the job started can have a node restarted")
         plan = saved_addresses(self.base)
@@ -88,6 +103,30 @@ class Nodes:
         servicebus = str(getattr(launch, "servicebus", "") or "")
         if servicebus:
             self.servicebus[name] = servicebus
+        self._forget_client(name)
+
+    def _start_container(self, name: str, progress: Any, timeout: float) -> None:
+        """``docker start`` node ``name``'s container and wait until the node is ready."""
+        import click
+
+        from qmgr.cli.health import check
+        from qmgr.node.ready import READY_SERVICE
+
+        assert self.containers is not None
+        try:
+            self.containers.start(name)
+        except EngineError as exc:
+            raise ClusterError(f"cannot start node {name}'s container again: {exc}") from None
+        address = self.addresses[name]
+        try:
+            demo_cluster.wait_until(
+                f"{name} restarting",
+                {name: lambda: check(address, READY_SERVICE) == "SERVING"},
+                progress,
+                timeout,
+            )
+        except click.ClickException as exc:
+            raise ClusterError(exc.message) from None
         self._forget_client(name)
 
     def _forget_client(self, name: str) -> None:
@@ -145,16 +184,22 @@ def start_nodes(topology: Topology, base: Path, progress: Any, timeout: float) -
     )
 
 
-def compose_nodes(topology: Topology, env: Mapping[str, str] | None = None) -> Nodes:
-    """The compose cluster of ``topology`` (``docker compose up`` of the file ``qmgr cluster
-    compose`` made), through the ports it publishes on this machine: the same variables
-    (``QMGR_PUBLISH_ADDRESS``, ``QMGR_PORT_NODE``, ``QMGR_SB_PORT_NODE``) and defaults as the
-    compose file. Every node must answer."""
-    from qmgr.cli.compose import PUBLISH_ADDRESS, PUBLISH_ADDRESS_VAR, published_ports
+def compose_addresses(
+    topology: Topology, env: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """HOST:PORT of every node of ``topology``'s compose cluster, and of the Service Bus port of
+    each node hosting a namespace: the ports it publishes on this machine (the same variables
+    ``QMGR_PUBLISH_ADDRESS``, ``QMGR_PORT_NODE``, ``QMGR_SB_PORT_NODE`` and defaults as the
+    compose file) or, inside the compose network (``QMGR_COMPOSE_NETWORK=1``, as the compose
+    file's load service has it), the service name and the container's own port."""
+    from qmgr.cli.compose import (
+        IN_NETWORK_VAR,
+        PUBLISH_ADDRESS,
+        PUBLISH_ADDRESS_VAR,
+        published_ports,
+    )
 
-    if topology.tls:
-        raise ClusterError("the load job does not run on clusters with TLS")
-    env = os.environ if env is None else env
+    inside = env.get(IN_NETWORK_VAR) == "1"
     host = env.get(PUBLISH_ADDRESS_VAR) or PUBLISH_ADDRESS
     if host in ("0.0.0.0", "::"):  # published on every address: reach it on this machine
         host = "127.0.0.1"
@@ -162,8 +207,30 @@ def compose_nodes(topology: Topology, env: Mapping[str, str] | None = None) -> N
     servicebus: dict[str, str] = {}
     for published in published_ports(topology):
         port = env.get(published.variable) or str(published.port)
-        (servicebus if published.servicebus else addresses)[published.node] = f"{host}:{port}"
-    nodes = Nodes(topology=topology, addresses=addresses, servicebus=servicebus, pids={})
+        address = f"{published.node}:{published.target}" if inside else f"{host}:{port}"
+        (servicebus if published.servicebus else addresses)[published.node] = address
+    return addresses, servicebus
+
+
+def compose_nodes(
+    topology: Topology, env: Mapping[str, str] | None = None, *, faults: bool = False
+) -> Nodes:
+    """The compose cluster of ``topology`` (``docker compose up`` of the file ``qmgr cluster
+    compose`` made) at :func:`compose_addresses`. Every node must answer. With ``faults`` (a
+    scenario kills a node), its containers are reached through the Docker engine, which only
+    the compose file's load service can do."""
+    if topology.tls:
+        raise ClusterError("the load job does not run on clusters with TLS")
+    env = os.environ if env is None else env
+    containers = _compose_containers(env) if faults else None
+    addresses, servicebus = compose_addresses(topology, env)
+    nodes = Nodes(
+        topology=topology,
+        addresses=addresses,
+        servicebus=servicebus,
+        pids={},
+        containers=containers,
+    )
     for name, address in addresses.items():
         try:
             nodes.client(name).mqsc("DISPLAY QMGR")
@@ -174,6 +241,27 @@ def compose_nodes(topology: Topology, env: Mapping[str, str] | None = None) -> N
                 f"{topology.cluster} up?): {exc}"
             ) from None
     return nodes
+
+
+def _compose_containers(env: Mapping[str, str]) -> ComposeContainers:
+    """The compose project's containers, for a kill fault: only from inside the compose
+    network, through the engine's socket the load service mounts."""
+    from qmgr.cli.compose import IN_NETWORK_VAR, LOAD_SERVICE
+
+    if env.get(IN_NETWORK_VAR) != "1":
+        raise ClusterError(
+            "a scenario with a kill fault needs a cluster the job starts (no --compose) or, on "
+            f"the compose cluster, the compose file's {LOAD_SERVICE} service (docker compose "
+            f"--profile {LOAD_SERVICE} run --rm {LOAD_SERVICE} qmgr load SCENARIO... --compose), "
+            "which kills and starts the node's container through the Docker engine"
+        )
+    try:
+        return ComposeContainers.of_this_container(env)
+    except EngineError as exc:
+        raise ClusterError(
+            f"a kill fault on the compose cluster needs the Docker engine's socket (the "
+            f"{LOAD_SERVICE} service mounts it): {exc}"
+        ) from None
 
 
 def attach_nodes(cluster: str, topology: Topology) -> Nodes:

@@ -4,7 +4,10 @@ files generated into a temporary directory (secrets there too), `docker-compose 
 port published on loopback, every service healthy through the gRPC health service, a short
 load through the published ports (MQ from PUB1 to a durable subscription on SUB1 and through
 the bridge on SB1 into Service Bus; the real azure-servicebus SDK against SB1), a restart of a
-container that keeps its durable state, and a teardown that leaves nothing behind.
+container that keeps its durable state, the Spark load job from this machine through the
+published ports and from the compose file's load service (its image built offline too) on the
+nodes by service name, with a node's container killed and started again through the Docker
+engine, and a teardown that leaves nothing behind.
 
 Skips (saying why) where no engine answers and none can be started, or where there is no
 compose command; it installs nothing."""
@@ -42,9 +45,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "compose"
 IMAGE = "qmgr:local"
+LOAD_IMAGE = "qmgr-load:local"
 BASE_IMAGE = "qmgr-base:bookworm"
 NODES = [n.name for n in load_topology(COMPOSE / "cluster.toml").nodes]
 TOPIC = "Prices/Fruit/Apple"
+COMPOSE_SCENARIOS = REPO / "scenarios" / "compose"  # for the load service, on this cluster
 
 
 def _run(args: list[str], timeout: float, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -118,6 +123,16 @@ def image(engine: None) -> str:
     built = _run([str(COMPOSE / "build-image"), IMAGE], 900, env=env)
     assert built.returncode == 0, built.stdout + built.stderr
     return IMAGE
+
+
+@pytest.fixture(scope="module")
+def load_image(image: str) -> str:
+    """qmgr-load:local built offline by compose/build-image --load (the node image again, from
+    Docker's build cache, then Debian's JRE and the [spark] extra's wheels)."""
+    env = {**os.environ, "PYTHON": sys.executable}
+    built = _run([str(COMPOSE / "build-image"), "--load", image, LOAD_IMAGE], 900, env=env)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return LOAD_IMAGE
 
 
 def _free_port() -> int:
@@ -222,6 +237,8 @@ def cluster(
     directory.mkdir()
     shutil.copy(COMPOSE / "cluster.toml", directory / "cluster.toml")
     shutil.copytree(COMPOSE / "servicebus", directory / "servicebus")
+    # the load service mounts ../scenarios, as in the repository
+    shutil.copytree(COMPOSE_SCENARIOS, directory.parent / "scenarios" / COMPOSE_SCENARIOS.name)
     made = _run(
         [sys.executable, "-m", "qmgr.cli.main", "cluster", "compose", "cluster.toml"],
         60,
@@ -494,3 +511,55 @@ def test_the_spark_load_job_runs_on_the_compose_cluster(
         assert row["received"] >= row["sent"], key
     assert totals[("orders-one-host", "ORDERS")]["out_of_order"] == 0
     assert totals[("prices-two-hosts", "SB-SEQUENCED")]["out_of_order"] == 0
+
+
+def test_the_load_service_runs_the_job_on_the_compose_nodes_and_kills_one(
+    cluster: ComposeCluster, load_image: str
+) -> None:
+    """`docker-compose --profile load run --rm load qmgr load ... --compose`: Spark in the load
+    service's container drives the compose nodes by service name. Orders through HOSTB1, then
+    Prices through HOSTA1 and HOSTA2 with HOSTA1's container killed at 40% and started again
+    through the engine's socket: each message once, the report in the volume load-reports."""
+    before = cluster.state("HOSTA1")["StartedAt"]
+    out = "/reports/compose-test"
+    done = cluster.compose(
+        "--profile",
+        "load",
+        "run",
+        "--rm",
+        "-T",
+        "load",
+        "qmgr",
+        "load",
+        *(f"/scenarios/compose/{f}.toml" for f in ("orders", "kill-host")),
+        "--compose",
+        "--out",
+        out,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert cluster.state("HOSTA1")["StartedAt"] != before  # killed and started again
+    cluster.wait_healthy(NODES)
+    read = (
+        "import json, os; print(json.dumps({'files': sorted(os.listdir('{out}')), "
+        "'summary': json.load(open('{out}/summary.json'))}))"
+    ).replace("{out}", out)
+    shown = cluster.compose(
+        "--profile", "load", "run", "--rm", "--no-deps", "-T", "load", "python3", "-c", read
+    )
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    report = json.loads(shown.stdout.strip().splitlines()[-1])
+    assert {"summary.json", "summary.csv", "compose-orders", "compose-kill-host"} <= set(
+        report["files"]
+    )
+    summary = report["summary"]
+    assert set(summary) == {"compose-orders", "compose-kill-host"}
+    assert summary["compose-orders"]["meta"]["killed"] is None
+    assert summary["compose-kill-host"]["meta"]["killed"] == "HOSTA1"
+    for name, data in summary.items():  # one subscriber each
+        (total,) = [r for r in data["metrics"] if r["publisher"] == "*" and r["subscriber"] != "*"]
+        assert total["sent"] == total["acknowledged"] == 4 * 100, name
+        assert (total["lost"], total["duplicated"]) == (0, 0), name
+        assert total["received"] >= total["sent"], name
+        if name == "compose-orders":
+            assert total["out_of_order"] == 0  # one topic host keeps order

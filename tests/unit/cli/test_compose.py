@@ -8,6 +8,7 @@ import json
 import shutil
 import stat
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,10 @@ from qmgr.cli.cluster import cluster
 from qmgr.cli.cluster_launch import node_args
 from qmgr.cli.compose import (
     CONFIG_MOUNT,
+    DOCKER_SOCKET,
     ENV_FILE,
     IMAGE_UID,
+    IN_NETWORK_VAR,
     INIT_SERVICE,
     LOAD_SCENARIOS,
     LOAD_SERVICE,
@@ -320,16 +323,33 @@ def test_without_a_base_port_nodes_publish_from_17000_and_namespaces_from_5672()
 
 
 def test_the_load_job_is_a_one_shot_service_behind_its_profile() -> None:
+    """It runs `qmgr load --compose` inside the compose network (the nodes by service name),
+    once mqsc-init has run; it sees the scenarios and this directory where a scenario's
+    relative topology path finds the same file as on the host, and the engine's socket."""
     doc = read_yaml((COMPOSE / "docker-compose.yml").read_text())
     load = doc["services"][LOAD_SERVICE]
     assert load["profiles"] == [LOAD_SERVICE] and load["restart"] == "no"
     assert load["build"]["target"] == "load" and load["image"] != doc["services"]["FR1"]["image"]
     assert load["command"][:2] == ["qmgr", "load"]
-    assert load["command"][-2:] == ["--out", "/reports"]
-    assert "load-reports:/reports" in load["volumes"] and "load-reports" in doc["volumes"]
+    assert load["command"][-3:] == ["--compose", "--out", "/reports"]
+    assert load["environment"][IN_NETWORK_VAR] == "1"
+    assert load["environment"]["DOCKER_HOST"] == f"unix://{DOCKER_SOCKET}"
+    assert load["depends_on"] == {INIT_SERVICE: {"condition": "service_completed_successfully"}}
+    assert load["user"] == "root"  # the engine's socket is root's
+    assert load["volumes"] == [
+        "../scenarios:/scenarios:ro",
+        ".:/compose:ro",
+        "load-reports:/reports",
+        f"${{QMGR_DOCKER_SOCKET:-{DOCKER_SOCKET}}}:{DOCKER_SOCKET}",
+    ]
+    assert "load-reports" in doc["volumes"]
     if (REPO / "scenarios").is_dir():
         for name in LOAD_SCENARIOS:
-            assert (REPO / "scenarios" / f"{name}.toml").is_file(), name
+            scenario = REPO / "scenarios" / f"{name}.toml"
+            assert scenario.is_file(), name
+            # its topology, seen from /scenarios/NAME.toml in the container, is /compose/...
+            topology = tomllib.loads(scenario.read_text())["topology"]
+            assert (scenario.parent / topology).resolve() == COMPOSE / "cluster.toml", name
     dockerfile = (COMPOSE / "Dockerfile").read_text()
     assert " AS node\n" in dockerfile and " AS load\n" in dockerfile
 
@@ -338,7 +358,10 @@ def test_every_image_is_built_on_the_base_the_dockerfile_names_unless_told() -> 
     doc = read_yaml((COMPOSE / "docker-compose.yml").read_text())
     dockerfile = (COMPOSE / "Dockerfile").read_text()
     assert "ARG BASE_IMAGE=python:3.11-slim\n" in dockerfile
-    assert "FROM ${BASE_IMAGE} AS node\n" in dockerfile
+    # every stage starts from the one on BASE_IMAGE
+    assert "FROM ${BASE_IMAGE} AS system\n" in dockerfile
+    froms = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("FROM ")]
+    assert froms[0] == "${BASE_IMAGE}" and "${BASE_IMAGE}" not in froms[1:]
     for name, svc in doc["services"].items():
         assert svc["build"]["args"] == {"BASE_IMAGE": "${QMGR_BASE_IMAGE:-python:3.11-slim}"}, name
     assert "QMGR_BASE_IMAGE" in (COMPOSE / "build-image").read_text()
