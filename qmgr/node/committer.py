@@ -3,12 +3,17 @@ accumulated, so many persistent messages share one fsync.
 
 A group is taken at the end of the event-loop turn in which the first waiter asked, so
 changes made by every connection served in that turn share the commit; while a commit is under
-way, changes keep accumulating and form the next group, taken as soon as it is done. A large
-group goes to a dedicated writer thread (handed over directly, no executor), so the event loop
-goes on serving while it is written; a small one (at most ``inline_max_ops`` changes: a few
-settlements, one put) is committed on the event loop itself, because handing it to the thread
-and back (two thread wake-ups, a self-pipe write and read) costs more CPU and latency than the
-commit does. Changes that nobody waits for are committed within ``idle_interval``.
+way, changes keep accumulating and form the next group (one transaction, one flush for all of
+them), taken as soon as it is done: the group's size follows the commit's latency, with no
+timer. A large group that several waiters wait for goes to a dedicated writer thread (handed
+over directly, no executor), so the event loop goes on serving (reading, decoding, applying the
+next group's changes) while it is written; a small one (at most ``inline_max_ops`` changes: a
+few settlements, one put), or one a single waiter alone waits for (one client's batch, nobody
+else's changes in sight), is committed on the event loop itself, because handing it to the
+thread and back (two thread wake-ups, a self-pipe write and read) costs more CPU and latency
+than the commit does and there is nothing else to serve meanwhile; what arrives during such a
+commit is read right after it and forms the next group, which then has several waiters. Changes
+that nobody waits for are committed within ``idle_interval``.
 
 A commit that fails is fail-stop: nothing collected since the last commit is durable, so every
 waiter gets ``StoreFailed``, so does every later ``durable`` call, no further commit is tried
@@ -121,7 +126,8 @@ class Committer:
             return
         self._busy = True
         ops, upto = self._store.take()
-        if len(ops) > self._inline_max and self._thread is not None:
+        alone = len(self._waiters) == 1  # one waiter, and this group is all it waits for
+        if len(ops) > self._inline_max and not alone and self._thread is not None:
             self._jobs.put((ops, upto))
             return
         error: BaseException | None = None

@@ -34,7 +34,11 @@ their Service Bus meaning (reference ``servicebus-amqp.md`` §B–G):
 The answers that acknowledge a send, a receive-and-delete or a settlement wait for the commit
 (``when_durable``: the answers of one batch of events share one commit, and the connection goes
 on reading meanwhile; answers leave in the order they were made), so nothing acknowledged is
-lost and a message whose complete was echoed never comes back after a ``kill -9``. A change that
+lost and a message whose complete was echoed never comes back after a ``kill -9``. Sends of every
+link and connection that arrive while a commit is being written share the next one (see
+:mod:`qmgr.node.committer`). A commit that fails acknowledges nothing it held: its sends are
+``rejected`` (``amqp:internal-error``, with the store's error) and the connection is closed, as
+the node stops. A change that
 may make messages available (a send, an abandon, a release, a dead-letter, a link gone with
 locks, a ``$management`` change) is followed, once durable, by ``changed()``: the host tells every
 connection's waiting receivers (:meth:`SbLinks.wake`); a commit that only carries completes or
@@ -211,6 +215,7 @@ class SbLinks:
         self._waiting = 0  # answers waiting for the disk (later ones go after them)
         self._wake = False  # changes that may make messages available to other receivers
         self._after: list[Callable[[], None]] = []
+        self._sends: list[TransferReceived] = []  # sends whose accept waits in ``_after``
         self._session_waits: dict[Link, SessionWait] = {}
         self.closed = False
 
@@ -230,21 +235,27 @@ class SbLinks:
         """Send the answers collected so far once everything changed so far is on disk (in
         order: after the answers of earlier calls); what was sent without waiting goes now."""
         after, self._after = self._after, []
+        sends, self._sends = self._sends, []
         dirty, self._dirty = self._dirty, False
         wake, self._wake = self._wake, False
         if dirty or self._waiting:  # behind the disk, or behind answers that are
             self._waiting += 1
-            self._when_durable(functools.partial(self._answer_durable, after, wake))
+            self._when_durable(functools.partial(self._answer_durable, after, sends, wake))
         else:
             for action in after:
                 action()
         self.flush()
 
     def _answer_durable(
-        self, after: list[Callable[[], None]], wake: bool, error: StoreFailed | None
+        self,
+        after: list[Callable[[], None]],
+        sends: list[TransferReceived],
+        wake: bool,
+        error: StoreFailed | None,
     ) -> None:
         self._waiting -= 1
         if error is not None:  # the node stops: nothing more is acknowledged
+            self._refuse_sends(sends, error)
             log.error("Service Bus AMQP: closing a connection: %s", error)
             self.conn.close(p.Error(condition="amqp:internal-error", description=str(error)))
             self.flush()
@@ -254,6 +265,15 @@ class SbLinks:
         for action in after:
             action()
         self.flush()
+
+    def _refuse_sends(self, sends: list[TransferReceived], error: StoreFailed) -> None:
+        """The commit that held these sends failed: each is rejected (the client's send fails
+        with why; nothing of it is stored, so sending it again cannot make a duplicate)."""
+        text = f"the message was not stored: {error}"
+        refusal = p.Rejected(error=p.Error(condition="amqp:internal-error", description=text))
+        for ev in sends:
+            if ev.link.live:
+                self.conn.settle(ev.link, ev.delivery_id, refusal)
 
     def _mark(self, wake: bool = True) -> None:
         """The namespace changed: answers wait for the disk; ``wake``: other receivers may
@@ -529,6 +549,7 @@ class SbLinks:
             return
         self._mark()
         if not ev.settled:
+            self._sends.append(ev)
             self._after.append(lambda: self.conn.settle(ev.link, ev.delivery_id, p.Accepted()))
 
     def _request(self, ev: TransferReceived) -> Message | None:

@@ -8,6 +8,7 @@ import asyncio
 import shutil
 import sqlite3
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 from qmgr.node.committer import Committer
 from qmgr.store import StoreFailed
-from qmgr.store.sqlite import SqliteStore
+from qmgr.store.sqlite import Op, SqliteStore
 
 
 def _in_files(path: Path, query: str) -> list[Any]:
@@ -36,18 +37,24 @@ def _on_disk(path: Path) -> dict[str, str]:
     return dict(_in_files(path, "SELECT key, value FROM kv WHERE key LIKE 'k%'"))
 
 
-@pytest.mark.parametrize("inline_max_ops", [64, 0])  # on the event loop, by the writer thread
-def test_what_a_waiter_is_told_is_durable_is_on_disk(tmp_path: Path, inline_max_ops: int) -> None:
+@pytest.mark.parametrize("thread", [False, True])  # on the event loop, by the writer thread
+def test_what_a_waiter_is_told_is_durable_is_on_disk(tmp_path: Path, thread: bool) -> None:
     async def run() -> None:
         store = SqliteStore(tmp_path)
-        committer = Committer(store, inline_max_ops=inline_max_ops)
+        committer = Committer(store, inline_max_ops=0 if thread else 64)
         committer.start()
+
+        async def durable() -> None:
+            if thread:  # a group one waiter alone waits for is committed on the event loop
+                committer.when_durable(lambda error: None)
+            await committer.durable()
+
         store.set_value("k1", "a")
-        await committer.durable()
+        await durable()
         assert _on_disk(tmp_path) == {"k1": "a"}
         store.set_value("k2", "b")
         store.set_value("k3", "c")
-        await committer.durable()
+        await durable()
         assert _on_disk(tmp_path) == {"k1": "a", "k2": "b", "k3": "c"}
         await committer.stop()
 
@@ -74,6 +81,53 @@ def test_changes_of_one_turn_share_a_commit_and_answers_keep_their_order(tmp_pat
     told, commits = asyncio.run(run())
     assert told == [*(f"{i}:None" for i in range(5)), "nothing new:None", "already:None"]
     assert commits == 1
+    assert len(_on_disk(tmp_path)) == 5
+
+
+class _HeldStore(SqliteStore):
+    """A store whose commits (by the writer thread) wait until the test lets them go on, and
+    which records what each commit held."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.groups: list[list[str]] = []
+
+    def commit(self, ops: list[Op]) -> None:
+        self.entered.set()
+        assert self.release.wait(30)
+        self.groups.append([args[0] for _, args in ops])
+        super().commit(ops)
+
+
+def test_what_arrives_while_a_commit_is_written_is_the_next_group(tmp_path: Path) -> None:
+    """Connections whose changes arrive while a group is with the writer thread share the next
+    commit, taken as soon as that one is done; each waiter is told only once its own changes
+    are on disk, in the order they were given."""
+
+    async def run() -> tuple[list[str], list[list[str]]]:
+        store = _HeldStore(tmp_path)
+        committer = Committer(store, inline_max_ops=0)
+        committer.start()
+        told: list[str] = []
+        for name in ("a", "b"):  # two connections in one loop turn: the writer thread
+            store.set_value(f"k{name}", "x")
+            committer.when_durable(lambda error, name=name: told.append(f"{name}:{error}"))
+        await asyncio.to_thread(store.entered.wait, 30)
+        for name in ("c", "d", "e"):  # three more while the first group is being written
+            store.set_value(f"k{name}", "x")
+            committer.when_durable(lambda error, name=name: told.append(f"{name}:{error}"))
+            await asyncio.sleep(0)  # each in a loop turn of its own
+        assert told == []
+        store.release.set()
+        await committer.durable()
+        await committer.stop()
+        return told, store.groups
+
+    told, groups = asyncio.run(run())
+    assert groups == [["ka", "kb"], ["kc", "kd", "ke"]]
+    assert told == [f"{name}:None" for name in "abcde"]
     assert len(_on_disk(tmp_path)) == 5
 
 
