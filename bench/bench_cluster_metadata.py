@@ -99,7 +99,9 @@ def main() -> None:
     finally:
         cl.stop()
     print()
-    print(f"{'topics':>8} {'script/s':>9} {'settled s':>10} {'DEFINE':>8} {'ALTER':>8} {'DELETE':>8}")
+    print(
+        f"{'topics':>8} {'script/s':>9} {'settled s':>10} {'DEFINE':>8} {'ALTER':>8} {'DELETE':>8}"
+    )
     for size, rate, settled, costs in rows:
         print(
             f"{size:>8,} {rate:>9.1f} {settled:>10.1f} {costs['DEFINE']:>8.1f} "

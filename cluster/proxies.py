@@ -320,9 +320,7 @@ def _moved_by(topic: str, topic_strs: tuple[str, ...]) -> bool:
     at or above its resolution point, or (a wildcard) one below it."""
     point = wildcard_prefix(topic)
     wild = is_wildcard(topic)
-    return any(
-        is_at_or_above(s, point) or (wild and is_at_or_above(point, s)) for s in topic_strs
-    )
+    return any(is_at_or_above(s, point) or (wild and is_at_or_above(point, s)) for s in topic_strs)
 
 
 class ProxyTable:

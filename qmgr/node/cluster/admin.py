@@ -262,7 +262,7 @@ class ClusterAdmin:
                 qm.define_topic(before, replace=True)
         except MQError:
             pass
-        self.agent.local_topics_changed()
+        self.agent.local_topics_changed({name})
 
     # ---------------------------------------------------------------- displays
 

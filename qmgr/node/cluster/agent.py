@@ -36,13 +36,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cluster.channel import LEGACY, ChannelReceiver, InboundState, Verdict, legacy_qmid
-from cluster.local_defs import changes_to_send, local_clstate
+from cluster.local_defs import Change, changes_to_send, local_clstate
 from cluster.proxies import ProxyDiff, ProxyPlanner, ProxyTable
 from cluster.records import (
     ChannelStatus,
     ClRoute,
     ClState,
-    ClusterTopology,
     RepoEvent,
     Role,
     WorkloadAttrs,
@@ -50,6 +49,7 @@ from cluster.records import (
 from cluster.repository import ApplyResult, ClusterRepository, Cmd, ErrorCode, RepoError
 from cluster.routing import DeliveryPlan, Purpose, branch_candidates, publication_refused
 from cluster.topics import TopicObject, TopicObjects, topic_matches
+from cluster.topology import TopologyIndex
 from cluster.workload import QueuedPublication, SendState, WorkloadBalancer, redrive
 from qmgr.core.deadletter import dead_letter
 from qmgr.core.errors import MQError
@@ -156,7 +156,8 @@ class ClusterAgent:
             self.link = WatchLink(
                 settings, self.dialer, self._repository_changed, cached, self._save_view
             )
-        self.topology = self._build_topology()
+        self.index = TopologyIndex(self.name, self.link.repository, qm.topics.all())
+        self.topology = self.index.topology
         self.planner = ProxyPlanner(self.topology)
         epoch = qm.epoch if runtime.store is not None else int(time.time() * 1000)
         self.channels = ChannelManager(
@@ -230,7 +231,7 @@ class ClusterAgent:
                 raise
             log.warning("joining cluster %s in the background: %s", self.cluster, exc)
         self._started = True
-        self._repository_changed([])
+        self._apply_topology()  # from scratch: changes seen while joining were not applied
         for peer, _topic in self.planner.full_set():
             self.channels.start_channel(peer)
         self._retry_task = asyncio.get_running_loop().create_task(self._retry_pending())
@@ -274,57 +275,97 @@ class ClusterAgent:
     def _repository_changed(self, events: list[RepoEvent]) -> None:
         if not self._started:
             return
-        self._apply_topology()
+        self._apply_topology(events)
         # a re-synced watch or a commit: the repository may take the unsent ones now; and a
         # view that no longer holds a definition it held (a change relayed by a full
         # repository that restarted before committing it, or refused when it was committed)
         # needs it sent again
-        if self.unsent or self.pending_changes() - self.invalid.keys():
+        own = {e.topic.name for e in events if e.topic is not None and e.topic.qmgr == self.name}
+        if self.unsent or (own and self.pending_changes(own) - self.invalid.keys()):
             self._retry_wake.set()
 
-    def _build_topology(self) -> ClusterTopology:
-        return ClusterTopology.build(self.name, self.link.repository, self.qm.topics.all())
-
-    def _apply_topology(self) -> None:
-        """Rebuild the merged topology after the repository or local objects changed."""
-        self.topology = self._build_topology()
-        self.plans.invalidate()
+    def _apply_topology(
+        self, events: list[RepoEvent] | None = None, local: Collection[str] = ()
+    ) -> None:
+        """Bring the merged topology, the local view of it and the proxy plan up to date after
+        the repository changed (``events``) or local objects did (``local``: their names);
+        both None/empty: from scratch. A change costs what it touches (``TopologyIndex``,
+        ``ProxyPlanner.update_topology``), not the number of definitions."""
+        index = self.index
+        index.set_repository(self.link.repository)
         pubsub = self.qm.pubsub
-        pubsub.topics = self._local_view(self.topology.objects)
+        if events is None and not local:
+            self.index = index = TopologyIndex(
+                self.name, self.link.repository, self.qm.topics.all()
+            )
+            self.topology = index.topology
+            self.plans.invalidate()
+            pubsub.topics = self._local_view(self.topology.objects)
+            pubsub.topics_changed()
+            self._send_diff(self.planner.set_topology(self.topology))
+            return
+        names, members = index.changed_names(events or ())
+        if local:
+            index.set_local(local, {n: o for n in local if (o := self.qm.topics.get(n))})
+            names.update(local)
+        changed, touched = index.update(names, members)
+        self.topology = index.topology
+        if not changed and not members:
+            return
+        self.plans.invalidate()
+        view = pubsub.topics
+        for name in changed:
+            if view.get(name) is not None:
+                view.remove(name)
+        for name in sorted(changed):
+            obj = self.topology.objects.get(name)
+            if obj is not None:
+                view.put(self._as_seen_here(obj))
         pubsub.topics_changed()
-        self._send_diff(self.planner.set_topology(self.topology))
+        strs = touched | {o.topic_str for n in changed if (o := self.topology.objects.get(n))}
+        self._send_diff(self.planner.update_topology(self.topology, changed, strs, members))
 
     def _local_view(self, merged: TopicObjects) -> TopicObjects:
-        """The merged tree as local applications see it: a remote copy's PUB says whether
-        publications are routed through that host, not whether applications here may publish
-        (they may unless every host's copy is disabled: ``check_publish``), so it is left out
-        (the copies inherit it instead)."""
-        local = self.qm.topics
+        """The merged tree as local applications see it (``_as_seen_here``)."""
         out = TopicObjects()
         for obj in merged.all():
-            if obj.name not in local and "PUB" in obj.attrs:
-                attrs = {k: v for k, v in obj.attrs.items() if k != "PUB"}
-                obj = TopicObject(obj.name, obj.topic_str, attrs, obj.descr)
-            out.put(obj)
+            out.put(self._as_seen_here(obj))
         return out
+
+    def _as_seen_here(self, obj: TopicObject) -> TopicObject:
+        """A remote copy's PUB says whether publications are routed through that host, not
+        whether applications here may publish (they may unless every host's copy is disabled:
+        ``check_publish``), so it is left out (the copies inherit it instead)."""
+        if obj.name not in self.qm.topics and "PUB" in obj.attrs:
+            attrs = {k: v for k, v in obj.attrs.items() if k != "PUB"}
+            return TopicObject(obj.name, obj.topic_str, attrs, obj.descr)
+        return obj
 
     async def propose(self, command: Mapping[str, Any]) -> ApplyResult:
         return await self.link.propose(command)
 
     # ------------------------------------------------------------------ local definitions
 
-    def local_clustered(self) -> dict[str, TopicObject]:
-        return {
-            o.name: o for o in self.qm.topics.all() if o.attrs.get("CLUSTER", "") == self.cluster
-        }
+    def local_clustered(self, names: Collection[str] | None = None) -> dict[str, TopicObject]:
+        """This queue manager's own clustered objects (``names``: those of them only)."""
+        topics = self.qm.topics
+        objects = topics.all() if names is None else [o for n in names if (o := topics.get(n))]
+        return {o.name: o for o in objects if o.attrs.get("CLUSTER", "") == self.cluster}
 
-    def pending_changes(self) -> set[str]:
-        """Names of local clustered definitions the repository does not hold as they are."""
-        desired = self.local_clustered()
-        return {
-            c.name
-            for c in changes_to_send(self.name, self.cluster, desired, self.repository.topics())
-        }
+    def _changes(self, names: Collection[str] | None = None) -> list[Change]:
+        """The commands that make the repository hold the local clustered objects as they are
+        (``names``: for those only, at the cost of those only)."""
+        repo = self.repository
+        if names is None:
+            held = repo.hosted_by(self.name)
+        else:
+            held = [d for n in names if (d := repo.definition(n, self.name)) is not None]
+        return changes_to_send(self.name, self.cluster, self.local_clustered(names), held)
+
+    def pending_changes(self, names: Collection[str] | None = None) -> set[str]:
+        """Names of local clustered definitions the repository does not hold as they are
+        (``names``: among those only)."""
+        return {c.name for c in self._changes(names)}
 
     def clstate(self, name: str, pending: Collection[str]) -> ClState:
         """CLSTATE of this queue manager's own definition ``name`` (``pending``: from
@@ -340,12 +381,10 @@ class ClusterAgent:
         those after it stay in ``unsent`` and are sent again in the background), else success
         with the repository's warnings. ``background``: a rejection does not stop the others
         and marks the local definition CLSTATE(INVALID) with an error in the log."""
+        if names is not None:  # the local objects of these names may have changed
+            self._apply_topology([], names)
         async with self._reconciling:
-            changes = changes_to_send(
-                self.name, self.cluster, self.local_clustered(), self.repository.topics()
-            )
-            if names is not None:
-                changes = [c for c in changes if c.name in names]
+            changes = self._changes(names)
             warnings: list[str] = []
             outcome: ApplyResult | None = None
             for i, change in enumerate(changes):
@@ -367,7 +406,6 @@ class ClusterAgent:
                     self.unsent.discard(change.name)
                     outcome = result
                     break
-            self._apply_topology()
         return outcome or ApplyResult(warnings=tuple(warnings))
 
     def _invalid(self, name: str, result: ApplyResult) -> None:
@@ -401,8 +439,9 @@ class ClusterAgent:
                 log.exception("sending the pending clustered definitions failed")
             delay = min(delay * 2, RETRY_MAX) if self.unsent else RETRY_MIN
 
-    def local_topics_changed(self) -> None:
-        self._apply_topology()
+    def local_topics_changed(self, names: Collection[str] | None = None) -> None:
+        """Local topic objects changed (``names``: those only; None: any)."""
+        self._apply_topology(None if names is None else [], names or ())
 
     # ------------------------------------------------------------------ proxies
 
