@@ -54,8 +54,8 @@ log = logging.getLogger("qmgr.node.repository")
 ChangeSink = Callable[[list[RepoEvent]], None]
 PROPOSE_TIMEOUT = 5.0
 PENDING_WAIT = 3.0  # longest wait for a commit before a change is answered as still pending
-NO_QUORUM_WAIT = 1.0  # the wait with no leader or no majority connected (an election or a
-# reconnection takes well under it)
+NO_QUORUM_WAIT = 0.1  # the wait with no majority connected before a change is relayed
+ELECTION_WAIT = 1.0  # the wait while a leader is being elected (it takes well under it)
 START_WAIT = 3.0  # a full repository waits this long for a Raft leader, then serves anyway
 QUEUED_FOR = 300.0  # a submitted command is waited for this long before it is submitted anew
 FEED_MAX = 100_000  # events kept for the watches; one further behind gets a new snapshot
@@ -194,8 +194,10 @@ class RaftLink:
         """``commit``; if it does not commit within ``wait`` seconds, relay it (see the module
         docstring): accepted with a warning when it applies to the served view, else
         ``unavailable``."""
-        if self.replica.leader is None or not self.replica.quorum_connected:
-            wait = min(wait, NO_QUORUM_WAIT)  # an election, or no majority to elect a leader
+        if not self.replica.quorum_connected:
+            wait = min(wait, NO_QUORUM_WAIT)  # no majority to commit it: relayed at once
+        elif self.replica.leader is None:
+            wait = min(wait, ELECTION_WAIT)  # an election under way
         result = await self.commit(command, wait)
         if not result.unavailable:
             return result
