@@ -20,6 +20,13 @@ one after a crash) resumes where the last one stopped.
 called at least once per message: a consumer killed after ``handle`` returned and before the
 message was settled calls it again for that message after a restart (never for an earlier one).
 
+The management round trips are batched: per received batch, the session state is saved once,
+recording the run of messages whose turn has come before any of them is settled (a consumer
+that finds such a record peeks which of them are gone: those were handled); an early arrival
+stays locked in memory while the session is held and is deferred only when the session is left
+(or when more than ``MAX_HELD`` wait); deferred messages are fetched many at a time. A message
+fetched from deferral is still settled through ``$management``, one call each (the SDK's way).
+
 :class:`SequenceState` is the bookkeeping alone (pure, no I/O); :class:`SequencedSession`
 drives it with a session receiver; :func:`create_sequenced_topology` builds the publishing side
 of the pattern with the administration client: a forwarding subscription with the SqlFilter
@@ -31,7 +38,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
@@ -47,13 +55,17 @@ LAST_PROPERTY = "SequenceLast"
 # its next flow frame ("Value supplied for unsigned int invalid"); the margin leaves room for
 # the lock renewer's calls
 MANAGEMENT_CALLS_PER_CONNECTION = 50_000
+# early arrivals a session receiver keeps locked in memory until their turn; beyond that, the
+# furthest ahead are deferred
+MAX_HELD = 2_000
+PEEK_PAGE = 1_000  # messages per peek when a consumer looks for what a dead one settled
 
 
 class Step(Enum):
     """What to do with a message that arrived, given the session's progress."""
 
     PROCESS = "process"  # it is the next in sequence
-    DEFER = "defer"  # it is early: defer it until its turn
+    DEFER = "defer"  # it is early: hold or defer it until its turn
     STALE = "stale"  # its number was already processed: a duplicate, complete it
     INVALID = "invalid"  # no usable sequence number: dead-letter it
 
@@ -64,11 +76,14 @@ class SequenceState:
     sequence property → Service Bus sequence number), the numbers that failed, and whether the
     last message of the sequence was processed. Kept as JSON in the session state.
     ``unconfirmed``: deferrals recorded but not yet known to have happened (a consumer may
-    die between recording and deferring)."""
+    die between recording and deferring). ``taken``: the received messages of the run being
+    handled (sequence property → Service Bus sequence number), recorded before the first of
+    them is settled (a consumer may die in the middle of the run)."""
 
     next: int = 1
     deferred: dict[int, int] = field(default_factory=dict)
     unconfirmed: set[int] = field(default_factory=set)
+    taken: dict[int, int] = field(default_factory=dict)
     failed: list[int] = field(default_factory=list)
     processed: int = 0
     closed: bool = False
@@ -85,6 +100,7 @@ class SequenceState:
                 next=int(raw["next"]),
                 deferred={int(k): int(v) for k, v in raw.get("deferred", {}).items()},
                 unconfirmed={int(n) for n in raw.get("unconfirmed", [])},
+                taken={int(k): int(v) for k, v in raw.get("taken", {}).items()},
                 failed=[int(n) for n in raw.get("failed", [])],
                 processed=int(raw.get("processed", 0)),
                 closed=bool(raw.get("closed", False)),
@@ -98,6 +114,7 @@ class SequenceState:
                 "next": self.next,
                 "deferred": {str(k): v for k, v in sorted(self.deferred.items())},
                 "unconfirmed": sorted(self.unconfirmed),
+                "taken": {str(k): v for k, v in sorted(self.taken.items())},
                 "failed": self.failed,
                 "processed": self.processed,
                 "closed": self.closed,
@@ -129,6 +146,7 @@ class SequenceState:
             raise ValueError(f"{number} is not the next in sequence ({self.next})")
         self.deferred.pop(number, None)
         self.unconfirmed.discard(number)
+        self.taken.pop(number, None)
         if ok:
             self.processed += 1
         else:
@@ -140,6 +158,44 @@ class SequenceState:
     def next_deferred(self) -> int | None:
         """The Service Bus sequence number of the deferred message whose turn it is, if any."""
         return self.deferred.get(self.next)
+
+    def run(self, held: Collection[int]) -> list[int]:
+        """The numbers whose turn has come: from ``next`` on, as long as each is ``held``
+        (received and kept locked) or deferred."""
+        numbers: list[int] = []
+        number = self.next
+        while number in held or number in self.deferred:
+            numbers.append(number)
+            number += 1
+        return numbers
+
+    def recorded_run(self) -> list[tuple[int, int]]:
+        """The run a consumer recorded before it handled it (``taken``, with the confirmed
+        deferred numbers between): (number, Service Bus sequence number) from ``next`` on."""
+        run: list[tuple[int, int]] = []
+        number = self.next
+        while True:
+            if number in self.taken:
+                run.append((number, self.taken[number]))
+            elif number in self.deferred and number not in self.unconfirmed:
+                run.append((number, self.deferred[number]))
+            else:
+                return run
+            number += 1
+
+    def recover(self, present: Collection[int]) -> int:
+        """After a consumer died handling the recorded run: its messages that are no longer
+        ``present`` (Service Bus sequence numbers) were handled, then settled, in order, so the
+        state moves past them up to the first one still there; the rest of the run is handled
+        again. Returns how many it moved past."""
+        moved = 0
+        for number, broker_sequence in self.recorded_run():
+            if broker_sequence in present:
+                break
+            self.done(number, ok=True)
+            moved += 1
+        self.taken.clear()
+        return moved
 
 
 def _property(properties: dict[Any, Any] | None, name: str) -> Any:
@@ -173,6 +229,7 @@ class SessionStats:
 
     session_id: str
     processed: int = 0
+    early: int = 0  # arrived before their turn (held until it, or deferred)
     deferred: int = 0
     stale: int = 0
     dead_lettered: int = 0
@@ -183,15 +240,22 @@ class SessionStats:
 
 class SequencedSession:
     """Processes one session's messages in sequence order with a session receiver
-    (``client.get_queue_receiver(..., session_id=...)`` or a next-available one, peek-lock).
+    (``client.get_queue_receiver(..., session_id=...)`` or a next-available one, peek-lock),
+    a received batch at a time.
 
-    A consumer that dies anywhere leaves a state the next one continues from: an early
-    message is recorded, deferred, then confirmed (recorded but not found later: it was never
-    deferred and arrives again); a received message is processed, ``next`` advanced, then it is
-    completed (its redelivery after a crash is stale and only completed); a message fetched
-    from deferral is processed and completed before ``next`` advances (a deferred message whose
-    lock lapses stays deferred, so the state must keep it until it is settled; a confirmed one
-    that cannot be found any more was settled)."""
+    While the session is held, an early message stays locked in memory until its turn (up to
+    ``max_held`` of them; beyond that the furthest ahead are deferred); the ones still early
+    when the session is left are deferred and recorded in the session state. Per batch, the run
+    of messages whose turn has come (the batch's, the held ones, the deferred ones, fetched by
+    sequence number in one call) is recorded in the state (``taken``: the received ones), saved
+    once, then handled and settled one at a time; the next save records the progress.
+
+    A consumer that dies anywhere leaves a state the next one continues from: a message of the
+    recorded run that is no longer there was settled, after it was handled (a peek says which);
+    the first one still there, and what follows, is handled again (at most the one in hand at
+    the crash was handled already). An early message is recorded, deferred, then confirmed
+    (recorded but not found later: it was never deferred and arrives again); a redelivered
+    message whose number was processed is stale and only completed."""
 
     def __init__(
         self,
@@ -202,6 +266,7 @@ class SequencedSession:
         last_property: str | None = LAST_PROPERTY,
         first: int = 1,
         max_management_calls: int = MANAGEMENT_CALLS_PER_CONNECTION,
+        max_held: int = MAX_HELD,
     ) -> None:
         self._receiver = receiver
         self._session = receiver.session
@@ -211,6 +276,10 @@ class SequencedSession:
         self._property = sequence_property
         self._last = last_property
         self._first = first
+        self._max_held = max_held
+        self._held: dict[int, Any] = {}  # received, kept locked until their turn: number -> message
+        self._saved = b""  # the state as the session holds it
+        self._fetch_size = 100
         self.state = SequenceState(next=first)
         self.stats = SessionStats(session_id="")
 
@@ -219,41 +288,61 @@ class SequencedSession:
         max_wait_time: float = 5.0,
         max_message_count: int = 100,
         quiet_time: float | None = None,
+        first_wait: float | None = None,
     ) -> SessionStats:
         """Receives until nothing arrives for ``max_wait_time`` seconds (``quiet_time`` after
-        the first receive, when given) or the sequence's last message is processed; returns
-        what it did. Deferred messages are fetched as soon as their turn comes. After
-        ``max_management_calls`` it stops between two batches with ``handed_back`` set, so
-        that the session is taken up again on a new connection (the state says where)."""
+        the first receive, when given; ``first_wait`` for the first, when given) or the
+        sequence's last message is processed; returns what it did. Deferred messages are
+        fetched as soon as their turn comes. After ``max_management_calls`` it stops between
+        two batches with ``handed_back`` set, so that the session is taken up again on a new
+        connection (the state says where)."""
         # the first receive settles which session a next-available receiver got (and raises
         # OperationTimeoutError when none is available), so the state is read after it
         batch = self._receiver.receive_messages(
-            max_message_count=max_message_count, max_wait_time=max_wait_time
+            max_message_count=max_message_count,
+            max_wait_time=max_wait_time if first_wait is None else first_wait,
         )
-        self.state = SequenceState.from_bytes(self._session.get_state(), self._first)
+        stored = self._session.get_state()
         self._calls += 1
+        self.state = SequenceState.from_bytes(stored, self._first)
+        self._saved = self.state.to_bytes() if stored else b""
+        self._fetch_size = max_message_count
         self.stats.session_id = str(self._session.session_id)
-        self._catch_up()
-        while batch and not self.state.closed:
-            for message in batch:
-                self.accept(message)
-            if self._calls >= self._max_calls:
+        if self.state.taken:  # left by a consumer that died in the middle of a run
+            self._recover()
+        while True:
+            cut = self.accept(batch)
+            if self.state.closed:
+                break
+            if self._calls >= self._max_calls and (batch or cut):
                 self.stats.handed_back = True
+                break
+            if not batch:
                 break
             batch = self._receiver.receive_messages(
                 max_message_count=max_message_count,
                 max_wait_time=max_wait_time if quiet_time is None else quiet_time,
             )
+        self._leave()
         self.stats.waiting = sorted(self.state.deferred)
         self.stats.closed = self.state.closed
         return self.stats
 
-    def accept(self, message: Any) -> None:
-        """Handles one received message according to the state, then what it unblocks."""
-        props = message.application_properties
-        number = sequence_of(props, self._property)
+    def accept(self, batch: list[Any]) -> bool:
+        """Handles a received batch according to the state: sorts it out, then processes the
+        run whose turn has come. True when the management-call budget cut the run short."""
+        for message in batch:
+            self._sort(message)
+        cut = self._advance()
+        if len(self._held) > self._max_held:  # defer the furthest ahead
+            self._defer(sorted(self._held)[self._max_held // 2 :])
+        return cut
+
+    def _sort(self, message: Any) -> None:
+        """Dead-letters, completes (stale) or holds one received message."""
+        number = sequence_of(message.application_properties, self._property)
         step = self.state.classify(number)
-        if step is Step.INVALID:
+        if number is None or step is Step.INVALID:
             self._receiver.dead_letter_message(
                 message,
                 reason="SequenceNumberMissing",
@@ -263,85 +352,145 @@ class SequencedSession:
         elif (
             step is Step.STALE
             or self.state.closed
-            or self.state.deferred.get(number or 0, message.sequence_number)
+            or number in self._held  # a second copy of a number held
+            or self.state.deferred.get(number, message.sequence_number)
             != message.sequence_number  # a second copy of a number already deferred
         ):
             self._receiver.complete_message(message)
             self.stats.stale += 1
-        elif step is Step.DEFER:
-            assert number is not None
-            self.state.remember_deferred(number, message.sequence_number)
-            self._save()
-            self._receiver.defer_message(message)
-            self.state.confirm_deferred(number)
-            self._save()
-            self.stats.deferred += 1
         else:
-            assert number is not None
-            self._process(message, number)
-            self._catch_up()
+            self.stats.early += step is Step.DEFER
+            self._held[number] = message
 
-    def _process(self, message: Any, number: int, *, deferred: bool = False) -> None:
-        """Hand ``message`` to the handler, then settle it and advance the state: in that
-        order for a message fetched from deferral (``deferred``), state first otherwise."""
-        try:
-            self._handler(message)
-        except Exception as exc:  # noqa: BLE001 - whatever the application raised goes to the DLQ
-            why = repr(exc)[:1024]
-            self._settle(
-                lambda: self._receiver.dead_letter_message(
-                    message, reason="ProcessingFailed", error_description=why
-                ),
-                lambda: self.state.done(number, ok=False),
-                deferred,
-            )
-            self.stats.dead_lettered += 1
-            return
-        last = _is_last(message.application_properties, self._last)
-        self._settle(
-            lambda: self._receiver.complete_message(message),
-            lambda: self.state.done(number, ok=True, last=last),
-            deferred,
-        )
-        self.stats.processed += 1
-
-    def _settle(
-        self, settle: Callable[[], None], advance: Callable[[], None], deferred: bool
-    ) -> None:
-        if deferred:
-            settle()
-        advance()
-        self._save()
-        if not deferred:
-            settle()
-
-    def _catch_up(self) -> None:
-        """Fetches and processes deferred messages while the next one is among them."""
-        while not self.state.closed:
-            broker_sequence = self.state.next_deferred()
-            if broker_sequence is None:
-                return
-            number = self.state.next
-            try:
-                self._calls += 1
-                found = self._receiver.receive_deferred_messages([broker_sequence])
-            except MessageNotFoundError:
-                found = []
-            if found:
-                self._process(found[0], number, deferred=True)
+    def _advance(self) -> bool:
+        """Records the run whose turn has come, then handles and settles it in order (at
+        least its first message, whatever the budget). True when the budget cut it short."""
+        run = self.state.run(self._held)
+        if not run:
+            return False
+        cut = False
+        self.state.taken = {n: self._held[n].sequence_number for n in run if n in self._held}
+        self._save_if_changed()  # before anything of the run is settled
+        fetched: dict[int, Any] = {}
+        for i, number in enumerate(run):
+            if self.state.closed:
+                break
+            if i and self._calls >= self._max_calls:
+                cut = True
+                break
+            if number in self._held:
+                self._process(self._held.pop(number), number)
+                continue
+            if number not in fetched:
+                ahead = [n for n in run[i:] if n not in self._held][: self._fetch_size]
+                fetched = self._fetch(ahead)
+            message = fetched.pop(number, None)
+            if message is not None:
+                self._process(message, number, deferred=True)
             elif number in self.state.unconfirmed:  # recorded by a consumer that died before
                 # deferring it: the message is still active and arrives again
                 self.state.deferred.pop(number, None)
                 self.state.unconfirmed.discard(number)
-                self._save()
-                return
+                break
             else:  # settled by a consumer that died before recording it
                 self.state.done(number, ok=True)
-                self._save()
+        self.state.taken = {}
+        return cut
 
-    def _save(self) -> None:
-        self._calls += 1
-        self._session.set_state(self.state.to_bytes())
+    def _fetch(self, numbers: list[int]) -> dict[int, Any]:
+        """The deferred messages of ``numbers`` by sequence number, in one call (those that
+        are not deferred any more are left out)."""
+        wanted = {self.state.deferred[n]: n for n in numbers}
+        try:
+            self._calls += 1
+            found = self._receiver.receive_deferred_messages(list(wanted))
+        except MessageNotFoundError:  # one of them is not deferred any more: which ones?
+            from azure.servicebus import ServiceBusMessageState
+
+            there = self._present(list(wanted))
+            still = [s for s in wanted if there.get(s) == ServiceBusMessageState.DEFERRED]
+            self._calls += 1
+            found = self._receiver.receive_deferred_messages(still) if still else []
+        return {wanted[m.sequence_number]: m for m in found if m.sequence_number in wanted}
+
+    def _present(self, broker_sequences: list[int]) -> dict[int, Any]:
+        """Which of these Service Bus sequence numbers are still in the session, with their
+        state (active, deferred): a peek from the lowest to the highest."""
+        wanted = set(broker_sequences)
+        there: dict[int, Any] = {}
+        start, end = min(wanted), max(wanted)
+        while start <= end:
+            self._calls += 1
+            page = self._receiver.peek_messages(
+                max_message_count=min(end - start + 1, PEEK_PAGE), sequence_number=start
+            )
+            if not page:
+                break
+            there.update((m.sequence_number, m.state) for m in page if m.sequence_number in wanted)
+            start = page[-1].sequence_number + 1
+        return there
+
+    def _recover(self) -> None:
+        """The state records a run a consumer was handling when it died: the messages of it
+        that are gone were handled and settled; the state moves past them."""
+        run = self.state.recorded_run()
+        there = self._present([broker for _, broker in run]) if run else {}
+        self.state.recover(there)
+        self._save_if_changed()
+
+    def _process(self, message: Any, number: int, *, deferred: bool = False) -> None:
+        """Hands ``message`` to the handler, settles it (a failure is dead-lettered), then
+        advances the state in memory (the run was recorded before)."""
+        try:
+            self._handler(message)
+        except Exception as exc:  # noqa: BLE001 - whatever the application raised goes to the DLQ
+            why = repr(exc)[:1024]
+            self._count_settlement(deferred)
+            self._receiver.dead_letter_message(
+                message, reason="ProcessingFailed", error_description=why
+            )
+            self.state.done(number, ok=False)
+            self.stats.dead_lettered += 1
+            return
+        last = _is_last(message.application_properties, self._last)
+        self._count_settlement(deferred)
+        self._receiver.complete_message(message)
+        self.state.done(number, ok=True, last=last)
+        self.stats.processed += 1
+
+    def _count_settlement(self, deferred: bool) -> None:
+        if deferred:  # received by sequence number: the SDK settles it by $management
+            self._calls += 1
+
+    def _defer(self, numbers: list[int]) -> None:
+        """Defers held messages: recorded (unconfirmed), deferred, confirmed in memory (the
+        next save records that)."""
+        for number in numbers:
+            self.state.remember_deferred(number, self._held[number].sequence_number)
+        self._save_if_changed()
+        for number in numbers:
+            self._receiver.defer_message(self._held.pop(number))
+            self.state.confirm_deferred(number)
+        self.stats.deferred += len(numbers)
+
+    def _leave(self) -> None:
+        """Before the session is let go: what is held is deferred (or completed, after the
+        sequence's last message), and the state saved."""
+        if self.state.closed:
+            for message in self._held.values():
+                self._receiver.complete_message(message)
+                self.stats.stale += 1
+            self._held.clear()
+        elif self._held:
+            self._defer(sorted(self._held))
+        self._save_if_changed()
+
+    def _save_if_changed(self) -> None:
+        data = self.state.to_bytes()
+        if data != self._saved:
+            self._calls += 1
+            self._session.set_state(data)
+            self._saved = data
 
 
 @dataclass
@@ -364,6 +513,92 @@ class DrainStats:
 SESSION_QUIET = 0.5  # seconds without a new message before a drain leaves a session
 
 
+def take_sessions(
+    open_receiver: Callable[[str | None], Any],
+    work: Callable[[Any, bool], SessionStats],
+    *,
+    receivers: int = 1,
+    max_sessions: int | None = None,
+    stop: threading.Event | None = None,
+) -> list[SessionStats]:
+    """Takes sessions again and again on ``receivers`` receivers at once (threads; the calling
+    thread when 1) and runs ``work(receiver, again)`` on each (``again``: a session handed
+    back, taken again); returns what each take did, in the order they ended. ``open_receiver(None)`` gives a next-available session receiver (raising
+    ``OperationTimeoutError`` when no session has messages for its wait),
+    ``open_receiver(session_id)`` one for that session (a session ``work`` handed back is taken
+    again at once). A receiver stops when it finds no session, or one with nothing new that was
+    taken before (only sessions waiting behind a gap are left), while no other receiver holds
+    one (so the last one waits a whole wait after the last session); also after
+    ``max_sessions`` takes in all, or once ``stop`` is set. An error in one receiver stops them
+    all and is raised."""
+    from azure.servicebus.exceptions import OperationTimeoutError, SessionCannotBeLockedError
+
+    if receivers < 1:
+        raise ValueError(f"receivers must be at least 1, got {receivers}")
+    stop = stop or threading.Event()
+    lock = threading.Lock()
+    results: list[SessionStats] = []
+    seen: set[str] = set()
+    busy = [0, 0]  # [receivers holding a session, takes begun]
+    errors: list[BaseException] = []
+
+    def taker() -> None:
+        again: str | None = None  # a session handed back, to take again at once
+        while not stop.is_set():
+            with lock:
+                if max_sessions is not None and busy[1] >= max_sessions:
+                    return
+                busy[1] += 1
+            target, again = again, None
+            result: SessionStats | None = None
+            try:
+                with open_receiver(target) as receiver:
+                    with lock:
+                        busy[0] += 1
+                    try:
+                        result = work(receiver, target is not None)
+                    finally:
+                        with lock:
+                            busy[0] -= 1
+            except SessionCannotBeLockedError:
+                if target is not None:  # taken by another consumer meanwhile
+                    continue
+            except OperationTimeoutError:
+                pass
+            with lock:
+                if result is not None:
+                    results.append(result)
+                    if result.handed_back:
+                        again = result.session_id
+                        continue
+                    worked = result.processed or result.deferred or result.stale
+                    if worked or result.dead_lettered or result.session_id not in seen:
+                        seen.add(result.session_id)
+                        continue
+                if busy[0] == 0:
+                    return  # no session to take while no receiver holds one
+
+    def guarded() -> None:
+        try:
+            taker()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            with lock:
+                errors.append(exc)
+            stop.set()
+
+    if receivers == 1:
+        taker()
+        return results
+    threads = [threading.Thread(target=guarded, daemon=True) for _ in range(receivers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
 def drain_sessions(
     client: Any,
     handler: Callable[[Any], None],
@@ -378,6 +613,9 @@ def drain_sessions(
     max_lock_renewal: float = 600.0,
     session_quiet: float = SESSION_QUIET,
     max_management_calls: int = MANAGEMENT_CALLS_PER_CONNECTION,
+    receivers: int = 1,
+    max_message_count: int = 100,
+    max_held: int = MAX_HELD,
 ) -> DrainStats:
     """Accepts the next available session of a queue or subscription again and again and runs
     :class:`SequencedSession` on each, until no session has messages for ``idle_timeout``
@@ -388,55 +626,59 @@ def drain_sessions(
     again. Each session's lock is renewed (the SDK's ``AutoLockRenewer``)
     for up to ``max_lock_renewal`` seconds, so a slow handler does not lose it. A session
     receiver that made ``max_management_calls`` hands its session back and the session is
-    accepted again on a new connection (see ``MANAGEMENT_CALLS_PER_CONNECTION``)."""
+    accepted again on a new connection (see ``MANAGEMENT_CALLS_PER_CONNECTION``).
+
+    ``receivers`` sessions are held at once, each on a receiver of its own (see
+    :func:`take_sessions`): then ``handler`` is called from as many threads, never at once for
+    one session. ``max_message_count`` is the receive batch; ``max_held`` how many early
+    arrivals a session receiver keeps locked before it defers the furthest ahead."""
     from azure.servicebus import NEXT_AVAILABLE_SESSION, AutoLockRenewer
-    from azure.servicebus.exceptions import OperationTimeoutError, SessionCannotBeLockedError
 
     if (queue_name is None) == (topic_name is None):
         raise ValueError("give queue_name, or topic_name and subscription_name")
     if topic_name is not None and subscription_name is None:
         raise ValueError("topic_name needs subscription_name")
-    stats = DrainStats()
-    seen: set[str] = set()
-    with AutoLockRenewer(max_lock_renewal_duration=max_lock_renewal) as renewer:
-        while max_sessions is None or len(stats.sessions) < max_sessions:
-            entity = (
-                {"queue_name": queue_name}
-                if queue_name is not None
-                else {"topic_name": topic_name, "subscription_name": subscription_name}
+    entity = (
+        {"queue_name": queue_name}
+        if queue_name is not None
+        else {"topic_name": topic_name, "subscription_name": subscription_name}
+    )
+    get = client.get_queue_receiver if queue_name is not None else client.get_subscription_receiver
+
+    def open_receiver(session_id: str | None) -> Any:
+        return get(
+            **entity,
+            session_id=NEXT_AVAILABLE_SESSION if session_id is None else session_id,
+            max_wait_time=idle_timeout,
+        )
+
+    with AutoLockRenewer(
+        max_lock_renewal_duration=max_lock_renewal, max_workers=max(2, receivers)
+    ) as renewer:
+
+        def work(receiver: Any, again: bool) -> SessionStats:
+            if receiver.session.locked_until_utc is not None:  # a session was granted
+                renewer.register(receiver, receiver.session)  # its lock, not messages'
+            session = SequencedSession(
+                receiver,
+                handler,
+                sequence_property=sequence_property,
+                last_property=last_property,
+                max_management_calls=max_management_calls,
+                max_held=max_held,
             )
-            get = (
-                client.get_queue_receiver
-                if queue_name is not None
-                else client.get_subscription_receiver
+            quiet = min(session_quiet, idle_timeout)
+            return session.run(
+                max_wait_time=idle_timeout,
+                max_message_count=max_message_count,
+                quiet_time=quiet,
+                first_wait=quiet if again else None,  # it may hold deferred messages alone
             )
-            try:
-                receiver = get(
-                    **entity,
-                    session_id=NEXT_AVAILABLE_SESSION,
-                    max_wait_time=idle_timeout,
-                )
-                with receiver:
-                    if receiver.session.locked_until_utc is not None:  # a session was granted
-                        renewer.register(receiver, receiver.session)  # its lock, not messages'
-                    session = SequencedSession(
-                        receiver,
-                        handler,
-                        sequence_property=sequence_property,
-                        last_property=last_property,
-                        max_management_calls=max_management_calls,
-                    )
-                    result = session.run(
-                        max_wait_time=idle_timeout, quiet_time=min(session_quiet, idle_timeout)
-                    )
-            except (OperationTimeoutError, SessionCannotBeLockedError):
-                break  # no session with messages is available
-            stats.sessions.append(result)
-            idle = result.processed == result.deferred == result.stale == result.dead_lettered == 0
-            if idle and result.session_id in seen:
-                break  # only sessions waiting behind a gap are left
-            seen.add(result.session_id)
-    return stats
+
+        sessions = take_sessions(
+            open_receiver, work, receivers=receivers, max_sessions=max_sessions
+        )
+    return DrainStats(sessions)
 
 
 def create_sequenced_topology(

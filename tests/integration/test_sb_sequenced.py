@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import subprocess
 import sys
 import threading
@@ -24,8 +25,13 @@ from azure.servicebus import (  # noqa: E402
     ServiceBusMessage,
     ServiceBusSubQueue,
 )
+from azure.servicebus.exceptions import SessionCannotBeLockedError  # noqa: E402
 
-from qmgr.client.sequenced import create_sequenced_topology, drain_sessions  # noqa: E402
+from qmgr.client.sequenced import (  # noqa: E402
+    SequenceState,
+    create_sequenced_topology,
+    drain_sessions,
+)
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess, kill9  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
@@ -92,7 +98,12 @@ def _dead(node: NodeProcess) -> list[Any]:
         return list(receiver.peek_messages(max_message_count=100))
 
 
-def test_out_of_order_sends_are_processed_in_sequence_per_session(sb_node: NodeProcess) -> None:
+@pytest.mark.parametrize("receivers", [1, 3])
+def test_out_of_order_sends_are_processed_in_sequence_per_session(
+    sb_node: NodeProcess, receivers: int
+) -> None:
+    """With one receiver, or three holding sessions at once (the handler then runs on three
+    threads, never at once for one session)."""
     _topology(sb_node)
     _send_shuffled(sb_node, {"A": 40, "B": 25}, seed=7)
     seen: dict[str, list[int]] = {}
@@ -104,12 +115,17 @@ def test_out_of_order_sends_are_processed_in_sequence_per_session(sb_node: NodeP
 
     with ServiceBusClient.from_connection_string(_conn(sb_node)) as client:
         stats = drain_sessions(
-            client, handle, topic_name="sequenced", subscription_name="ordered", idle_timeout=2
+            client,
+            handle,
+            topic_name="sequenced",
+            subscription_name="ordered",
+            idle_timeout=2,
+            receivers=receivers,
         )
     # the action set sys.SessionId from the properties; each session in order, once
     assert seen == {"A_T1": list(range(1, 41)), "B_T1": list(range(1, 26))}
     assert stats.processed == 65 and stats.dead_lettered == 0 and stats.waiting == 0
-    assert sum(s.deferred for s in stats.sessions) > 0  # the shuffle made early arrivals
+    assert sum(s.early for s in stats.sessions) > 0  # the shuffle made early arrivals
     assert _left(sb_node) == 0  # nothing active or deferred is left behind
     # the ordinary subscription beside it got every message, unordered, without a session
     with (
@@ -123,8 +139,10 @@ def test_a_session_is_handed_back_before_the_sdk_connection_limit_and_goes_on(
     sb_node: NodeProcess,
 ) -> None:
     """A session receiver hands its session back after a budget of $management calls (the
-    SDK's own connection cannot send more than 65,536 transfers; here the budget is 60 calls)
-    and the session is accepted again on a new connection: every message once, in order."""
+    SDK's own connection cannot send more than 65,536 transfers; here the budget is 40 calls,
+    with batches of 10 and at most 4 early arrivals held, so that most are deferred: fetching
+    and settling those is about a call each) and the session is accepted again on a new
+    connection: every message once, in order."""
     _topology(sb_node)
     _send_shuffled(sb_node, {"A": 150}, seed=11)
     seen: list[int] = []
@@ -139,7 +157,9 @@ def test_a_session_is_handed_back_before_the_sdk_connection_limit_and_goes_on(
             topic_name="sequenced",
             subscription_name="ordered",
             idle_timeout=2,
-            max_management_calls=60,
+            max_management_calls=40,
+            max_message_count=10,
+            max_held=4,
         )
     assert seen == list(range(1, 151))
     assert sum(s.handed_back for s in stats.sessions) >= 2
@@ -306,15 +326,7 @@ def test_a_consumer_killed_with_kill_9_resumes_in_order_and_loses_nothing(
     _topology(sb_node)
     _send_shuffled(sb_node, {"A": 60, "B": 60}, seed=11)
     out = tmp_path / "processed.txt"
-    cmd = [
-        sys.executable,
-        "-m",
-        "tests.integration.sequenced_consumer",
-        _conn(sb_node),
-        "sequenced",
-        "ordered",
-        str(out),
-    ]
+    cmd = _consumer(sb_node, out)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     first = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
@@ -334,5 +346,65 @@ def test_a_consumer_killed_with_kill_9_resumes_in_order_and_loses_nothing(
         assert sorted(numbers) == numbers
         assert sorted(set(numbers)) == list(range(1, 61))
         assert len(numbers) - 60 <= 1
+    assert _left(sb_node) == 0
+    assert _dead(sb_node) == []
+
+
+def _consumer(node: NodeProcess, out: Path, *extra: str) -> list[str]:
+    """The command line of tests/integration/sequenced_consumer.py on the sequenced topic."""
+    return [
+        sys.executable,
+        "-m",
+        "tests.integration.sequenced_consumer",
+        _conn(node),
+        "sequenced",
+        "ordered",
+        str(out),
+        *extra,
+    ]
+
+
+def _session_state(node: NodeProcess, session_id: str) -> SequenceState:
+    """The helper's state of a session, read once a dead consumer's session lock lapsed."""
+    with ServiceBusClient.from_connection_string(_conn(node)) as client:
+        while True:
+            try:
+                with client.get_subscription_receiver(
+                    "sequenced", "ordered", session_id=session_id
+                ) as receiver:
+                    return SequenceState.from_bytes(receiver.session.get_state())
+            except SessionCannotBeLockedError:  # still locked by the dead consumer
+                time.sleep(0.2)
+
+
+def test_a_consumer_killed_in_the_middle_of_a_recorded_run_hands_over_only_the_one_in_hand(
+    sb_node: NodeProcess, tmp_path: Path
+) -> None:
+    """The helper records the run of received messages whose turn has come in the session
+    state once, then handles and completes them one at a time. A consumer killed with kill -9
+    after handling the 10th of a run (the ones before completed, the state still at the run's
+    start) leaves that run recorded; the next consumer finds the ones before the 10th gone
+    (settled, so handled), moves past them and hands over the 10th again, then the rest: each
+    message once and in order, but the one in hand at the kill."""
+    _topology(sb_node)
+    with (
+        ServiceBusClient.from_connection_string(_conn(sb_node)) as client,
+        client.get_topic_sender("orders") as sender,
+    ):
+        sender.send_messages([_message("R", "T1", n) for n in range(1, 31)])
+    out = tmp_path / "processed.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.run(
+        _consumer(sb_node, out, "10"), cwd=ROOT, env=env, capture_output=True, timeout=120
+    )
+    assert first.returncode == -signal.SIGKILL, first.stderr
+    left = _session_state(sb_node, "R_T1")
+    assert left.next < 10 and 10 in left.taken  # killed inside a recorded run, past its start
+    second = subprocess.run(
+        _consumer(sb_node, out), cwd=ROOT, env=env, capture_output=True, text=True, timeout=200
+    )
+    assert "DRAINED" in second.stdout, second.stderr
+    numbers = [int(line.split()[1]) for line in out.read_text().splitlines()]
+    assert numbers == list(range(1, 11)) + list(range(10, 31))
     assert _left(sb_node) == 0
     assert _dead(sb_node) == []

@@ -1,0 +1,167 @@
+"""The sequenced-delivery helper (qmgr.client.sequenced) draining out-of-order sessions of a
+real node through Microsoft's azure-servicebus SDK.
+
+Run: .venv/bin/python bench/bench_sequenced.py [--sessions S] [--messages N] [--window W]
+     [--receivers R] [--helper FILE]
+
+Starts one node (``qmgr start --servicebus`` with a data directory), makes a topic with a
+session-enabled subscription, publishes S sessions of N messages each (application property
+``SequenceNumber`` 1..N, each session's numbers shuffled: wholly with ``--window 0``, else
+within consecutive windows of W numbers, as two routes of a bridge mix them; the sessions
+interleaved) and drains them with ``drain_sessions``. Prints messages per second through the
+helper, the ``$management`` calls per message (session state get/set, receive by sequence
+number, settling a deferred message, peek) and the link settlements per message (complete,
+defer, dead-letter on the receive link), counted in the SDK, and checks each session came out
+1..N in order, once.
+
+``--helper FILE`` loads another version of the helper from a file (e.g. an older one:
+``git show REV:qmgr/client/sequenced.py > /tmp/old.py``) to compare on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import random
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
+from azure.servicebus._servicebus_receiver import ServiceBusReceiver  # noqa: E402
+from sb_node import servicebus_node  # noqa: E402
+
+import qmgr.client.sequenced  # noqa: E402
+
+TOPIC, SUBSCRIPTION = "bench", "ordered"
+
+
+def helper_module(path: str | None) -> ModuleType:
+    if path is None:
+        return qmgr.client.sequenced
+    spec = importlib.util.spec_from_file_location("bench_sequenced_helper", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def shuffled(n: int, window: int, rnd: random.Random) -> list[int]:
+    """1..n shuffled wholly (``window`` 0) or within consecutive windows of ``window``."""
+    size = window or n
+    numbers: list[int] = []
+    for start in range(1, n + 1, size):
+        part = list(range(start, min(start + size, n + 1)))
+        rnd.shuffle(part)
+        numbers += part
+    return numbers
+
+
+def publish(conn: str, sessions: int, n: int, window: int, seed: int) -> None:
+    rnd = random.Random(seed)
+    orders = {f"S{k}": shuffled(n, window, rnd) for k in range(sessions)}
+    messages = [
+        ServiceBusMessage(
+            f"{session}-{number}",
+            session_id=session,
+            application_properties={"SequenceNumber": number},
+        )
+        for row in zip(*orders.values(), strict=True)
+        for session, number in zip(orders, row, strict=True)
+    ]
+    with (
+        ServiceBusClient.from_connection_string(conn) as client,
+        client.get_topic_sender(TOPIC) as sender,
+    ):
+        for i in range(0, len(messages), 200):
+            sender.send_messages(messages[i : i + 200])
+
+
+@contextmanager
+def counting() -> Iterator[dict[str, int]]:
+    """Counts the SDK receivers' $management requests and receive-link settlements."""
+    counts = {"management": 0, "settle": 0}
+    mgmt = ServiceBusReceiver._mgmt_request_response
+    settle = ServiceBusReceiver._settle_message
+
+    def counted(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return real(self, *args, **kwargs)
+
+        return call
+
+    def settle_counted(self: Any, message: Any, *args: Any, **kwargs: Any) -> Any:
+        if not message._is_deferred_message:  # a deferred one is settled by $management
+            counts["settle"] += 1
+        return settle(self, message, *args, **kwargs)
+
+    ServiceBusReceiver._mgmt_request_response = counted("management", mgmt)  # type: ignore[method-assign]
+    ServiceBusReceiver._settle_message = settle_counted  # type: ignore[method-assign]
+    try:
+        yield counts
+    finally:
+        ServiceBusReceiver._mgmt_request_response = mgmt  # type: ignore[method-assign]
+        ServiceBusReceiver._settle_message = settle  # type: ignore[method-assign]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, default=4)
+    parser.add_argument("--messages", type=int, default=1000, help="per session")
+    parser.add_argument("--window", type=int, default=0, help="0: shuffle each session wholly")
+    parser.add_argument("--receivers", type=int, default=None, help="drain_sessions' receivers")
+    parser.add_argument("--helper", default=None, help="a file holding another helper version")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    helper = helper_module(args.helper)
+    total = args.sessions * args.messages
+    seen: dict[str, list[int]] = {}
+    last = [0.0]
+
+    def handle(message: Any) -> None:
+        number = int(message.application_properties[b"SequenceNumber"])
+        seen.setdefault(str(message.session_id), []).append(number)
+        last[0] = time.perf_counter()
+
+    with servicebus_node("bench-sequenced-") as node:
+        node.admin.create_topic(TOPIC)
+        node.admin.create_subscription(TOPIC, SUBSCRIPTION, requires_session=True)
+        publish(node.conn, args.sessions, args.messages, args.window, args.seed)
+        extra = {} if args.receivers is None else {"receivers": args.receivers}
+        with ServiceBusClient.from_connection_string(node.conn) as client, counting() as counts:
+            start = time.perf_counter()
+            stats = helper.drain_sessions(
+                client,
+                handle,
+                topic_name=TOPIC,
+                subscription_name=SUBSCRIPTION,
+                idle_timeout=1.0,
+                **extra,
+            )
+            seconds = last[0] - start  # to the last message handled: the idle wait left out
+    expected = {f"S{k}": list(range(1, args.messages + 1)) for k in range(args.sessions)}
+    ok = "in order, once" if seen == expected else "WRONG ORDER OR COUNT"
+    deferred = sum(s.deferred for s in stats.sessions)
+    print(
+        f"{args.helper or 'qmgr.client.sequenced'}: {args.sessions} sessions x {args.messages} "
+        f"(window {args.window or 'whole'}), {len(stats.sessions)} session takes, "
+        f"{deferred} deferrals"
+    )
+    print(
+        f"  {total / seconds:8.0f} msg/s ({seconds:.2f} s to the last one), "
+        f"{counts['management'] / total:.3f} management calls/msg, "
+        f"{counts['settle'] / total:.3f} link settlements/msg: {ok}"
+    )
+
+
+if __name__ == "__main__":
+    main()
