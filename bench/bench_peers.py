@@ -273,9 +273,13 @@ class Mosquitto:
             self.proc = subprocess.Popen(
                 [tools.broker, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=log
             )
-        wait_for("mosquitto listening", lambda: _listening(port))
-        retained = ["-q", "1", "-r", "-t", READY_TOPIC, "-m", READY.strip().decode()]
-        subprocess.run([tools.pub, *self.addr, *retained], check=True, timeout=20)
+        try:
+            wait_for("mosquitto listening", lambda: _listening(port))
+            retained = ["-q", "1", "-r", "-t", READY_TOPIC, "-m", READY.strip().decode()]
+            subprocess.run([tools.pub, *self.addr, *retained], check=True, timeout=20)
+        except BaseException:
+            self.stop()
+            raise
         self._lines: dict[int, bytes] = {}
 
     def run(self, qos: int, n: int) -> Run:
