@@ -57,7 +57,7 @@ def wait_for(
             last = check()
         except Exception as exc:  # a node may be starting or restarting
             last = exc
-        if last:
+        if last and not isinstance(last, Exception):
             return last
         time.sleep(every)
     raise TimeoutError(f"timed out waiting for {what} (last: {last!r})")
