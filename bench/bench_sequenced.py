@@ -1,8 +1,8 @@
 """The sequenced-delivery helper (qmgr.client.sequenced) draining out-of-order sessions of a
-real node through Microsoft's azure-servicebus SDK.
+real node through Microsoft's azure-servicebus SDK, alone or as the load job's session drain.
 
 Run: .venv/bin/python bench/bench_sequenced.py [--sessions S] [--messages N] [--window W]
-     [--receivers R] [--helper FILE]
+     [--receivers R] [--helper FILE] [--drain all|sequenced [--drain-module FILE]]
 
 Starts one node (``qmgr start --servicebus`` with a data directory), makes a topic with a
 session-enabled subscription, publishes S sessions of N messages each (application property
@@ -16,6 +16,11 @@ defer, dead-letter on the receive link), counted in the SDK, and checks each ses
 
 ``--helper FILE`` loads another version of the helper from a file (e.g. an older one:
 ``git show REV:qmgr/client/sequenced.py > /tmp/old.py``) to compare on the same machine.
+
+``--drain all|sequenced`` reads the subscription as one partition of the load job's data source
+does (``qmgr.spark.drain.drain`` with ``sessions`` = ``all`` or ``sequenced``, no Spark), and
+prints the rows per second to the last row; ``--drain-module FILE`` loads another version of
+qmgr/spark/drain.py (its sequenced drain calls this tree's helper).
 """
 
 from __future__ import annotations
@@ -39,14 +44,16 @@ from azure.servicebus._servicebus_receiver import ServiceBusReceiver  # noqa: E4
 from sb_node import servicebus_node  # noqa: E402
 
 import qmgr.client.sequenced  # noqa: E402
+import qmgr.spark.drain  # noqa: E402
+from qmgr.spark.options import SbSource  # noqa: E402
 
 TOPIC, SUBSCRIPTION = "bench", "ordered"
 
 
-def helper_module(path: str | None) -> ModuleType:
+def load_module(path: str | None, default: ModuleType, name: str) -> ModuleType:
     if path is None:
-        return qmgr.client.sequenced
-    spec = importlib.util.spec_from_file_location("bench_sequenced_helper", path)
+        return default
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up
@@ -113,6 +120,28 @@ def counting() -> Iterator[dict[str, int]]:
         ServiceBusReceiver._settle_message = settle  # type: ignore[method-assign]
 
 
+def drain_rows(args: argparse.Namespace, conn: str) -> tuple[dict[str, list[int]], float, float]:
+    """The rows of one partition of the data source: the numbers per session, the seconds to
+    the last row and to the drain's end (its wait for anything more included)."""
+    drain = load_module(args.drain_module, qmgr.spark.drain, "bench_sequenced_drain")
+    src = SbSource(
+        label="bench",
+        connection_string=conn,
+        queue=None,
+        topic=TOPIC,
+        subscription=SUBSCRIPTION,
+        sessions=args.drain,
+        sequence_property="SequenceNumber",
+        receive_mode="peek_lock",
+    )
+    seen: dict[str, list[int]] = {}
+    start = last = time.perf_counter()
+    for row in drain.drain(src, 1.0, None, 100):
+        seen.setdefault(row[10], []).append(int(row[3]["SequenceNumber"]))
+        last = time.perf_counter()
+    return seen, last - start, time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=4)
@@ -120,9 +149,11 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=0, help="0: shuffle each session wholly")
     parser.add_argument("--receivers", type=int, default=None, help="drain_sessions' receivers")
     parser.add_argument("--helper", default=None, help="a file holding another helper version")
+    parser.add_argument("--drain", choices=["all", "sequenced"], default=None)
+    parser.add_argument("--drain-module", default=None, help="another qmgr/spark/drain.py")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    helper = helper_module(args.helper)
+    helper = load_module(args.helper, qmgr.client.sequenced, "bench_sequenced_helper")
     total = args.sessions * args.messages
     seen: dict[str, list[int]] = {}
     last = [0.0]
@@ -136,25 +167,36 @@ def main() -> None:
         node.admin.create_topic(TOPIC)
         node.admin.create_subscription(TOPIC, SUBSCRIPTION, requires_session=True)
         publish(node.conn, args.sessions, args.messages, args.window, args.seed)
-        extra = {} if args.receivers is None else {"receivers": args.receivers}
-        with ServiceBusClient.from_connection_string(node.conn) as client, counting() as counts:
-            start = time.perf_counter()
-            stats = helper.drain_sessions(
-                client,
-                handle,
-                topic_name=TOPIC,
-                subscription_name=SUBSCRIPTION,
-                idle_timeout=1.0,
-                **extra,
-            )
-            seconds = last[0] - start  # to the last message handled: the idle wait left out
+        if args.drain is not None:
+            with counting() as counts:
+                seen, seconds, ended = drain_rows(args, node.conn)
+            takes = f"ended after {ended:.2f} s (a wait of 1 s for more included)"
+        else:
+            extra = {} if args.receivers is None else {"receivers": args.receivers}
+            with ServiceBusClient.from_connection_string(node.conn) as client, counting() as counts:
+                start = time.perf_counter()
+                stats = helper.drain_sessions(
+                    client,
+                    handle,
+                    topic_name=TOPIC,
+                    subscription_name=SUBSCRIPTION,
+                    idle_timeout=1.0,
+                    **extra,
+                )
+                seconds = last[0] - start  # to the last message handled: the idle wait left out
+            takes = f"{len(stats.sessions)} session takes"
     expected = {f"S{k}": list(range(1, args.messages + 1)) for k in range(args.sessions)}
+    if args.drain == "all":  # as they arrived: each session's numbers, in its sent order
+        seen = {session: sorted(numbers) for session, numbers in seen.items()}
     ok = "in order, once" if seen == expected else "WRONG ORDER OR COUNT"
-    deferred = sum(s.deferred for s in stats.sessions)
+    what = (
+        f"qmgr.spark.drain sessions={args.drain} ({args.drain_module or 'this tree'})"
+        if args.drain
+        else args.helper or "qmgr.client.sequenced"
+    )
     print(
-        f"{args.helper or 'qmgr.client.sequenced'}: {args.sessions} sessions x {args.messages} "
-        f"(window {args.window or 'whole'}), {len(stats.sessions)} session takes, "
-        f"{deferred} deferrals"
+        f"{what}: {args.sessions} sessions x {args.messages} "
+        f"(window {args.window or 'whole'}), {takes}"
     )
     print(
         f"  {total / seconds:8.0f} msg/s ({seconds:.2f} s to the last one), "

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -523,14 +524,15 @@ def take_sessions(
 ) -> list[SessionStats]:
     """Takes sessions again and again on ``receivers`` receivers at once (threads; the calling
     thread when 1) and runs ``work(receiver, again)`` on each (``again``: a session handed
-    back, taken again); returns what each take did, in the order they ended. ``open_receiver(None)`` gives a next-available session receiver (raising
-    ``OperationTimeoutError`` when no session has messages for its wait),
-    ``open_receiver(session_id)`` one for that session (a session ``work`` handed back is taken
-    again at once). A receiver stops when it finds no session, or one with nothing new that was
-    taken before (only sessions waiting behind a gap are left), while no other receiver holds
-    one (so the last one waits a whole wait after the last session); also after
-    ``max_sessions`` takes in all, or once ``stop`` is set. An error in one receiver stops them
-    all and is raised."""
+    back, taken again); returns what each take did, in the order they ended.
+    ``open_receiver(None)`` gives a next-available session receiver, ``open_receiver(id)`` one
+    for that session (a session ``work`` handed back is taken again at once). A receiver stops
+    when it finds no session within its wait, or one with nothing new that was taken before
+    (only sessions waiting behind a gap are left), while no other receiver holds one (so the
+    last one waits a whole wait after the last session); also after ``max_sessions`` takes in
+    all, or once ``stop`` is set. A receiver is closed on a thread of its own (the SDK takes
+    about half a second), so the next session need not wait for it. An error in one receiver
+    stops them all and is raised."""
     from azure.servicebus.exceptions import OperationTimeoutError, SessionCannotBeLockedError
 
     if receivers < 1:
@@ -541,6 +543,32 @@ def take_sessions(
     seen: set[str] = set()
     busy = [0, 0]  # [receivers holding a session, takes begun]
     errors: list[BaseException] = []
+    closing: list[threading.Thread] = []
+
+    def take(target: str | None) -> SessionStats | None:
+        opened = open_receiver(target)
+        receiver = opened.__enter__()
+        if receiver.session.locked_until_utc is None:  # no session came within the wait (the
+            opened.__exit__(None, None, None)  # SDK says so after as long again)
+            return None
+        with lock:
+            busy[0] += 1
+        try:
+            result = work(receiver, target is not None)
+        except BaseException:
+            opened.__exit__(*sys.exc_info())
+            raise
+        finally:
+            with lock:
+                busy[0] -= 1
+        if result.handed_back:  # released before it is taken again
+            opened.__exit__(None, None, None)
+        else:
+            closer = threading.Thread(target=opened.__exit__, args=(None, None, None))
+            with lock:
+                closing.append(closer)
+            closer.start()
+        return result
 
     def taker() -> None:
         again: str | None = None  # a session handed back, to take again at once
@@ -552,14 +580,7 @@ def take_sessions(
             target, again = again, None
             result: SessionStats | None = None
             try:
-                with open_receiver(target) as receiver:
-                    with lock:
-                        busy[0] += 1
-                    try:
-                        result = work(receiver, target is not None)
-                    finally:
-                        with lock:
-                            busy[0] -= 1
+                result = take(target)
             except SessionCannotBeLockedError:
                 if target is not None:  # taken by another consumer meanwhile
                     continue
@@ -586,14 +607,18 @@ def take_sessions(
                 errors.append(exc)
             stop.set()
 
-    if receivers == 1:
-        taker()
-        return results
-    threads = [threading.Thread(target=guarded, daemon=True) for _ in range(receivers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        if receivers == 1:
+            taker()
+        else:
+            threads = [threading.Thread(target=guarded, daemon=True) for _ in range(receivers)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        for closer in closing:
+            closer.join()
     if errors:
         raise errors[0]
     return results
@@ -657,8 +682,7 @@ def drain_sessions(
     ) as renewer:
 
         def work(receiver: Any, again: bool) -> SessionStats:
-            if receiver.session.locked_until_utc is not None:  # a session was granted
-                renewer.register(receiver, receiver.session)  # its lock, not messages'
+            renewer.register(receiver, receiver.session)  # the session's lock, not messages'
             session = SequencedSession(
                 receiver,
                 handler,

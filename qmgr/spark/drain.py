@@ -5,12 +5,16 @@ A drain ends after ``idle`` seconds with nothing new (or at ``max_messages``). M
 acknowledged (MQ) or completed (Service Bus peek-lock) once the partition has handed them to
 Spark, a batch at a time: a task that fails leaves what it had not handed over on the queue.
 A sequenced drain (``sessions="sequenced"``) completes each message as the sequenced-delivery
-helper processes it and hands the rows over when it ends."""
+helper processes it and hands the rows over when it ends. Sessions (``all`` and ``sequenced``)
+are read :data:`SESSION_RECEIVERS` at a time, each on a receiver of its own, so that the wait
+that tells a session has nothing more overlaps the others' reading."""
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +30,7 @@ READ_SCHEMA = (
 )
 ROUTE_PROPERTY = "qmgr.route"
 TOPIC_PROPERTY = "MQTopicString"
+SESSION_RECEIVERS = 4  # Service Bus sessions read at once
 Row = tuple[Any, ...]
 
 
@@ -197,17 +202,27 @@ def sb_row(label: str, msg: Any, received: float) -> Row:
 
 
 class _Budget:
-    """How many more messages a drain may take (max_messages over all its sessions)."""
+    """How many more messages a drain may take (max_messages over all its sessions, whose
+    receivers reserve their batches from it at once)."""
 
     def __init__(self, limit: int | None) -> None:
         self.left = limit
+        self._lock = threading.Lock()
 
-    def take(self, batch_size: int) -> int:
-        return batch_size if self.left is None else min(batch_size, self.left)
-
-    def took(self, n: int) -> None:
-        if self.left is not None:
+    def reserve(self, batch_size: int) -> int:
+        """Up to ``batch_size`` messages this receiver may take (0: the budget is used up)."""
+        with self._lock:
+            if self.left is None:
+                return batch_size
+            n = min(batch_size, self.left)
             self.left -= n
+            return n
+
+    def refund(self, n: int) -> None:
+        """``n`` reserved messages were not received."""
+        if self.left is not None and n:
+            with self._lock:
+                self.left += n
 
 
 def _receiver(sb: Any, src: SbSource, idle: float, session_id: Any = None) -> Any:
@@ -226,54 +241,124 @@ def _receiver(sb: Any, src: SbSource, idle: float, session_id: Any = None) -> An
     return sb.get_subscription_receiver(src.topic, src.subscription, **kwargs)
 
 
-def _drain_receiver(
+def _batches(
     receiver: Any,
-    src: SbSource,
-    idle: float,
     budget: _Budget,
     batch_size: int,
+    idle: float,
     quiet: float | None = None,
-) -> Iterator[Row]:
-    """Receive until nothing arrives for ``idle`` seconds (``quiet`` after the first batch,
-    when given)."""
-    peek_lock = src.receive_mode == "peek_lock"
+) -> Iterator[list[Any]]:
+    """Receive batches until nothing arrives for ``idle`` seconds (``quiet`` after the first
+    batch, when given) or the budget is used up."""
     wait = idle
-    while budget.take(batch_size) > 0:
-        batch = receiver.receive_messages(
-            max_message_count=budget.take(batch_size), max_wait_time=wait
-        )
+    while (most := budget.reserve(batch_size)) > 0:
+        batch = receiver.receive_messages(max_message_count=most, max_wait_time=wait)
+        budget.refund(most - len(batch))
         if quiet is not None:
             wait = quiet
         if not batch:
             return
+        yield batch
+
+
+def _complete(receiver: Any, src: SbSource, batch: list[Any]) -> None:
+    if src.receive_mode == "peek_lock":
+        for msg in batch:
+            receiver.complete_message(msg)
+
+
+def _drain_receiver(
+    receiver: Any, src: SbSource, idle: float, budget: _Budget, batch_size: int
+) -> Iterator[Row]:
+    """Receive until nothing arrives for ``idle`` seconds; each batch is completed once its
+    rows were handed over."""
+    for batch in _batches(receiver, budget, batch_size, idle):
         received = time.time()
         for msg in batch:
             yield sb_row(src.label, msg, received)
-        budget.took(len(batch))
-        if peek_lock:
-            for msg in batch:
-                receiver.complete_message(msg)
+        _complete(receiver, src, batch)
+
+
+class _Handover:
+    """Batches of rows that session receivers (threads) hand to the partition's generator:
+    a receiver completes its batch once the generator has yielded every row of it, and
+    completes nothing more once the generator is closed (what Spark had not taken stays)."""
+
+    def __init__(self) -> None:
+        self.items: queue.Queue[Any] = queue.Queue()
+        self.closed = threading.Event()
+
+    def hand(self, rows: list[Row]) -> bool:
+        """Wait until ``rows`` were yielded (True) or the generator was closed (False)."""
+        taken = threading.Event()
+        self.items.put((rows, taken))
+        while not taken.wait(0.2):
+            if self.closed.is_set():
+                return False
+        return True
+
+    def rows(self, produce: Callable[[], object]) -> Iterator[Row]:
+        """Runs ``produce()`` on a thread and yields the rows handed over until it returns;
+        its error is raised here."""
+        end = object()
+
+        def run() -> None:
+            try:
+                produce()
+            except BaseException as exc:  # noqa: BLE001 - raised by the generator
+                self.items.put(exc)
+            self.items.put(end)
+
+        thread = threading.Thread(target=run, name="qmgr-sb-sessions", daemon=True)
+        thread.start()
+        try:
+            while (item := self.items.get()) is not end:
+                if isinstance(item, BaseException):
+                    raise item
+                rows, taken = item
+                yield from rows
+                taken.set()
+        finally:
+            self.closed.set()
+            thread.join()
 
 
 def _drain_sessions(
     sb: Any, src: SbSource, idle: float, budget: _Budget, batch_size: int
 ) -> Iterator[Row]:
-    """Every session, one at a time, each taken with a next-available session receiver,
-    until none is available for ``idle`` seconds. A session is left once nothing has arrived
-    in it for a short while (what arrives later makes it available again), so a drain does
-    not wait ``idle`` once per session."""
+    """Every session, :data:`SESSION_RECEIVERS` at a time (each with a next-available session
+    receiver of its own), until none is available for ``idle`` seconds while no receiver holds
+    one. A session is left once nothing has arrived in it for a short while (what arrives later
+    makes it available again), and those waits overlap, so a drain does not wait once per
+    session. Each session's rows come in its order; sessions read at once interleave."""
     from azure.servicebus import NEXT_AVAILABLE_SESSION
-    from azure.servicebus.exceptions import OperationTimeoutError
 
-    from qmgr.client.sequenced import SESSION_QUIET
+    from qmgr.client.sequenced import SESSION_QUIET, SessionStats, take_sessions
 
-    while budget.take(batch_size) > 0:
-        try:
-            with _receiver(sb, src, idle, NEXT_AVAILABLE_SESSION) as receiver:
-                quiet = min(idle, SESSION_QUIET)
-                yield from _drain_receiver(receiver, src, idle, budget, batch_size, quiet)
-        except OperationTimeoutError:  # no session with messages became available
-            return
+    handover = _Handover()
+    stop = threading.Event()  # the budget is used up
+
+    def open_receiver(session_id: str | None) -> Any:
+        return _receiver(
+            sb, src, idle, NEXT_AVAILABLE_SESSION if session_id is None else session_id
+        )
+
+    def work(receiver: Any, again: bool) -> SessionStats:
+        stats = SessionStats(session_id=str(receiver.session.session_id))
+        for batch in _batches(receiver, budget, batch_size, idle, min(idle, SESSION_QUIET)):
+            received = time.time()
+            if not handover.hand([sb_row(src.label, msg, received) for msg in batch]):
+                stop.set()
+                break
+            _complete(receiver, src, batch)
+            stats.processed += len(batch)
+        if budget.left == 0:
+            stop.set()
+        return stats
+
+    yield from handover.rows(
+        lambda: take_sessions(open_receiver, work, receivers=SESSION_RECEIVERS, stop=stop)
+    )
 
 
 def _drain_sequenced(sb: Any, src: SbSource, idle: float) -> Iterator[Row]:
@@ -295,6 +380,7 @@ def _drain_sequenced(sb: Any, src: SbSource, idle: float) -> Iterator[Row]:
         subscription_name=src.subscription,
         sequence_property=src.sequence_property,
         idle_timeout=idle,
+        receivers=SESSION_RECEIVERS,
     )
     yield from rows
 
