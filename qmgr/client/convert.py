@@ -55,33 +55,43 @@ def outgoing(
 
 
 def to_wire(m: OutgoingMessage, out: messages_pb2.Message) -> messages_pb2.Message:
-    out.body = m.body.encode() if isinstance(m.body, str) else m.body
-    for k, v in m.properties.items():
-        value_to_wire(check_property(k, v), out.properties[k])
+    """``m`` into ``out`` (a new message: fields at their defaults are left unset)."""
+    body = m.body
+    out.body = body.encode() if isinstance(body, str) else body
+    if m.properties:
+        props = out.properties
+        for k, v in m.properties.items():
+            value_to_wire(check_property(k, v), props[k])
     if m.persistent is not None:
         out.persistence = messages_pb2.PERSISTENT if m.persistent else messages_pb2.NOT_PERSISTENT
     out.priority = -1 if m.priority is None else m.priority
-    out.expiry_ms = m.ttl_ms
-    out.correl_id = m.correl_id
-    out.message_id = m.message_id
-    out.reply_to_queue = m.reply_to_queue
+    if m.ttl_ms:
+        out.expiry_ms = m.ttl_ms
+    if m.correl_id:
+        out.correl_id = m.correl_id
+    if m.message_id:
+        out.message_id = m.message_id
+    if m.reply_to_queue:
+        out.reply_to_queue = m.reply_to_queue
     return out
 
 
-def from_wire(m: messages_pb2.Message) -> ReceivedMessage:
+def from_wire(m: messages_pb2.Message, received_at: float = 0.0) -> ReceivedMessage:
+    props = m.properties
     return ReceivedMessage(
-        message_id=m.message_id,
-        body=m.body,
-        properties={k: value_from_wire(v) for k, v in m.properties.items()},
-        persistent=m.persistence == messages_pb2.PERSISTENT,
-        priority=m.priority,
-        correl_id=m.correl_id,
-        put_time_ms=m.put_time_ms,
-        backout_count=m.backout_count,
-        topic=m.topic,
-        sequence=m.sequence,
-        expiry_ms=m.expiry_ms,
-        reply_to_queue=m.reply_to_queue,
+        m.message_id,
+        m.body,
+        {k: value_from_wire(v) for k, v in props.items()} if props else {},
+        m.persistence == messages_pb2.PERSISTENT,
+        m.priority,
+        m.correl_id,
+        m.put_time_ms,
+        m.backout_count,
+        m.topic,
+        m.sequence,
+        m.expiry_ms,
+        m.reply_to_queue,
+        received_at,
     )
 
 
@@ -89,8 +99,10 @@ def publication(
     topic: str, msg: OutgoingMessage, retain: bool, scope_qmgr: bool, out: messaging_pb2.Publication
 ) -> None:
     out.topic = topic
-    out.retain = retain
-    out.scope_qmgr = scope_qmgr
+    if retain:
+        out.retain = True
+    if scope_qmgr:
+        out.scope_qmgr = True
     to_wire(msg, out.message)
 
 

@@ -71,9 +71,8 @@ class DeliveryBuffer:
     def add(self, delivery: messaging_pb2.Delivery) -> bool:
         """Buffer a delivery; True when this made the buffer full (a slow consumer)."""
         now = time.time()
-        batch = [convert.from_wire(m) for m in delivery.messages]
-        for msg in batch:
-            msg.received_at = now
+        from_wire = convert.from_wire
+        batch = [from_wire(m, now) for m in delivery.messages]
         self._deliveries.append((batch, delivery.size))
         self.pending_messages += len(batch)
         self.pending_bytes += delivery.size

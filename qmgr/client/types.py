@@ -22,7 +22,7 @@ class OutgoingMessage:
     reply_to_queue: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class ReceivedMessage:
     message_id: str
     body: bytes

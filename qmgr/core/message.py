@@ -9,6 +9,18 @@ from qmgr.core.values import Properties
 MAX_PRIORITY = 9
 
 
+class SharedEncoding:
+    """What every copy of one publication has in common, encoded once by the edge that sends
+    its copies and reused for each (opaque to the core: it only hands the cell from
+    a publication to its copies)."""
+
+    __slots__ = ("data", "used")
+
+    def __init__(self) -> None:
+        self.data: bytes | None = None
+        self.used = False  # a copy was encoded (the next one makes ``data``)
+
+
 @dataclass(slots=True)
 class Message:
     """One message. ``properties`` may be shared between the copies of one publication and is
@@ -30,12 +42,15 @@ class Message:
     sub_user_data: str = ""
     retained: bool = False
     sequence: int = 0  # node-local order of arrival; also the store's key
+    # The copies of one publication share this cell (``PubSub`` sets it); a changed copy
+    # (``copy``, ``with_properties``) starts without one. A cache, not part of the value.
+    shared: SharedEncoding | None = field(default=None, compare=False, repr=False)
 
     def expired(self, now: float) -> bool:
         return self.expiry is not None and now >= self.expiry
 
     def copy(self, **changes: object) -> Message:
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return replace(self, shared=None, **changes)  # type: ignore[arg-type]
 
     def with_properties(self, properties: Properties) -> Message:
         """A copy with other properties (``copy`` without its generic cost)."""

@@ -57,7 +57,7 @@ from cluster.topics import (
 )
 from qmgr.core.errors import MQError
 from qmgr.core.journal import Journal
-from qmgr.core.message import Message
+from qmgr.core.message import Message, SharedEncoding
 from qmgr.core.queue import LocalQueue
 from qmgr.core.selection import selects
 from qmgr.core.subscription import Subscription, SubscriptionStats
@@ -419,6 +419,9 @@ class PubSub:
         priority = msg.priority
         if sub.pubprty.isdigit():
             priority = int(sub.pubprty)
+        shared = msg.shared
+        if shared is None:
+            shared = msg.shared = SharedEncoding()
         return Message(
             msg.message_id,
             msg.body,
@@ -435,6 +438,7 @@ class PubSub:
             sub.userdata,
             False,
             self._next_sequence(),
+            shared,
         )
 
     def _retain(self, topic: str, msg: Message) -> None:

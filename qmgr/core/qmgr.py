@@ -571,6 +571,11 @@ class QueueManager:
     def publish(self, topic: str, msg: Message, *, retain: bool = False) -> int:
         """Publish one message; returns the number of copies delivered locally."""
         self.accept_publication(topic, msg)
+        return self.publish_accepted(topic, msg, retain=retain)
+
+    def publish_accepted(self, topic: str, msg: Message, *, retain: bool = False) -> int:
+        """Deliver a publication ``accept_publication`` took to the local subscriptions;
+        returns the copies made."""
         return self.pubsub.publish(topic, msg, self.clock.now(), retain=retain)
 
     def deliver_publication(self, topic: str, msg: Message, *, retain: bool = False) -> int:

@@ -13,11 +13,13 @@ import os
 import stat
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qmgr.core.admin import execute
 from qmgr.core.admin.records import Record
+from qmgr.core.errors import MQError
 from qmgr.core.journal import NullJournal
 from qmgr.core.message import Message
 from qmgr.core.qmgr import DEAD_LETTER_QUEUE, QueueManager
@@ -74,6 +76,30 @@ def make_private_tree(root: Path) -> None:
                 os.chmod(path, want)
             except OSError as exc:
                 log.warning("cannot make %s private: %s", path, exc)
+
+
+@dataclass(slots=True)
+class Publication:
+    """One publication of an application's batch."""
+
+    topic: str
+    message: Message
+    retain: bool = False
+    scope_qmgr: bool = False  # MQPMO_SCOPE_QMGR: local subscribers only
+
+
+@dataclass(slots=True)
+class PublishResult:
+    """What ``NodeRuntime.publish_batch`` did: the publications accepted (all unless
+    ``error`` stopped the batch part-way), the copies delivered here, the copies sent on to
+    other members and to which (name order), and the cluster ("" if none)."""
+
+    accepted: int = 0
+    deliveries: int = 0
+    forwards: int = 0
+    forwarded_to: tuple[str, ...] = ()
+    cluster: str = ""
+    error: MQError | None = None
 
 
 class SystemClock:
@@ -187,10 +213,46 @@ class NodeRuntime:
     def publish(
         self, topic: str, msg: Message, *, retain: bool = False, scope_qmgr: bool = False
     ) -> int:
-        """A publication from a local application (through the cluster when in one)."""
-        if self.agent is not None:
-            return self.agent.publish(topic, msg, retain=retain, scope_qmgr=scope_qmgr)[0]
-        return self.qm.publish(topic, msg, retain=retain)
+        """A publication from a local application (through the cluster when in one); raises
+        the MQError that refused it. Returns the copies delivered here."""
+        result = self.publish_batch([Publication(topic, msg, retain, scope_qmgr)])
+        if result.error is not None:
+            raise result.error
+        return result.deliveries
+
+    def publish_batch(self, batch: list[Publication]) -> PublishResult:
+        """The one publish path of applications' publications: publish ``batch`` in order.
+        Every publication is checked first (topic string, PUB(DISABLED) here and in the
+        cluster, priority, size) and stamped, so a bad one rejects the batch with nothing
+        published (raised). A failure that only shows while delivering (e.g. a full queue
+        under PMSGDLV) stops the batch there: the result says how many were accepted and
+        carries the error."""
+        qm = self.qm
+        agent = self.agent
+        for p in batch:
+            qm.accept_publication(p.topic, p.message)
+            if agent is not None:
+                agent.check_publish(p.topic, scope_qmgr=p.scope_qmgr)
+        result = PublishResult(cluster=agent.cluster if agent is not None else "")
+        forwarded_to: set[str] = set()
+        for p in batch:
+            try:
+                if agent is None:
+                    result.deliveries += qm.publish_accepted(p.topic, p.message, retain=p.retain)
+                    result.accepted += 1
+                    continue
+                delivered, peers = agent.publish(
+                    p.topic, p.message, retain=p.retain, scope_qmgr=p.scope_qmgr, accepted=True
+                )
+            except MQError as exc:
+                result.error = exc
+                break
+            result.accepted += 1
+            result.deliveries += delivered
+            result.forwards += len(peers)
+            forwarded_to.update(peers)
+        result.forwarded_to = tuple(sorted(forwarded_to))
+        return result
 
     async def mqsc(self, text: str) -> tuple[bool, list[Record]]:
         """Run one MQSC command (cluster commands too when in a cluster)."""

@@ -101,7 +101,7 @@ def check_stream_request(request: Any) -> None:
         limits.check_batch(len(request.messages))
 
 
-def message_to_wire(msg: Message, out: pb.Message) -> None:
+def message_to_wire(msg: Message, out: pb.Message) -> pb.Message:
     out.message_id = msg.message_id
     out.body = msg.body
     props = msg.publication_properties()
@@ -119,3 +119,56 @@ def message_to_wire(msg: Message, out: pb.Message) -> None:
     out.reply_to_queue = msg.reply_to_queue
     out.topic = msg.topic
     out.sequence = msg.sequence
+    return out
+
+
+def _shared_to_wire(msg: Message) -> bytes:
+    """The fields every copy of a publication has alike: id, body, the publication's
+    properties with MQTopicString, persistence, reply-to queue and topic."""
+    out = pb.Message(
+        message_id=msg.message_id,
+        body=msg.body,
+        persistence=pb.PERSISTENT if msg.persistent else pb.NOT_PERSISTENT,
+        reply_to_queue=msg.reply_to_queue,
+        topic=msg.topic,
+    )
+    wire_props = out.properties
+    for k, v in msg.properties.items():
+        value_to_wire(v, wire_props[k])
+    if msg.topic:
+        wire_props["MQTopicString"].string_value = msg.topic
+    return out.SerializeToString()
+
+
+def delivery_to_wire(msg: Message, out: pb.Message) -> None:
+    """``msg`` into ``out`` (a new message) for a consumer. The copies of one publication
+    (``msg.shared``) share one encoding of what they have alike, made when the second copy
+    is encoded (a publication with one copy costs no more than before): ``out`` merges it
+    and sets only the copy's own fields (priority, expiry, CorrelId, put time, backout
+    count, sequence, MQSubUserData, MQIsRetained)."""
+    shared = msg.shared
+    if shared is None or not msg.topic:
+        message_to_wire(msg, out)
+        return
+    data = shared.data
+    if data is None:
+        if not shared.used:
+            shared.used = True
+            message_to_wire(msg, out)
+            return
+        data = shared.data = _shared_to_wire(msg)
+    out.MergeFromString(data)
+    if msg.priority:
+        out.priority = msg.priority
+    if msg.expiry is not None:
+        out.expiry_ms = max(1, int((msg.expiry - msg.put_time) * 1000))
+    if msg.correl_id:
+        out.correl_id = msg.correl_id
+    out.put_time_ms = int(msg.put_time * 1000)
+    if msg.backout_count:
+        out.backout_count = msg.backout_count
+    out.sequence = msg.sequence
+    if msg.sub_user_data:
+        out.properties["MQSubUserData"].string_value = msg.sub_user_data
+    if msg.retained:
+        out.properties["MQIsRetained"].bool_value = True

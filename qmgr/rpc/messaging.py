@@ -13,8 +13,13 @@ import grpc
 from qmgr.core.errors import MQError
 from qmgr.core.message import Message
 from qmgr.core.queue import LocalQueue
-from qmgr.node.runtime import NodeRuntime
-from qmgr.rpc.convert import check_message, check_request, message_from_wire, message_to_wire
+from qmgr.node.runtime import NodeRuntime, Publication
+from qmgr.rpc.convert import (
+    check_message,
+    check_request,
+    delivery_to_wire,
+    message_from_wire,
+)
 from qmgr.rpc.errors import RequestError, abort, error_to_wire, translated
 from qmgr.wire import messaging_pb2 as pb
 from qmgr.wire import messaging_pb2_grpc as rpc
@@ -187,7 +192,7 @@ class MessagingServicer(rpc.MessagingServicer):
             await self.rt.durable()  # answer a destructive get once the removal is committed
         response = pb.GetResponse()
         for msg in msgs:
-            message_to_wire(msg, response.messages.add())
+            delivery_to_wire(msg, response.messages.add())
         return response
 
     @translated
@@ -306,8 +311,8 @@ class MessagingServicer(rpc.MessagingServicer):
                     continue
                 delivery = pb.Delivery(queue=queue)
                 out = delivery.messages
-                for msg in msgs:
-                    message_to_wire(msg, out.add())
+                for msg in msgs:  # copies of one publication share its encoding
+                    delivery_to_wire(msg, out.add())
                 size = delivery.ByteSize()
                 if size > flow.budget:
                     size = self._trim(delivery, flow)
@@ -334,45 +339,24 @@ class MessagingServicer(rpc.MessagingServicer):
     # -- publish/subscribe ------------------------------------------------------------------
 
     def _publish_batch(self, request: pb.PublishRequest) -> pb.PublishResponse:
-        """Publish a batch in order. Every publication is checked first (decoding, topic
-        string, PUB(DISABLED), priority, size), so a bad one rejects the batch with nothing
-        published (raised). A failure that only shows while delivering (e.g. a full queue under
-        PMSGDLV) stops the batch there: the response says how many were accepted and carries
-        the error."""
-        qm = self.qm
-        batch = [(p, message_from_wire(p.message)) for p in request.publications]
-        agent = self.rt.agent
-        for p, msg in batch:
-            qm.accept_publication(p.topic, msg)
-            if agent is not None:
-                agent.check_publish(p.topic, scope_qmgr=p.scope_qmgr)
-        deliveries = forwards = 0
-        forwarded_to: set[str] = set()
-        # a node in a cluster accepts again as it routes; a single node delivers what it accepted
-        publish = agent.publish if agent is not None else self._deliver_accepted
-        resp = pb.PublishResponse(batch_id=request.batch_id)
-        for i, (p, msg) in enumerate(batch):
-            try:
-                delivered, peers = publish(p.topic, msg, retain=p.retain, scope_qmgr=p.scope_qmgr)
-            except MQError as exc:
-                resp.accepted = i
-                resp.error.CopyFrom(error_to_wire(exc))
-                break
-            deliveries += delivered
-            forwards += len(peers)
-            forwarded_to.update(peers)
-        else:
-            resp.accepted = len(batch)
-        resp.deliveries = deliveries
-        resp.forwards = forwards
-        resp.forwarded_to.extend(sorted(forwarded_to))
-        resp.cluster = agent.cluster if agent is not None else ""
+        """Decode a batch, publish it on the node's one publish path, encode the result."""
+        result = self.rt.publish_batch(
+            [
+                Publication(p.topic, message_from_wire(p.message), p.retain, p.scope_qmgr)
+                for p in request.publications
+            ]
+        )
+        resp = pb.PublishResponse(
+            batch_id=request.batch_id,
+            accepted=result.accepted,
+            deliveries=result.deliveries,
+            forwards=result.forwards,
+            forwarded_to=result.forwarded_to,
+            cluster=result.cluster,
+        )
+        if result.error is not None:
+            resp.error.CopyFrom(error_to_wire(result.error))
         return resp
-
-    def _deliver_accepted(
-        self, topic: str, msg: Message, *, retain: bool = False, scope_qmgr: bool = False
-    ) -> tuple[int, tuple[str, ...]]:
-        return self.qm.pubsub.publish(topic, msg, self.qm.clock.now(), retain=retain), ()
 
     @translated
     async def Publish(self, request: pb.PublishRequest, context: Ctx) -> pb.PublishResponse:

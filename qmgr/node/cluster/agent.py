@@ -569,19 +569,21 @@ class ClusterAgent:
     # ------------------------------------------------------------------ publications
 
     def publish(
-        self, topic: str, msg: Message, *, retain: bool, scope_qmgr: bool
+        self, topic: str, msg: Message, *, retain: bool, scope_qmgr: bool, accepted: bool = False
     ) -> tuple[int, tuple[str, ...]]:
-        """A publication from a local application: deliver here and forward as planned.
-        Returns the copies delivered here and the members a copy was sent to."""
+        """A publication from a local application (``accepted``: already taken by
+        ``QueueManager.accept_publication``): deliver here and forward as planned. Returns
+        the copies delivered here and the members a copy was sent to."""
         qm = self.qm
-        qm.accept_publication(topic, msg)
+        if not accepted:
+            qm.accept_publication(topic, msg)
         plan = self.plans.plan(topic, scope_qmgr=scope_qmgr)
         if plan.rejected:
             raise self._put_inhibited(topic)
         forwards = self._room(topic, msg, plan.forwards)
         delivered = 0
         if plan.deliver_locally:
-            delivered = qm.pubsub.publish(topic, msg, qm.clock.now(), retain=retain)
+            delivered = qm.publish_accepted(topic, msg, retain=retain)
         self._forward(topic, msg, plan, forwards, retain)
         return delivered, forwards
 
