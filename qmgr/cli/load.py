@@ -218,12 +218,12 @@ def load(
         keep=Path(keep).resolve() if keep else None,
         wide=wide,
     )
-    _check_java()
     out_console = console()
     stopped = Stopped()
     interrupted = False
     try:
-        with stop_signals(stopped):
+        with stop_signals(stopped):  # a signal during the Java check stops the job the same way
+            _check_java()
             stopped.deferred = True
             try:
                 spark = spark_session(master)
