@@ -553,10 +553,9 @@ def test_service_bus_sessions_all_drains_every_session_in_order(
     rows = read(spark, servicebus=sb_node.sb_address, queue="sessions", sessions="all", idle=1)
     assert len(rows) == 30
     per_session = by_session(rows)
+    # each session in its own order (sessions are read several at once, so their rows may
+    # interleave; within one, never out of order)
     assert per_session == {f"s{k}": [i for i in range(1, 31) if i % 3 == k] for k in range(3)}
-    # each session is drained whole before the next one starts
-    order = [r.session_id for r in rows]
-    assert sum(1 for a, b in zip(order, order[1:], strict=False) if a != b) == 2
     assert sb.get_queue("sessions").counts.active == 0
 
 
