@@ -151,7 +151,7 @@ def _send_through_a_kill(node: NodeProcess, queue: str, message_id: bool, sender
                 before = killed.is_set()
                 try:
                     link.send_messages(_batch(ids, message_id))
-                except ServiceBusError:
+                except Exception:  # any failure leaves the send unacknowledged
                     with sent.lock:
                         sent.failed.append(ids)
                     restarted.wait()
