@@ -104,7 +104,9 @@ def test_sync_100k_management_calls_and_100k_transfers_each_on_one_connection(
                 receiver.complete_message(msg)
         # nothing more arrives: a late duplicate would show here
         assert receiver.receive_messages(max_message_count=10, max_wait_time=3) == []
-    assert got == list(range(N))
+    # each once; a queue without sessions promises no order (once, under heavy load, one
+    # message came after its successor), so the order is not asserted
+    assert len(got) == N and sorted(got) == list(range(N))
     assert _left(sb_node, "soak-q") == 0
 
 
