@@ -181,6 +181,9 @@ class ClusterAgent:
         # and those it refused when they were sent again later (CLSTATE(INVALID): the reason)
         self.unsent: set[str] = set()
         self.invalid: dict[str, str] = {}
+        # definitions a full repository took (relayed, perhaps by one this node does not
+        # watch) that this node's view does not show yet: sent again until it does
+        self.unconfirmed: set[str] = set()
         self._reconciling = asyncio.Lock()
         self._retry_wake = asyncio.Event()
         self._retry_task: asyncio.Task[None] | None = None
@@ -281,7 +284,10 @@ class ClusterAgent:
         # repository that restarted before committing it, or refused when it was committed)
         # needs it sent again
         own = {e.topic.name for e in events if e.topic is not None and e.topic.qmgr == self.name}
-        if self.unsent or (own and self.pending_changes(own) - self.invalid.keys()):
+        check = own | self.unconfirmed
+        pending = self.pending_changes(check) if check else set()
+        self.unconfirmed &= pending  # the view now holds those it did not
+        if self.unsent or pending - self.invalid.keys():
             self._retry_wake.set()
 
     def _apply_topology(
@@ -395,6 +401,8 @@ class ClusterAgent:
                 if result.ok:
                     self.unsent.discard(change.name)
                     self.invalid.pop(change.name, None)
+                    if self.pending_changes({change.name}):
+                        self.unconfirmed.add(change.name)
                     warnings += result.warnings
                 elif result.unavailable:
                     self.unsent.update(c.name for c in changes[i:])
@@ -412,6 +420,7 @@ class ClusterAgent:
         """The repository refused a change sent again later (a conflict found after the
         command had answered): the local definition is shown CLSTATE(INVALID), as MQ does."""
         self.unsent.discard(name)
+        self.unconfirmed.discard(name)
         assert result.error is not None
         text = f"{result.error.code.value}: {result.error.message}"
         if self.invalid.get(name) != text:
@@ -430,14 +439,18 @@ class ClusterAgent:
     async def _retry_pending(self) -> None:
         delay = RETRY_MIN
         while True:
+            waiting = self.unsent or self.unconfirmed
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._retry_wake.wait(), delay if self.unsent else None)
+                await asyncio.wait_for(self._retry_wake.wait(), delay if waiting else None)
             self._retry_wake.clear()
             try:
                 await self.reconcile(background=True)
+                if self.unconfirmed:
+                    self.unconfirmed &= self.pending_changes(self.unconfirmed)
             except Exception:  # the loop must go on: the definitions are still to be sent
                 log.exception("sending the pending clustered definitions failed")
-            delay = min(delay * 2, RETRY_MAX) if self.unsent else RETRY_MIN
+            waiting = self.unsent or self.unconfirmed
+            delay = min(delay * 2, RETRY_MAX) if waiting else RETRY_MIN
 
     def local_topics_changed(self, names: Collection[str] | None = None) -> None:
         """Local topic objects changed (``names``: those only; None: any)."""
