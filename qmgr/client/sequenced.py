@@ -521,10 +521,14 @@ def take_sessions(
     receivers: int = 1,
     max_sessions: int | None = None,
     stop: threading.Event | None = None,
+    max_lock_renewal: float = 600.0,
 ) -> list[SessionStats]:
     """Takes sessions again and again on ``receivers`` receivers at once (threads; the calling
     thread when 1) and runs ``work(receiver, again)`` on each (``again``: a session handed
-    back, taken again); returns what each take did, in the order they ended.
+    back, taken again); returns what each take did, in the order they ended. While ``work``
+    holds a session, the session's lock is renewed (the SDK's ``AutoLockRenewer``) for up to
+    ``max_lock_renewal`` seconds, so a session read for longer than its lock duration is not
+    lost to ``SessionLockLostError``.
     ``open_receiver(None)`` gives a next-available session receiver, ``open_receiver(id)`` one
     for that session (a session ``work`` handed back is taken again at once). A receiver stops
     when it finds no session within its wait, or one with nothing new that was taken before
@@ -533,6 +537,7 @@ def take_sessions(
     all, or once ``stop`` is set. A receiver is closed on a thread of its own (the SDK takes
     about half a second), so the next session need not wait for it. An error in one receiver
     stops them all and is raised."""
+    from azure.servicebus import AutoLockRenewer
     from azure.servicebus.exceptions import OperationTimeoutError, SessionCannotBeLockedError
 
     if receivers < 1:
@@ -554,6 +559,7 @@ def take_sessions(
         with lock:
             busy[0] += 1
         try:
+            renewer.register(receiver, receiver.session)  # the session's lock, not messages'
             result = work(receiver, target is not None)
         except BaseException:
             opened.__exit__(*sys.exc_info())
@@ -607,6 +613,9 @@ def take_sessions(
                 errors.append(exc)
             stop.set()
 
+    renewer = AutoLockRenewer(
+        max_lock_renewal_duration=max_lock_renewal, max_workers=max(2, receivers)
+    )
     try:
         if receivers == 1:
             taker()
@@ -617,6 +626,7 @@ def take_sessions(
             for thread in threads:
                 thread.join()
     finally:
+        renewer.close()
         for closer in closing:
             closer.join()
     if errors:
@@ -648,8 +658,8 @@ def drain_sessions(
     .ServiceBusClient``. A session keeps its state, so messages still deferred behind a gap are
     picked up by a later run. A session is left once nothing has arrived in it for
     ``session_quiet`` seconds (at most ``idle_timeout``): what comes later makes it available
-    again. Each session's lock is renewed (the SDK's ``AutoLockRenewer``)
-    for up to ``max_lock_renewal`` seconds, so a slow handler does not lose it. A session
+    again. Each session's lock is renewed for up to ``max_lock_renewal`` seconds (see
+    :func:`take_sessions`), so a slow handler does not lose it. A session
     receiver that made ``max_management_calls`` hands its session back and the session is
     accepted again on a new connection (see ``MANAGEMENT_CALLS_PER_CONNECTION``).
 
@@ -657,7 +667,7 @@ def drain_sessions(
     :func:`take_sessions`): then ``handler`` is called from as many threads, never at once for
     one session. ``max_message_count`` is the receive batch; ``max_held`` how many early
     arrivals a session receiver keeps locked before it defers the furthest ahead."""
-    from azure.servicebus import NEXT_AVAILABLE_SESSION, AutoLockRenewer
+    from azure.servicebus import NEXT_AVAILABLE_SESSION
 
     if (queue_name is None) == (topic_name is None):
         raise ValueError("give queue_name, or topic_name and subscription_name")
@@ -677,31 +687,30 @@ def drain_sessions(
             max_wait_time=idle_timeout,
         )
 
-    with AutoLockRenewer(
-        max_lock_renewal_duration=max_lock_renewal, max_workers=max(2, receivers)
-    ) as renewer:
-
-        def work(receiver: Any, again: bool) -> SessionStats:
-            renewer.register(receiver, receiver.session)  # the session's lock, not messages'
-            session = SequencedSession(
-                receiver,
-                handler,
-                sequence_property=sequence_property,
-                last_property=last_property,
-                max_management_calls=max_management_calls,
-                max_held=max_held,
-            )
-            quiet = min(session_quiet, idle_timeout)
-            return session.run(
-                max_wait_time=idle_timeout,
-                max_message_count=max_message_count,
-                quiet_time=quiet,
-                first_wait=quiet if again else None,  # it may hold deferred messages alone
-            )
-
-        sessions = take_sessions(
-            open_receiver, work, receivers=receivers, max_sessions=max_sessions
+    def work(receiver: Any, again: bool) -> SessionStats:
+        session = SequencedSession(
+            receiver,
+            handler,
+            sequence_property=sequence_property,
+            last_property=last_property,
+            max_management_calls=max_management_calls,
+            max_held=max_held,
         )
+        quiet = min(session_quiet, idle_timeout)
+        return session.run(
+            max_wait_time=idle_timeout,
+            max_message_count=max_message_count,
+            quiet_time=quiet,
+            first_wait=quiet if again else None,  # it may hold deferred messages alone
+        )
+
+    sessions = take_sessions(
+        open_receiver,
+        work,
+        receivers=receivers,
+        max_sessions=max_sessions,
+        max_lock_renewal=max_lock_renewal,
+    )
     return DrainStats(sessions)
 
 

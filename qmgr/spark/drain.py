@@ -31,6 +31,9 @@ READ_SCHEMA = (
 ROUTE_PROPERTY = "qmgr.route"
 TOPIC_PROPERTY = "MQTopicString"
 SESSION_RECEIVERS = 4  # Service Bus sessions read at once
+# how long a drain may hold one session, its lock renewed (a session of a long run is read for
+# longer than its lock duration, a minute by default)
+SESSION_LOCK_RENEWAL = 3600.0
 Row = tuple[Any, ...]
 
 
@@ -357,7 +360,13 @@ def _drain_sessions(
         return stats
 
     yield from handover.rows(
-        lambda: take_sessions(open_receiver, work, receivers=SESSION_RECEIVERS, stop=stop)
+        lambda: take_sessions(
+            open_receiver,
+            work,
+            receivers=SESSION_RECEIVERS,
+            stop=stop,
+            max_lock_renewal=SESSION_LOCK_RENEWAL,
+        )
     )
 
 
@@ -381,6 +390,7 @@ def _drain_sequenced(sb: Any, src: SbSource, idle: float) -> Iterator[Row]:
         sequence_property=src.sequence_property,
         idle_timeout=idle,
         receivers=SESSION_RECEIVERS,
+        max_lock_renewal=SESSION_LOCK_RENEWAL,
     )
     yield from rows
 

@@ -21,6 +21,7 @@ import pytest
 pytest.importorskip("azure.servicebus")
 
 from azure.servicebus import (  # noqa: E402
+    NEXT_AVAILABLE_SESSION,
     ServiceBusClient,
     ServiceBusMessage,
     ServiceBusSubQueue,
@@ -29,8 +30,10 @@ from azure.servicebus.exceptions import SessionCannotBeLockedError  # noqa: E402
 
 from qmgr.client.sequenced import (  # noqa: E402
     SequenceState,
+    SessionStats,
     create_sequenced_topology,
     drain_sessions,
+    take_sessions,
 )
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess, kill9  # noqa: E402
@@ -408,3 +411,39 @@ def test_a_consumer_killed_in_the_middle_of_a_recorded_run_hands_over_only_the_o
     assert numbers == list(range(1, 11)) + list(range(10, 31))
     assert _left(sb_node) == 0
     assert _dead(sb_node) == []
+
+
+def test_a_session_held_longer_than_its_lock_duration_keeps_its_lock(
+    sb_node: NodeProcess,
+) -> None:
+    """``take_sessions`` renews the lock of the session it holds: a worker that reads one
+    batch, works for longer than the 5-second LockDuration, then settles it and reads on, does
+    not get SessionLockLostError (the drain of a long load run holds a session for minutes)."""
+    _topology(sb_node)
+    _send_shuffled(sb_node, {"A": 20}, seed=3)
+    seen: list[int] = []
+
+    def work(receiver: Any, again: bool) -> SessionStats:
+        stats = SessionStats(session_id=str(receiver.session.session_id))
+        while batch := receiver.receive_messages(max_message_count=10, max_wait_time=2):
+            time.sleep(7)  # beyond the session's lock duration
+            for msg in batch:
+                receiver.complete_message(msg)
+                seen.append(int(msg.application_properties[b"SequenceNumber"]))
+            stats.processed += len(batch)
+        return stats
+
+    with ServiceBusClient.from_connection_string(_conn(sb_node)) as client:
+
+        def open_receiver(session_id: str | None) -> Any:
+            return client.get_subscription_receiver(
+                "sequenced",
+                "ordered",
+                session_id=NEXT_AVAILABLE_SESSION if session_id is None else session_id,
+                max_wait_time=2,
+            )
+
+        results = take_sessions(open_receiver, work, max_lock_renewal=60)
+    assert sorted(seen) == list(range(1, 21))  # each once, settled under a lock still held
+    assert sum(r.processed for r in results) == 20
+    assert _left(sb_node) == 0
