@@ -68,6 +68,60 @@ _SQL = {
 }
 
 
+def transient_messages(ops: list[Op], written_seq: int) -> tuple[set[int], int, bool]:
+    """Which of ``ops`` a commit may leave out, with the same end state: a message the group
+    adds and later removes (a persistent publication delivered, or a transmission-queue row
+    confirmed by the peer, before the group is written). Its adds are left out; so is its
+    removal if its sequence is above ``written_seq`` (the highest ever written: no older row
+    of that sequence can be on disk), else the removal stays and deletes what may be there. A
+    rewrite of such a message left in between updates nothing. Returns the indexes to leave
+    out, the highest sequence now written, and whether the group holds anything but message
+    adds and removals."""
+    added: dict[int, int] = {}
+    again: dict[int, list[int]] = {}  # a sequence added more than once before its removal
+    skip: set[int] = set()
+    top = written_seq
+    others = False
+    for i, (kind, args) in enumerate(ops):
+        if kind == "add":
+            seq = args[0]
+            if seq > top:
+                top = seq
+            earlier = added.get(seq)
+            if earlier is not None:
+                again.setdefault(seq, []).append(earlier)
+            added[seq] = i
+        elif kind == "del":
+            seq = args[0]
+            at = added.pop(seq, None)
+            if at is not None:
+                skip.add(at)
+                if again:
+                    skip.update(again.pop(seq, ()))
+                if seq > written_seq:
+                    skip.add(i)
+        else:
+            others = True
+    return skip, top, others
+
+
+def runs(ops: list[Op], skip: set[int]) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """``ops`` but those at the indexes in ``skip``, as runs of one kind (one executemany
+    each), in order."""
+    out: list[tuple[str, list[tuple[Any, ...]]]] = []
+    kind = ""
+    rows: list[tuple[Any, ...]] = []
+    for i, (k, args) in enumerate(ops):
+        if skip and i in skip:
+            continue
+        if k != kind:
+            rows = []
+            out.append((k, rows))
+            kind = k
+        rows.append(args)
+    return out
+
+
 @dataclass
 class Loaded:
     """Everything a node needs to come back after a restart."""
@@ -125,8 +179,12 @@ class SqliteStore:
         self._pending: list[Op] = []
         self.appended = 0  # changes collected so far
         self.committed = 0  # changes known to be on disk
+        # the highest sequence a message row was ever written with (rows above it are not on
+        # disk, so a group removing such a row it added itself need not touch the table)
+        row = self._conn.execute("SELECT MAX(seq) FROM messages").fetchone()
+        self._written_seq = int(row[0] or 0)
         self._last_props: object = None
-        self._last_encoded: list[list[Any]] = []
+        self._last_encoded = b""
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -165,18 +223,20 @@ class SqliteStore:
         self._pending.append((kind, args))
         self.appended += 1
 
-    def message_added(self, queue: str, msg: Message) -> None:
+    def _header(self, msg: Message) -> bytes:
         if msg.properties is not self._last_props:  # copies of one publication share them
-            self._last_props = msg.properties
             self._last_encoded = encode_properties(msg.properties)
-        header = encode_header(msg, self._last_encoded)
-        self.append("add", (msg.sequence, queue, msg.message_id, msg.body, header))
+            self._last_props = msg.properties
+        return encode_header(msg, self._last_encoded)
+
+    def message_added(self, queue: str, msg: Message) -> None:
+        self.append("add", (msg.sequence, queue, msg.message_id, msg.body, self._header(msg)))
 
     def message_removed(self, queue: str, msg: Message) -> None:
         self.append("del", (msg.sequence,))
 
     def message_updated(self, queue: str, msg: Message) -> None:
-        self.append("upd", (encode_header(msg), msg.sequence))
+        self.append("upd", (self._header(msg), msg.sequence))
 
     def object_saved(self, kind: str, name: str, data: dict[str, Any]) -> None:
         self.append("save", (kind, name, json.dumps(data)))
@@ -185,7 +245,7 @@ class SqliteStore:
         self.append("drop", (kind, name))
 
     def retained_saved(self, topic: str, msg: Message) -> None:
-        self.append("ret", (topic, msg.sequence, msg.message_id, msg.body, encode_header(msg)))
+        self.append("ret", (topic, msg.sequence, msg.message_id, msg.body, self._header(msg)))
 
     def retained_deleted(self, topic: str) -> None:
         self.append("unret", (topic,))
@@ -205,29 +265,28 @@ class SqliteStore:
         return ops, self.appended
 
     def commit(self, ops: list[Op]) -> None:
-        """Write ``ops`` in one transaction (writer-thread side). Runs of one kind are batched
-        with executemany."""
+        """Write ``ops`` in one transaction (writer-thread side): one executemany per run of
+        one kind, without the messages the group both adds and removes (see
+        ``transient_messages``)."""
         if not ops:
             return
         self._commits += 1
         if self._commits == self._fail_at_commit:
             raise sqlite3.OperationalError("database or disk is full")
         c = self._conn
-        ops = coalesce_lock_marks(ops)
+        skip, top, others = transient_messages(ops, self._written_seq)
+        if others:  # Service Bus changes: their lock marks coalesced (on the ops left)
+            if skip:
+                ops, skip = [op for i, op in enumerate(ops) if i not in skip], set()
+            ops = coalesce_lock_marks(ops)
         full = any(kind not in RELAXED for kind, _ in ops)
         if full != self._full:
             c.execute("PRAGMA synchronous=FULL" if full else "PRAGMA synchronous=NORMAL")
             self._full = full
         c.execute("BEGIN")
         try:
-            i = 0
-            while i < len(ops):
-                kind = ops[i][0]
-                j = i
-                while j < len(ops) and ops[j][0] == kind:
-                    j += 1
-                c.executemany(_SQL[kind], [args for _, args in ops[i:j]])
-                i = j
+            for kind, rows in runs(ops, skip):
+                c.executemany(_SQL[kind], rows)
             c.execute("COMMIT")
         except BaseException:
             # SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR): a second
@@ -236,6 +295,7 @@ class SqliteStore:
                 with contextlib.suppress(sqlite3.Error):
                     c.execute("ROLLBACK")
             raise
+        self._written_seq = top
 
     def close(self) -> None:
         self._conn.close()
