@@ -12,6 +12,13 @@ loss in between can only bring a completed message back for another delivery, wh
 at-least-once delivery allows, or leave a lock the restart took uncounted, and saves a flush per
 completion. The database is created with
 mode 0600 (SQLite gives its -wal file the same mode).
+
+A group is written as one executemany per run of changes of one kind. A message the group both
+adds and removes (a persistent publication delivered, or a transmission-queue row confirmed by
+the peer, before the group was written: most of them on a busy node) is left out: the
+transaction is atomic, so the file ends as it would had both been written, and such a message
+costs no row, no log page and, when a whole group is like that, no flush. Message headers are
+binary (``qmgr.store.codec``); rows written with JSON headers still load.
 """
 
 from __future__ import annotations
@@ -230,10 +237,17 @@ class SqliteStore:
         return encode_header(msg, self._last_encoded)
 
     def message_added(self, queue: str, msg: Message) -> None:
-        self.append("add", (msg.sequence, queue, msg.message_id, msg.body, self._header(msg)))
+        # ``append`` and ``_header`` written out: once per persistent copy, on the event loop
+        if msg.properties is not self._last_props:
+            self._last_encoded = encode_properties(msg.properties)
+            self._last_props = msg.properties
+        header = encode_header(msg, self._last_encoded)
+        self._pending.append(("add", (msg.sequence, queue, msg.message_id, msg.body, header)))
+        self.appended += 1
 
     def message_removed(self, queue: str, msg: Message) -> None:
-        self.append("del", (msg.sequence,))
+        self._pending.append(("del", (msg.sequence,)))
+        self.appended += 1
 
     def message_updated(self, queue: str, msg: Message) -> None:
         self.append("upd", (self._header(msg), msg.sequence))
