@@ -14,6 +14,8 @@ from typing import Any
 from qmgr.core.values import Int32
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
 
+# One encoder for every row: ``json.dumps`` with any option builds a new one per call.
+_JSON = json.JSONEncoder(separators=(",", ":"))
 _FIELDS = tuple(  # the optional system properties, kept under their own names
     f.name for f in fields(SbMessage) if f.name not in ("body", "body_type", "properties", "extra")
 )
@@ -108,7 +110,7 @@ def encode_stored(s: Stored) -> str:
         header["sc"] = s.scheduled_enqueue_time
     if s.size:
         header["sz"] = s.size
-    return json.dumps(header, separators=(",", ":"))
+    return _JSON.encode(header)
 
 
 def decode_stored(seq: int, body: bytes, header: str) -> Stored:
