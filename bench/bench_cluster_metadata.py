@@ -4,7 +4,8 @@ Run with ``.venv/bin/python bench/bench_cluster_metadata.py [--sizes 10,1000,100
 [--samples 20]``. It starts three full repositories and three partial repositories (HOST1,
 HOST2, SUB1) as real processes, then, for each size in turn, fills the cluster up to that many
 clustered topics with one runmqsc-style script on HOST1 (one command after the other, as
-``qmgr runmqsc`` sends them) and measures:
+``qmgr runmqsc`` sends them) and measures (``--default-cluster``: with the default cluster's
+ten members, three full and seven partial repositories):
 
 - the script: definitions per second, and the seconds until every member holds the last one;
 - single commands at that size: the median milliseconds of ``samples`` DEFINE, ALTER and
@@ -29,6 +30,8 @@ from bench.cluster_procs import BenchCluster, wait_for  # noqa: E402
 
 FULL = ["FR1", "FR2", "FR3"]
 PARTIAL = ["HOST1", "HOST2", "SUB1"]
+# the default cluster (`qmgr cluster up` with no topology) has seven partial repositories
+DEFAULT_PARTIAL = [*PARTIAL, "HOSTB1", "PUB1", "SUB2", "SB1"]
 
 
 def define(name: str, topic: str, cluster: str) -> str:
@@ -77,10 +80,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,1000,10000")
     parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument(
+        "--default-cluster",
+        action="store_true",
+        help="ten members as the default cluster has (3 full, 7 partial repositories)",
+    )
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     base = Path(tempfile.mkdtemp(prefix="bench-metadata-"))
-    cl = BenchCluster(base).start(FULL, PARTIAL)
+    cl = BenchCluster(base).start(FULL, DEFAULT_PARTIAL if args.default_cluster else PARTIAL)
     rows: list[tuple[int, float, float, dict[str, float]]] = []
     try:
         held = 0

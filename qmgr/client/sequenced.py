@@ -40,6 +40,7 @@ import contextlib
 import json
 import sys
 import threading
+import zlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -59,6 +60,9 @@ MANAGEMENT_CALLS_PER_CONNECTION = 50_000
 # early arrivals a session receiver keeps locked in memory until their turn; beyond that, the
 # furthest ahead are deferred
 MAX_HELD = 2_000
+# what a session state may hold: Service Bus refuses a larger one (MessageSizeExceeded)
+MAX_STATE_BYTES = 256 * 1024
+STATE_MAGIC = b"QSEQ2:"  # the compact state's first bytes (the plain JSON form starts with "{")
 PEEK_PAGE = 1_000  # messages per peek when a consumer looks for what a dead one settled
 
 
@@ -71,11 +75,41 @@ class Step(Enum):
     INVALID = "invalid"  # no usable sequence number: dead-letter it
 
 
+class SessionStateTooLarge(ValueError):
+    """The sequence state of a session does not fit in a session state (``MAX_STATE_BYTES``)."""
+
+
+def _delta(numbers: list[int]) -> list[int]:
+    """``numbers`` as the first and then each one's difference from the one before."""
+    return [b - a for a, b in zip([0, *numbers], numbers, strict=False)]
+
+
+def _undelta(deltas: list[int]) -> list[int]:
+    out: list[int] = []
+    total = 0
+    for d in deltas:
+        total += int(d)
+        out.append(total)
+    return out
+
+
+def _delta_map(mapping: dict[int, int]) -> list[list[int]]:
+    keys = sorted(mapping)
+    return [_delta(keys), _delta([mapping[k] for k in keys])]
+
+
+def _undelta_map(pair: list[list[int]]) -> dict[int, int]:
+    keys, values = pair
+    if len(keys) != len(values):
+        raise ValueError("keys and values differ in number")
+    return dict(zip(_undelta(keys), _undelta(values), strict=True))
+
+
 @dataclass
 class SequenceState:
     """A session's progress: the next number expected, the early arrivals deferred (their
     sequence property → Service Bus sequence number), the numbers that failed, and whether the
-    last message of the sequence was processed. Kept as JSON in the session state.
+    last message of the sequence was processed. Kept in the session state (see ``to_bytes``).
     ``unconfirmed``: deferrals recorded but not yet known to have happened (a consumer may
     die between recording and deferring). ``taken``: the received messages of the run being
     handled (sequence property → Service Bus sequence number), recorded before the first of
@@ -92,11 +126,24 @@ class SequenceState:
     @classmethod
     def from_bytes(cls, data: bytes | str | None, first: int = 1) -> SequenceState:
         """The state stored in a session (None or empty: a new sequence starting at ``first``).
-        Raises ValueError when the stored state is not this helper's."""
+        Reads both the compact form ``to_bytes`` writes and the plain JSON form of earlier
+        versions. Raises ValueError when the stored state is not this helper's."""
         if not data:
             return cls(next=first)
+        raw_bytes = data.encode() if isinstance(data, str) else bytes(data)
         try:
-            raw = json.loads(data)
+            if raw_bytes.startswith(STATE_MAGIC):
+                raw = json.loads(zlib.decompress(raw_bytes[len(STATE_MAGIC) :]))
+                return cls(
+                    next=int(raw["next"]),
+                    deferred=_undelta_map(raw["deferred"]),
+                    unconfirmed=set(_undelta(raw["unconfirmed"])),
+                    taken=_undelta_map(raw["taken"]),
+                    failed=_undelta(raw["failed"]),
+                    processed=int(raw["processed"]),
+                    closed=bool(raw["closed"]),
+                )
+            raw = json.loads(raw_bytes)
             return cls(
                 next=int(raw["next"]),
                 deferred={int(k): int(v) for k, v in raw.get("deferred", {}).items()},
@@ -106,22 +153,37 @@ class SequenceState:
                 processed=int(raw.get("processed", 0)),
                 closed=bool(raw.get("closed", False)),
             )
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, AttributeError, zlib.error) as exc:
             raise ValueError(f"the session state is not a sequence state: {exc}") from None
 
     def to_bytes(self) -> bytes:
-        return json.dumps(
-            {
-                "next": self.next,
-                "deferred": {str(k): v for k, v in sorted(self.deferred.items())},
-                "unconfirmed": sorted(self.unconfirmed),
-                "taken": {str(k): v for k, v in sorted(self.taken.items())},
-                "failed": self.failed,
-                "processed": self.processed,
-                "closed": self.closed,
-            },
-            separators=(",", ":"),
-        ).encode()
+        """The compact form: numbers in ascending order as differences, the JSON compressed
+        (``STATE_MAGIC`` first). A session whose sequence arrives far out of order defers
+        tens of thousands of messages, and each is recorded: as plain JSON that passes Service
+        Bus's limit on a session state (``MAX_STATE_BYTES``), this way a few bytes each do.
+        Raises ``SessionStateTooLarge`` when even the compact form passes the limit."""
+        data = STATE_MAGIC + zlib.compress(
+            json.dumps(
+                {
+                    "next": self.next,
+                    "deferred": _delta_map(self.deferred),
+                    "unconfirmed": _delta(sorted(self.unconfirmed)),
+                    "taken": _delta_map(self.taken),
+                    "failed": _delta(self.failed),
+                    "processed": self.processed,
+                    "closed": self.closed,
+                },
+                separators=(",", ":"),
+            ).encode(),
+            6,
+        )
+        if len(data) > MAX_STATE_BYTES:
+            raise SessionStateTooLarge(
+                f"the session's sequence state is {len(data):,} bytes, beyond Service Bus's "
+                f"{MAX_STATE_BYTES:,} ({len(self.deferred):,} messages deferred, next "
+                f"{self.next}): the sequence has a gap too large for one session's state"
+            )
+        return data
 
     def classify(self, number: int | None) -> Step:
         if number is None:

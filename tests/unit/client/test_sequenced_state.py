@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qmgr.client.sequenced import SequenceState, Step, sequence_of
+from qmgr.client.sequenced import (
+    MAX_STATE_BYTES,
+    STATE_MAGIC,
+    SequenceState,
+    SessionStateTooLarge,
+    Step,
+    sequence_of,
+)
 
 
 def test_a_new_session_starts_at_the_first_number() -> None:
@@ -102,3 +109,57 @@ def test_a_deferral_is_confirmed_once_it_happened_and_kept_in_the_state() -> Non
     assert state.unconfirmed == set() and state.deferred == {3: 7}
     state.remember_deferred(4, broker_sequence=8)
     assert SequenceState.from_bytes(state.to_bytes()) == state
+
+
+def test_the_state_of_earlier_versions_still_loads() -> None:
+    """A session state written as plain JSON (as earlier versions of the helper did) goes on."""
+    old = b'{"next":7,"deferred":{"8":43,"9":44},"unconfirmed":[9],"taken":{},"failed":[2],'
+    old += b'"processed":4,"closed":false}'
+    state = SequenceState.from_bytes(old)
+    assert state == SequenceState(
+        next=7, deferred={8: 43, 9: 44}, unconfirmed={9}, failed=[2], processed=4
+    )
+    assert SequenceState.from_bytes(old.decode()) == state  # the SDK may hand back a str
+
+
+def test_a_session_far_out_of_order_fits_in_a_session_state() -> None:
+    """Two paths, one 100,000 messages behind the other: every other number deferred (50,000
+    entries) fits in Service Bus's 256 KB session state, and reads back the same."""
+    deferred = {n: 1_000_000 + i for i, n in enumerate(range(2, 100_002, 2))}
+    taken = {n: 2_000_000 + n for n in range(100_003, 102_003)}
+    state = SequenceState(
+        next=1, deferred=deferred, unconfirmed=set(range(2, 2002, 2)), taken=taken
+    )
+    data = state.to_bytes()
+    assert len(data) <= MAX_STATE_BYTES
+    assert SequenceState.from_bytes(data) == state
+
+
+def test_a_state_beyond_the_limit_is_refused_with_a_clear_error() -> None:
+    rng = random.Random(5)
+    deferred = {n: rng.randrange(1 << 40) for n in rng.sample(range(1 << 40), 80_000)}
+    with pytest.raises(SessionStateTooLarge, match="beyond Service Bus's"):
+        SequenceState(next=1, deferred=deferred).to_bytes()
+
+
+@given(
+    st.dictionaries(st.integers(1, 10**12), st.integers(0, 2**63 - 1), max_size=50),
+    st.sets(st.integers(1, 10**12), max_size=20),
+    st.lists(st.integers(1, 10**12), max_size=10),
+    st.integers(1, 10**12),
+)
+def test_the_compact_state_round_trips(
+    deferred: dict[int, int], unconfirmed: set[int], failed: list[int], next_: int
+) -> None:
+    state = SequenceState(
+        next=next_, deferred=deferred, unconfirmed=unconfirmed, taken=dict(deferred), failed=failed
+    )
+    assert SequenceState.from_bytes(state.to_bytes()) == state
+
+
+def test_a_damaged_compact_state_is_refused() -> None:
+    data = SequenceState(next=3, deferred={5: 9}).to_bytes()
+    with pytest.raises(ValueError, match="not a sequence state"):
+        SequenceState.from_bytes(data[:-3])
+    with pytest.raises(ValueError, match="not a sequence state"):
+        SequenceState.from_bytes(STATE_MAGIC + b"garbage")
