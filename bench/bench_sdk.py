@@ -3,7 +3,8 @@
 Run: .venv/bin/python bench/bench_sdk.py [--messages N] [--rounds R] [--base REV]
      [--receive one|batch] [--properties K]
 
-One node (the current code) runs for the whole run. Each round starts a subscriber process
+One node runs for the whole run (from the working tree, or with ``--node-rev REV`` from a
+worktree of REV, so that unfinished changes to the node neither break nor sway the figures). Each round starts a subscriber process
 (a non-durable subscription, automatic acknowledgement, default flow control) and then a
 publisher process (``stream_publisher``: N messages of 100 bytes, non-persistent, one
 ``publish`` call each, ``K`` string properties per message when asked). Each client process
@@ -25,6 +26,7 @@ compare.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -33,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -163,6 +166,26 @@ def one_round(
     }
 
 
+@contextlib.contextmanager
+def worktree(rev: str, tmp: str) -> Iterator[Path]:
+    """A detached ``git worktree`` of ``rev`` under ``tmp``, removed afterwards."""
+    path = Path(tmp) / f"rev-{rev.replace('/', '_')}"
+    if not path.exists():
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), rev],
+            check=True,
+            capture_output=True,
+        )
+    try:
+        yield path
+    finally:
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)],
+            check=False,
+            capture_output=True,
+        )
+
+
 COLUMNS = (
     ("pub_us", "publisher CPU us/msg"),
     ("sub_us", "subscriber CPU us/msg"),
@@ -183,6 +206,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--base", help="also run the clients from this git revision")
+    parser.add_argument(
+        "--node-rev", help="run the node from this git revision (default: the working tree)"
+    )
     parser.add_argument("--receive", choices=("one", "batch"), default="one")
     parser.add_argument("--properties", type=int, default=0, help="string properties a message")
     parser.add_argument("--role", choices=("pub", "sub"), help=argparse.SUPPRESS)
@@ -210,17 +236,16 @@ def main() -> None:
         f"SDK benchmark: {args.messages:,} non-persistent messages of {len(PAYLOAD)} bytes, "
         f"{args.properties} properties, receive {args.receive}, {args.rounds} rounds"
     )
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         sides: list[tuple[str, Path]] = [("current", ROOT)]
         if args.base:
-            base_root = Path(tmp) / "base"
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base_root), args.base],
-                check=True,
-                capture_output=True,
-            )
-            sides.insert(0, (f"base {args.base}", base_root))
-        node = start_node("SDKBENCH", data_dir=Path(tmp) / "data", log=Path(tmp) / "node.log")
+            sides.insert(0, (f"base {args.base}", stack.enter_context(worktree(args.base, tmp))))
+        env = dict(os.environ)
+        if args.node_rev:
+            env["PYTHONPATH"] = str(stack.enter_context(worktree(args.node_rev, tmp)))
+        node = start_node(
+            "SDKBENCH", data_dir=Path(tmp) / "data", log=Path(tmp) / "node.log", env=env
+        )
         results: dict[str, list[dict[str, float]]] = {side: [] for side, _ in sides}
         try:
             for r in range(args.rounds):
@@ -232,12 +257,6 @@ def main() -> None:
         finally:
             node.proc.terminate()
             node.proc.wait(30)
-            if args.base:
-                subprocess.run(
-                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base_root)],
-                    check=False,
-                    capture_output=True,
-                )
     print(f"medians of {args.rounds} rounds (machine shared: figures are noisy)")
     medians = {
         side: {key: statistics.median(f[key] for f in rows) for key, _ in COLUMNS}

@@ -27,6 +27,7 @@ from qmgr.client.flow import (
     MAX_RESPONSE_BYTES,
     BufferedConsumer,
     DeliveryBuffer,
+    DeliveryStreams,
     open_consumer,
     open_subscription,
 )
@@ -139,7 +140,8 @@ class AsyncSubscription(BufferedConsumer):
         if not await self._wait(timeout):
             return None
         msg = self._buf.take_one()
-        await self._send_control()
+        if self._buf.news:  # a delivery was taken whole: its credit is owed
+            await self._send_control()
         return msg
 
     async def ack(self) -> None:
@@ -208,6 +210,7 @@ class AsyncQueueManagerClient:
         self._channel = open_channel(grpc.aio, address, CHANNEL_OPTIONS, tls_ca, tls_cert, tls_key)
         self._msg: Any = WithMetadata(messaging_pb2_grpc.MessagingStub(self._channel), metadata)
         self._admin: Any = WithMetadata(admin_pb2_grpc.AdminStub(self._channel), metadata)
+        self._deliveries: Any = WithMetadata(DeliveryStreams(self._channel), metadata)
         self._connect_lock = asyncio.Lock()
         self._connection: Any = None
         self._connection_id = ""
@@ -330,7 +333,7 @@ class AsyncQueueManagerClient:
     ) -> AsyncSubscription:
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
         sub = AsyncSubscription(
-            self._msg.Subscribe(),
+            self._deliveries.Subscribe(),
             messaging_pb2.SubscribeControl,
             buffer,
             on_slow_consumer=on_slow_consumer,
@@ -359,7 +362,7 @@ class AsyncQueueManagerClient:
         """A streaming consumer of ``queue`` with the interface of an AsyncSubscription."""
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
         sub = AsyncSubscription(
-            self._msg.Consume(),
+            self._deliveries.Consume(),
             messaging_pb2.ConsumeControl,
             buffer,
             queue=queue,

@@ -1,10 +1,26 @@
-"""Client-side conversion between application shapes and wire messages."""
+"""Client-side conversion between application shapes and wire messages.
+
+Deliveries to consumers are decoded with a view of the wire schema made here (the same field
+numbers and wire types, so the same bytes): a message's property map is seen as its raw map
+entries, which :func:`received` turns into properties through a cache of entries already
+seen. Copies of a publication and messages of one application mostly carry the same entries
+(the topic string, the application's own tags), and a map decoded entry by entry into Python
+costs as much as the rest of the message together; the cache makes a known entry a lookup.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterable, MutableMapping
+from operator import attrgetter
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from qmgr.client.types import MqscRecord, OutgoingMessage, PublishResult, ReceivedMessage
 from qmgr.core.values import Int32, PropertyValue, check_property
 from qmgr.wire import admin_pb2, messages_pb2, messaging_pb2
+
+_PERSISTENT, _NOT_PERSISTENT = messages_pb2.PERSISTENT, messages_pb2.NOT_PERSISTENT
 
 
 def value_to_wire(v: PropertyValue, out: messages_pb2.Value) -> None:
@@ -54,14 +70,24 @@ def outgoing(
     return OutgoingMessage(body, dict(properties or {}), persistent, priority, ttl_ms, correl_id)
 
 
+def properties_to_wire(
+    properties: dict[str, PropertyValue], out: MutableMapping[str, messages_pb2.Value]
+) -> None:
+    """``properties`` into a message's property map, each checked (``ValueError`` if one is
+    not valid); a string, the usual kind, takes the short way."""
+    for k, v in properties.items():
+        if type(v) is str and k:
+            out[k].string_value = v
+        else:
+            value_to_wire(check_property(k, v), out[k])
+
+
 def to_wire(m: OutgoingMessage, out: messages_pb2.Message) -> messages_pb2.Message:
     """``m`` into ``out`` (a new message: fields at their defaults are left unset)."""
     body = m.body
     out.body = body.encode() if isinstance(body, str) else body
     if m.properties:
-        props = out.properties
-        for k, v in m.properties.items():
-            value_to_wire(check_property(k, v), props[k])
+        properties_to_wire(m.properties, out.properties)
     if m.persistent is not None:
         out.persistence = messages_pb2.PERSISTENT if m.persistent else messages_pb2.NOT_PERSISTENT
     out.priority = -1 if m.priority is None else m.priority
@@ -95,6 +121,116 @@ def from_wire(m: messages_pb2.Message, received_at: float = 0.0) -> ReceivedMess
     )
 
 
+def _view_classes() -> dict[str, Any]:
+    """Delivery and Message as seen by a consumer (Message.properties as raw entries), and a
+    map entry on its own, in a pool of their own."""
+    field = descriptor_pb2.FieldDescriptorProto
+    pool = descriptor_pool.DescriptorPool()
+    pool.AddSerializedFile(messages_pb2.DESCRIPTOR.serialized_pb)
+    view = descriptor_pb2.FileDescriptorProto(
+        name="qmgr/client/delivery_view.proto",
+        package="qmgr.client.view",
+        syntax="proto3",
+        dependency=[messages_pb2.DESCRIPTOR.name],
+    )
+    message = view.message_type.add(name="Message")
+    for f in messages_pb2.Message.DESCRIPTOR.fields:
+        if f.name == "properties":
+            message.field.add(
+                name=f.name, number=f.number, type=field.TYPE_BYTES, label=field.LABEL_REPEATED
+            )
+        else:
+            kind = field.TYPE_INT32 if f.type == field.TYPE_ENUM else f.type
+            message.field.add(name=f.name, number=f.number, type=kind)
+    delivery = view.message_type.add(name="Delivery")
+    for f in messaging_pb2.Delivery.DESCRIPTOR.fields:
+        if f.name == "messages":
+            delivery.field.add(
+                name=f.name,
+                number=f.number,
+                type=field.TYPE_MESSAGE,
+                label=field.LABEL_REPEATED,
+                type_name=".qmgr.client.view.Message",
+            )
+        else:
+            delivery.field.add(name=f.name, number=f.number, type=f.type)
+    entry = view.message_type.add(name="Entry")
+    entry.field.add(name="key", number=1, type=field.TYPE_STRING)
+    entry.field.add(name="value", number=2, type=field.TYPE_MESSAGE, type_name=".qmgr.wire.Value")
+    pool.Add(view)
+    classes = message_factory.GetMessageClassesForFiles([view.name], pool)
+    return {name.rsplit(".", 1)[1]: cls for name, cls in classes.items()}
+
+
+_VIEW = _view_classes()
+DeliveryView: Any = _VIEW["Delivery"]  # parses what the node sends as messaging_pb2.Delivery
+_Entry: Any = _VIEW["Entry"]
+_ENTRY_CACHE: dict[bytes, tuple[str, PropertyValue]] = {}
+ENTRY_CACHE_SIZE = 4096  # entries kept (the cache starts again when full)
+ENTRY_CACHE_BYTES = 256  # longer entries are decoded each time
+_fields = attrgetter(
+    "message_id",
+    "body",
+    "properties",
+    "persistence",
+    "priority",
+    "correl_id",
+    "put_time_ms",
+    "backout_count",
+    "topic",
+    "sequence",
+    "expiry_ms",
+    "reply_to_queue",
+)
+
+
+def _entry(raw: bytes) -> tuple[str, PropertyValue]:
+    """A raw property map entry as (name, value), from the cache when it was seen before."""
+    kv = _ENTRY_CACHE.get(raw)
+    if kv is None:
+        entry = _Entry.FromString(raw)
+        kv = (entry.key, value_from_wire(entry.value))
+        if len(raw) <= ENTRY_CACHE_BYTES:
+            if len(_ENTRY_CACHE) >= ENTRY_CACHE_SIZE:
+                _ENTRY_CACHE.clear()
+            _ENTRY_CACHE[raw] = kv
+    return kv
+
+
+def received(messages: Iterable[Any], received_at: float) -> list[ReceivedMessage]:
+    """Messages of a :data:`DeliveryView` as the application sees them."""
+    out: list[ReceivedMessage] = []
+    append = out.append
+    persistent = messages_pb2.PERSISTENT
+    cached = _ENTRY_CACHE.get
+    for mid, body, raw, pers, pri, cid, put, backout, topic, seq, exp, reply in map(
+        _fields, messages
+    ):
+        props: dict[str, PropertyValue] = {}
+        for entry in raw:
+            kv = cached(entry)
+            k, v = kv if kv is not None else _entry(entry)
+            props[k] = v
+        append(
+            ReceivedMessage(
+                mid,
+                body,
+                props,
+                pers == persistent,
+                pri,
+                cid,
+                put,
+                backout,
+                topic,
+                seq,
+                exp,
+                reply,
+                received_at,
+            )
+        )
+    return out
+
+
 def publication(
     topic: str, msg: OutgoingMessage, retain: bool, scope_qmgr: bool, out: messaging_pb2.Publication
 ) -> None:
@@ -104,6 +240,36 @@ def publication(
     if scope_qmgr:
         out.scope_qmgr = True
     to_wire(msg, out.message)
+
+
+def add_publication(
+    publications: Any,
+    topic: str,
+    body: bytes | str | OutgoingMessage,
+    properties: dict[str, PropertyValue] | None,
+    persistent: bool | None,
+    retain: bool,
+) -> None:
+    """Append to ``publications`` (a PublishRequest's) what :func:`publication` makes of
+    ``outgoing(body, properties, persistent)``; nothing when that raises (a property that
+    cannot be carried). A bytes body, the usual case, is filled in directly, without the
+    OutgoingMessage in between."""
+    out = publications.add()
+    try:
+        if type(body) is bytes and not retain:
+            out.topic = topic
+            m = out.message
+            m.body = body
+            if properties:
+                properties_to_wire(properties, m.properties)
+            if persistent is not None:
+                m.persistence = _PERSISTENT if persistent else _NOT_PERSISTENT
+            m.priority = -1
+        else:
+            publication(topic, outgoing(body, properties, persistent), retain, False, out)
+    except BaseException:
+        del publications[-1]
+        raise
 
 
 def publish_result(resp: messaging_pb2.PublishResponse) -> PublishResult:

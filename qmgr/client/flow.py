@@ -23,19 +23,14 @@ DEFAULT_PENDING_BYTES = 64 * 1024 * 1024
 ACK_MODES = ("auto", "explicit")
 
 
-def merge_ack(into: messaging_pb2.Ack, later: messaging_pb2.Ack) -> None:
-    """Fold a later acknowledgement into an earlier one (acknowledgements are cumulative,
-    credit adds up)."""
-    into.acknowledged = max(into.acknowledged, later.acknowledged)
-    into.handed = max(into.handed, later.handed)
-    into.closing = into.closing or later.closing
-    into.credit_messages += later.credit_messages
-    into.credit_bytes += later.credit_bytes
-
-
 class DeliveryBuffer:
     """``ack="auto"``: a message is acknowledged once it has been handed to the application;
-    ``ack="explicit"``: only by :meth:`acknowledge` (everything handed out so far)."""
+    ``ack="explicit"``: only by :meth:`acknowledge` (everything handed out so far).
+
+    Deliveries are kept whole, as converted batches, and handed out by position in the batch
+    at hand: taking a message costs an index step, and the counts the application sees
+    (:attr:`pending_messages`) are derived from two running totals instead of kept per
+    message."""
 
     def __init__(self, max_messages: int, max_bytes: int, ack: str) -> None:
         if ack not in ACK_MODES:
@@ -46,19 +41,26 @@ class DeliveryBuffer:
         self.max_bytes = max_bytes
         self.auto = ack == "auto"
         self._deliveries: deque[tuple[list[ReceivedMessage], int]] = deque()
-        self._current: deque[ReceivedMessage] = deque()
-        self._current_count = 0
+        self._current: list[ReceivedMessage] = []  # the delivery being handed out
+        self._next = 0  # the position in it of the next message to hand out
         self._current_size = 0
-        self.pending_messages = 0  # received, not yet handed to the application
+        self.received = 0  # messages received (cumulative)
         self.pending_bytes = 0
         self.handed = 0  # handed to the application (cumulative)
         self.acknowledged = 0  # acknowledged by the application (explicit mode)
-        self._ack_sent = 0
         self._credit_messages = 0
         self._credit_bytes = 0
         self._force = False
         self.full = False  # the buffer is full: the node has stopped sending
         self.slow_consumer_events = 0
+        # more is owed to the node since the consumer last looked (it clears this): checked
+        # on every message taken, so it is a plain attribute
+        self.news = False
+
+    @property
+    def pending_messages(self) -> int:
+        """Received, not yet handed to the application."""
+        return self.received - self.handed
 
     def limits(self, max_response_bytes: int) -> messaging_pb2.DeliveryLimits:
         return messaging_pb2.DeliveryLimits(
@@ -68,16 +70,28 @@ class DeliveryBuffer:
             reports_handed=True,
         )
 
-    def add(self, delivery: messaging_pb2.Delivery) -> bool:
+    @staticmethod
+    def convert(delivery: Any) -> list[ReceivedMessage]:
+        """A delivery's messages (a ``convert.DeliveryView``, see :class:`DeliveryStreams`) as
+        the application sees them; needs no lock, as the buffer is not touched."""
+        return convert.received(delivery.messages, time.time())
+
+    def add(self, delivery: Any) -> bool:
         """Buffer a delivery; True when this made the buffer full (a slow consumer)."""
-        now = time.time()
-        from_wire = convert.from_wire
-        batch = [from_wire(m, now) for m in delivery.messages]
-        self._deliveries.append((batch, delivery.size))
-        self.pending_messages += len(batch)
-        self.pending_bytes += delivery.size
+        return self.add_converted(self.convert(delivery), delivery.size)
+
+    def add_converted(self, batch: list[ReceivedMessage], size: int) -> bool:
+        """Buffer a delivery's messages (see :meth:`convert`) and its size; True when this made
+        the buffer full (a slow consumer)."""
+        if not batch:  # nothing to hand out: its credit is due at once
+            self._credit_bytes += size
+            self.news = True
+            return False
+        self._deliveries.append((batch, size))
+        self.received += len(batch)
+        self.pending_bytes += size
         if self.full or (
-            self.pending_messages < self.max_messages and self.pending_bytes < self.max_bytes
+            self.received - self.handed < self.max_messages and self.pending_bytes < self.max_bytes
         ):
             return False
         self.full = True
@@ -85,64 +99,67 @@ class DeliveryBuffer:
         return True
 
     def ready(self) -> bool:
-        return bool(self._current or self._deliveries)
-
-    def _next_delivery(self) -> None:
-        batch, size = self._deliveries.popleft()
-        self._current.extend(batch)
-        self._current_count = len(batch)
-        self._current_size = size
+        return self._next < len(self._current) or bool(self._deliveries)
 
     def _delivery_taken(self) -> None:
-        self._credit_messages += self._current_count
+        """The delivery at hand has been handed out whole: its credit is due."""
+        self._credit_messages += len(self._current)
         self._credit_bytes += self._current_size
         self.pending_bytes -= self._current_size
-        self._current_count = self._current_size = 0
+        self._current = []
+        self._next = self._current_size = 0
         self.full = False
+        self.news = True
 
     def take_one(self) -> ReceivedMessage | None:
-        if not self._current:
+        current, i = self._current, self._next
+        if i >= len(current):
             if not self._deliveries:
                 return None
-            self._next_delivery()
-        msg = self._current.popleft()
+            current, self._current_size = self._deliveries.popleft()
+            self._current, i = current, 0
+        msg = current[i]
         self.handed += 1
-        self.pending_messages -= 1
-        if not self._current:
+        if i + 1 < len(current):
+            self._next = i + 1
+        else:
             self._delivery_taken()
         return msg
 
     def take_all(self) -> list[ReceivedMessage]:
-        out = list(self._current)
-        self._current.clear()
-        if out:
+        out = self._current[self._next :]
+        if self._current:
             self._delivery_taken()
         while self._deliveries:
-            self._next_delivery()
-            out.extend(self._current)
-            self._current.clear()
+            self._current, self._current_size = self._deliveries.popleft()
+            out += self._current
             self._delivery_taken()
         self.handed += len(out)
-        self.pending_messages -= len(out)
         return out
 
     def acknowledge(self) -> None:
         """Acknowledge everything handed to the application so far."""
         self.acknowledged = self.handed
         self._force = True
+        self.news = True
 
-    def credit_is_due(self, ack: messaging_pb2.Ack) -> bool:
-        """Whether ``ack`` returns enough credit (a quarter of the buffer) to send it now."""
+    def credit_due(self) -> bool:
+        """Whether the credit owed returns enough (a quarter of the buffer) to send it now."""
         return (
-            ack.credit_messages * 4 >= self.max_messages or ack.credit_bytes * 4 >= self.max_bytes
+            self._credit_messages * 4 >= self.max_messages
+            or self._credit_bytes * 4 >= self.max_bytes
         )
+
+    def control_due(self) -> bool:
+        """Whether :meth:`control` has something to send."""
+        return bool(self._credit_messages or self._credit_bytes or self._force)
 
     def control(self, *, final: bool = False) -> messaging_pb2.Ack | None:
         """The acknowledgement and credit to send now, if any: after a whole delivery was
         taken, after :meth:`acknowledge`, and (``final``) when closing: that one says so, as
         the node then knows exactly what was handed to the application."""
         through = self.handed if self.auto else self.acknowledged
-        if not (self._credit_messages or self._force or final):
+        if not (final or self.control_due()):
             return None
         ack = messaging_pb2.Ack(
             acknowledged=through,
@@ -151,9 +168,8 @@ class DeliveryBuffer:
             credit_messages=self._credit_messages,
             credit_bytes=self._credit_bytes,
         )
-        self._ack_sent = through
         self._credit_messages = self._credit_bytes = 0
-        self._force = False
+        self._force = self.news = False
         return ack
 
 
@@ -196,3 +212,22 @@ def open_consumer(
         queue=queue, max_batch=max_batch, limits=buffer.limits(MAX_RESPONSE_BYTES)
     )
     return messaging_pb2.ConsumeControl(open=request)
+
+
+class DeliveryStreams:
+    """The Subscribe and Consume methods of ``channel`` (blocking or asyncio) with deliveries
+    decoded as ``convert.DeliveryView``: the same bytes as ``messaging_pb2.Delivery``, read the
+    way :meth:`DeliveryBuffer.convert` takes them."""
+
+    def __init__(self, channel: Any) -> None:
+        service = messaging_pb2.DESCRIPTOR.services_by_name["Messaging"].full_name
+        self.Subscribe = channel.stream_stream(
+            f"/{service}/Subscribe",
+            request_serializer=messaging_pb2.SubscribeControl.SerializeToString,
+            response_deserializer=convert.DeliveryView.FromString,
+        )
+        self.Consume = channel.stream_stream(
+            f"/{service}/Consume",
+            request_serializer=messaging_pb2.ConsumeControl.SerializeToString,
+            response_deserializer=convert.DeliveryView.FromString,
+        )

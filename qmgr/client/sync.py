@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import queue as _queue
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,7 +29,7 @@ from qmgr.client.flow import (
     MAX_RESPONSE_BYTES,
     BufferedConsumer,
     DeliveryBuffer,
-    merge_ack,
+    DeliveryStreams,
     open_consumer,
     open_subscription,
 )
@@ -47,7 +46,6 @@ CHANNEL_OPTIONS = [
 SlowConsumerCallback = Callable[[Any], None]
 AckCallback = Callable[[int, int], None]  # (batch id, publications accepted in it)
 ACK_DELAY = 0.02  # seconds an acknowledgement may wait to be merged with the next ones
-_NEXT: Any = object()
 
 
 class Subscription(BufferedConsumer):
@@ -60,7 +58,13 @@ class Subscription(BufferedConsumer):
     :meth:`ack`. Closing acknowledges only that: everything else goes back on the queue on the
     node (backout count raised). Closing a non-durable subscription removes it. When the buffer
     is full the node stops sending: :attr:`slow_consumer` is true and ``on_slow_consumer`` (if
-    given) is called from the reader thread; nothing is dropped."""
+    given) is called from the reader thread; nothing is dropped.
+
+    Three threads share one lock: the application's, the reader (converts each delivery before
+    taking the lock, then buffers it whole) and the control stream's, which sends what the
+    buffer owes the node. The application's thread only tells the control stream that
+    something is owed (once, or again when it became urgent), so taking a message wakes no
+    other thread."""
 
     def __init__(
         self,
@@ -74,16 +78,18 @@ class Subscription(BufferedConsumer):
         on_slow_consumer: SlowConsumerCallback | None = None,
         open_timeout: float = 30.0,
     ) -> None:
-        self._controls: _queue.Queue[Any] = _queue.Queue()
         self._control_type = control_type
         self._buf = buffer
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # something to take, or the end
+        self._owed = threading.Condition(self._lock)  # something for the control stream
+        self._signalled = False  # the control stream was told something is owed
+        self._ending: str | None = None  # "final": send the final report and end; "abort": end
         self._ended = False
         self._closed = False
         self._error: BaseException | None = None
         self._on_slow = on_slow_consumer
-        self._controls.put(opening)
-        self._call = method(self._control_stream())
+        self._call = method(self._control_stream(opening))
         self.name = self.sub_id = ""
         self.queue = queue
         if named:  # the node answers with the subscription, within open_timeout
@@ -92,7 +98,7 @@ class Subscription(BufferedConsumer):
             try:
                 first = next(self._call)
             except grpc.RpcError as exc:
-                self._controls.put(None)
+                self._end_controls("abort")
                 if exc.code() == grpc.StatusCode.CANCELLED:
                     raise ConnectionFailed(
                         2009, "MQRC_CONNECTION_BROKEN", f"no answer in {open_timeout} s"
@@ -106,57 +112,63 @@ class Subscription(BufferedConsumer):
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
-    def _control_stream(self) -> Iterator[Any]:
-        """The messages to the node: the opening one, then acknowledgements, those made within
-        ACK_DELAY of each other merged into one (sent at once when it returns a quarter of the
-        buffer's credit); ends at None."""
-        controls = self._controls
-        item = controls.get()
-        while item is not None:
-            if not item.HasField("ack"):
-                yield item
-                item = controls.get()
-                continue
-            merged = item.ack
-            deadline = time.monotonic() + ACK_DELAY
-            item = _NEXT  # nothing taken that is still to be handled
-            while not self._buf.credit_is_due(merged):
-                remaining = deadline - time.monotonic()
-                try:
-                    item = (
-                        controls.get(timeout=remaining) if remaining > 0 else controls.get_nowait()
+    def _control_stream(self, opening: Any) -> Iterator[Any]:
+        """The messages to the node: the opening one, then acknowledgements and credit. What is
+        owed within ACK_DELAY of the first is sent as one (at once when it returns a quarter
+        of the buffer's credit); when closing, the final report, then the end."""
+        yield opening
+        buf = self._buf
+        while True:
+            with self._lock:
+                self._owed.wait_for(lambda: self._signalled or self._ending is not None)
+                if self._ending is None:
+                    self._owed.wait_for(
+                        lambda: self._ending is not None or buf.credit_due(), ACK_DELAY
                     )
-                except _queue.Empty:
-                    item = _NEXT
-                    break
-                if item is None or not item.HasField("ack"):
-                    break
-                merge_ack(merged, item.ack)
-                item = _NEXT
-            yield self._control_type(ack=merged)
-            if item is _NEXT:
-                item = controls.get()
+                if self._ending == "abort":
+                    return
+                final = self._ending is not None
+                ack = buf.control(final=final)
+                self._signalled = False
+            if ack is not None:
+                yield self._control_type(ack=ack)
+            if final:
+                return
+
+    def _poke(self) -> None:
+        """Tell the control stream (holding the lock) that the buffer owes the node something:
+        once, and again when it is due at once."""
+        self._buf.news = False
+        if not self._signalled:
+            self._signalled = True
+            self._owed.notify()
+        elif self._buf.credit_due():
+            self._owed.notify()
+
+    def _end_controls(self, how: str) -> None:
+        with self._lock:
+            self._ending = how
+            self._owed.notify()
 
     def _read(self) -> None:
+        convert_delivery = self._buf.convert
         try:
             for delivery in self._call:
-                with self._cond:
-                    slow = self._buf.add(delivery)
-                    self._cond.notify_all()
+                batch = convert_delivery(delivery)
+                with self._lock:
+                    slow = self._buf.add_converted(batch, delivery.size)
+                    if self._buf.news:
+                        self._poke()
+                    self._arrived.notify_all()
                 if slow and self._on_slow is not None:
                     self._on_slow(self)
         except grpc.RpcError as exc:
             if exc.code() != grpc.StatusCode.CANCELLED:
                 self._error = from_rpc_error(exc)
         finally:
-            with self._cond:
+            with self._lock:
                 self._ended = True
-                self._cond.notify_all()
-
-    def _send_control(self, *, final: bool = False) -> None:
-        ack = self._buf.control(final=final)
-        if ack is not None:
-            self._controls.put(self._control_type(ack=ack))
+                self._arrived.notify_all()
 
     def _wait(self, timeout: float | None) -> bool:
         """Wait (holding the lock) until something is buffered; False on time-out or end,
@@ -164,7 +176,7 @@ class Subscription(BufferedConsumer):
         if self._closed:  # what was not handed out went back to the queue
             return False
         if not self._buf.ready():
-            self._cond.wait_for(lambda: self._buf.ready() or self._ended, timeout)
+            self._arrived.wait_for(lambda: self._buf.ready() or self._ended, timeout)
         if self._buf.ready():
             return True
         error, self._error = self._error, None
@@ -175,31 +187,36 @@ class Subscription(BufferedConsumer):
     def receive_batch(self, timeout: float | None = None) -> list[ReceivedMessage]:
         """Every message already received (at least one, waiting up to ``timeout``); an empty
         list on time-out or when closed."""
-        with self._cond:
+        with self._lock:
             if not self._wait(timeout):
                 return []
             out = self._buf.take_all()
-            self._send_control()
+            if self._buf.news:
+                self._poke()
         return out
 
     def receive(self, timeout: float | None = None) -> ReceivedMessage | None:
         """The next message, or None after ``timeout`` seconds (or when closed)."""
-        with self._cond:
-            if not self._wait(timeout):
-                return None
-            msg = self._buf.take_one()
-            self._send_control()
+        buf = self._buf
+        with self._lock:
+            msg = None if self._closed else buf.take_one()
+            if msg is None:
+                if not self._wait(timeout):
+                    return None
+                msg = buf.take_one()
+            if buf.news:
+                self._poke()
         return msg
 
     def ack(self) -> None:
         """Acknowledge every message handed to the application so far. Raises
         MQRC_HCONN_ERROR once closed, MQRC_CONNECTION_BROKEN once the stream has ended (the
         messages not acknowledged before went back on the queue)."""
-        with self._cond:
+        with self._lock:
             if self._closed or self._ended:
                 raise acknowledged_too_late(self._closed)
             self._buf.acknowledge()
-            self._send_control()
+            self._poke()
 
     def __iter__(self) -> Iterator[ReceivedMessage]:
         while True:
@@ -213,10 +230,9 @@ class Subscription(BufferedConsumer):
         wait for the node to put everything else back on the queue."""
         if self._closed:
             return
-        self._closed = True
-        with self._cond:
-            self._send_control(final=True)
-        self._controls.put(None)
+        with self._lock:
+            self._closed = True
+        self._end_controls("final")
         self._reader.join(timeout=timeout)
         self._call.cancel()
         self._reader.join(timeout=5)
@@ -250,11 +266,12 @@ class StreamPublisher:
         self._on_ack = on_ack
         self._timeout = timeout  # the longest wait for an acknowledgement before giving up
         self._acks = 0
-        self._requests: _queue.Queue[messaging_pb2.PublishRequest | None] = _queue.Queue()
+        self._requests: _queue.SimpleQueue[messaging_pb2.PublishRequest | None] = (
+            _queue.SimpleQueue()
+        )
         self._window = window
-        self._slots = threading.Semaphore(window)
         self._next_id = 1  # the id the pending batch will be sent with
-        self._pending = messaging_pb2.PublishRequest()
+        self._new_batch()
         self._outstanding = 0
         self._done = threading.Condition()
         self.accepted = 0
@@ -286,8 +303,10 @@ class StreamPublisher:
                         self._error = publish_error(resp, self.accepted)
                     self._outstanding -= 1
                     self._acks += 1
-                    self._done.notify_all()
-                self._slots.release()
+                    # a publisher waiting for a window slot is woken once half the window is
+                    # free, not at each acknowledgement (one wake-up per several batches)
+                    if self._outstanding <= self._window // 2 or self._error is not None:
+                        self._done.notify_all()
         except grpc.RpcError as exc:
             with self._done:
                 self._error = self._error or from_rpc_error(exc)
@@ -298,9 +317,7 @@ class StreamPublisher:
                         2009, "MQRC_CONNECTION_BROKEN", "the publish stream ended early"
                     )
                 self._outstanding = 0
-                self._done.notify_all()
-            for _ in range(self._window):  # wake a publisher waiting for a window slot
-                self._slots.release()
+                self._done.notify_all()  # wakes a publisher waiting for a window slot
 
     def publish(
         self,
@@ -311,9 +328,11 @@ class StreamPublisher:
         persistent: bool | None = None,
         retain: bool = False,
     ) -> None:
-        msg = convert.outgoing(body, properties, persistent)
-        convert.publication(topic, msg, retain, False, self._pending.publications.add())
-        if len(self._pending.publications) >= self._batch_size:
+        """Add a publication to the pending batch (sent once it holds ``batch_size``). Raises
+        ``ValueError`` for a property that cannot be carried, leaving the batch as it was."""
+        convert.add_publication(self._publications, topic, body, properties, persistent, retain)
+        self._count += 1
+        if self._count >= self._batch_size:
             self._send()
 
     @property
@@ -321,22 +340,31 @@ class StreamPublisher:
         """The id the batch being filled will be sent with (see ``on_ack``)."""
         return self._next_id
 
+    def _new_batch(self) -> None:
+        self._pending = messaging_pb2.PublishRequest()
+        self._publications = self._pending.publications
+        self._count = 0
+
     def _send(self) -> None:
-        if not self._pending.publications:
+        if not self._count:
             return
+        with self._done:
+            free = self._slot_free() or self._done.wait_for(self._slot_free, self._timeout)
+            if free and self._error is None:
+                self._outstanding += 1
         if self._error is not None:
             raise self._error
-        if not self._slots.acquire(timeout=self._timeout):
+        if not free:
             self._unanswered()
-        if self._error is not None:
-            self._slots.release()
-            raise self._error
         self._pending.batch_id = self._next_id
         self._next_id += 1
-        with self._done:
-            self._outstanding += 1
         self._requests.put(self._pending)
-        self._pending = messaging_pb2.PublishRequest()
+        self._new_batch()
+
+    def _slot_free(self) -> bool:
+        """Whether a batch may be sent: fewer than ``window`` await acknowledgement (or the
+        stream has failed)."""
+        return self._outstanding < self._window or self._error is not None
 
     def _unanswered(self) -> None:
         """The node acknowledged nothing for the timeout: end the stream with an error."""
@@ -400,6 +428,7 @@ class QueueManagerClient:
         self._channel = open_channel(grpc, address, CHANNEL_OPTIONS, tls_ca, tls_cert, tls_key)
         self._msg: Any = WithMetadata(messaging_pb2_grpc.MessagingStub(self._channel), metadata)
         self._admin: Any = WithMetadata(admin_pb2_grpc.AdminStub(self._channel), metadata)
+        self._deliveries: Any = WithMetadata(DeliveryStreams(self._channel), metadata)
         self._connect_lock = threading.Lock()
         self._connection: Any = None
         self._connection_id = ""
@@ -561,7 +590,7 @@ class QueueManagerClient:
         """A streaming consumer of ``queue`` with the interface of a :class:`Subscription`."""
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
         return Subscription(
-            self._msg.Consume,
+            self._deliveries.Consume,
             open_consumer(queue, max_batch, buffer),
             messaging_pb2.ConsumeControl,
             buffer,
@@ -645,7 +674,7 @@ class QueueManagerClient:
             wildcard_char=wildcard_char,
         )
         return Subscription(
-            self._msg.Subscribe,
+            self._deliveries.Subscribe,
             opening,
             messaging_pb2.SubscribeControl,
             buffer,

@@ -1,0 +1,153 @@
+"""The SDK's conversions: publications filled in directly must encode exactly as the general
+path does, and deliveries read through the consumer's view of the schema must give the same
+messages as the generated classes do."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from qmgr.client import convert
+from qmgr.client.types import Int32, OutgoingMessage
+from qmgr.core.values import INT64_MAX, INT64_MIN, PropertyValue
+from qmgr.wire import messages_pb2, messaging_pb2
+
+property_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(INT64_MIN, INT64_MAX),
+    st.integers(-(2**31), 2**31 - 1).map(Int32),
+    st.floats(allow_nan=False),
+    st.binary(max_size=40),
+    st.text(max_size=40),
+)
+properties = st.dictionaries(st.text(min_size=1, max_size=12), property_values, max_size=4)
+
+
+Body = bytes | str | OutgoingMessage
+Props = dict[str, PropertyValue] | None
+
+
+def general(topic: str, body: Body, props: Props, persistent: bool | None, retain: bool) -> bytes:
+    out = messaging_pb2.Publication()
+    convert.publication(topic, convert.outgoing(body, props, persistent), retain, False, out)
+    return out.SerializeToString(deterministic=True)
+
+
+def direct(topic: str, body: Body, props: Props, persistent: bool | None, retain: bool) -> bytes:
+    request = messaging_pb2.PublishRequest()
+    convert.add_publication(request.publications, topic, body, props, persistent, retain)
+    assert len(request.publications) == 1
+    return request.publications[0].SerializeToString(deterministic=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    topic=st.text(min_size=1, max_size=20),
+    body=st.one_of(st.binary(max_size=50), st.text(max_size=20)),
+    props=st.one_of(st.none(), properties),
+    persistent=st.one_of(st.none(), st.booleans()),
+    retain=st.booleans(),
+)
+def test_a_publication_filled_in_directly_encodes_as_the_general_path(
+    topic: str, body: bytes | str, props: Props, persistent: bool | None, retain: bool
+) -> None:
+    assert direct(topic, body, props, persistent, retain) == general(
+        topic, body, props, persistent, retain
+    )
+
+
+def test_an_outgoing_message_keeps_its_own_fields() -> None:
+    msg = OutgoingMessage(b"b", {"k": 1}, True, 7, 500, b"c", "ab" * 24, "REPLY.Q")
+    assert direct("t", msg, None, None, False) == general("t", msg, None, None, False)
+
+
+@pytest.mark.parametrize("bad", [{"": "x"}, {"k": 2**70}, {"k": object()}])
+def test_a_property_that_cannot_be_carried_leaves_the_batch_as_it_was(
+    bad: dict[str, PropertyValue],
+) -> None:
+    request = messaging_pb2.PublishRequest()
+    convert.add_publication(request.publications, "t", b"first", None, None, False)
+    before = request.SerializeToString()
+    with pytest.raises(ValueError):
+        convert.add_publication(request.publications, "t", b"second", bad, False, False)
+    assert request.SerializeToString() == before
+
+
+def wire_message(props: dict[str, PropertyValue], **fields: object) -> messages_pb2.Message:
+    m = messages_pb2.Message(**fields)  # type: ignore[arg-type]
+    for k, v in props.items():
+        convert.value_to_wire(v, m.properties[k])
+    return m
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    messages=st.lists(
+        st.tuples(
+            properties,
+            st.binary(max_size=30),
+            st.sampled_from([0, messages_pb2.PERSISTENT, messages_pb2.NOT_PERSISTENT]),
+            st.integers(-1, 9),
+            st.integers(0, 2**40),
+            st.text(max_size=10),
+        ),
+        max_size=5,
+    )
+)
+def test_a_delivery_read_through_the_view_gives_the_same_messages(
+    messages: list[tuple[dict[str, PropertyValue], bytes, int, int, int, str]],
+) -> None:
+    delivery = messaging_pb2.Delivery(subscription="S", sub_id="ID", queue="Q", size=10)
+    for i, (props, body, persistence, priority, number, text) in enumerate(messages):
+        delivery.messages.append(
+            wire_message(
+                props,
+                message_id=f"{i:048x}",
+                body=body,
+                persistence=persistence,
+                priority=priority,
+                correl_id=body[:24],
+                put_time_ms=number,
+                backout_count=i,
+                topic=text,
+                sequence=number + 1,
+                expiry_ms=number // 2,
+                reply_to_queue=text,
+            )
+        )
+    view = convert.DeliveryView.FromString(delivery.SerializeToString())
+    assert (view.subscription, view.sub_id, view.queue, view.size) == ("S", "ID", "Q", 10)
+    expected = [convert.from_wire(m, 12.5) for m in delivery.messages]
+    got = convert.received(view.messages, 12.5)
+    assert got == expected
+    for g, e in zip(got, expected, strict=True):  # Int32 stays Int32, bool stays bool
+        assert [type(v) for v in g.properties.values()] == [
+            type(e.properties[k]) for k in g.properties
+        ]
+
+
+def test_property_entries_are_cached_up_to_a_size() -> None:
+    small = wire_message({"MQTopicString": "a/b"})
+    large = wire_message({"big": "x" * (convert.ENTRY_CACHE_BYTES + 1)})
+    delivery = messaging_pb2.Delivery(messages=[small, small, large])
+    view = convert.DeliveryView.FromString(delivery.SerializeToString())
+    first = convert.received(view.messages, 0.0)
+    assert [m.properties for m in first] == [
+        {"MQTopicString": "a/b"},
+        {"MQTopicString": "a/b"},
+        {"big": "x" * (convert.ENTRY_CACHE_BYTES + 1)},
+    ]
+    first[0].properties["changed"] = 1  # each message has a dict of its own
+    assert convert.received(view.messages, 0.0)[1].properties == {"MQTopicString": "a/b"}
+    assert all(len(raw) <= convert.ENTRY_CACHE_BYTES for raw in convert._ENTRY_CACHE)
+
+
+def test_the_entry_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(convert, "ENTRY_CACHE_SIZE", 8)
+    for i in range(50):
+        delivery = messaging_pb2.Delivery(messages=[wire_message({"n": i})])
+        view = convert.DeliveryView.FromString(delivery.SerializeToString())
+        assert convert.received(view.messages, 0.0)[0].properties == {"n": i}
+        assert len(convert._ENTRY_CACHE) <= 8

@@ -1,0 +1,103 @@
+"""The consumer's delivery buffer alone: messages handed out in order across deliveries, the
+counts the application sees, and the acknowledgements and credit owed to the node."""
+
+from __future__ import annotations
+
+import pytest
+
+from qmgr.client import convert
+from qmgr.client.flow import DeliveryBuffer
+from qmgr.wire import messages_pb2, messaging_pb2
+
+
+def delivery(first: int, count: int, size: int | None = None) -> object:
+    wire = messaging_pb2.Delivery(size=size if size is not None else 10 * count)
+    for i in range(first, first + count):
+        wire.messages.append(messages_pb2.Message(body=str(i).encode(), sequence=i))
+    return convert.DeliveryView.FromString(wire.SerializeToString())
+
+
+def bodies(msgs: list[convert.ReceivedMessage]) -> list[int]:
+    return [int(m.body) for m in msgs]
+
+
+def test_messages_come_out_in_order_across_deliveries() -> None:
+    buf = DeliveryBuffer(100, 10_000, "auto")
+    buf.add(delivery(1, 3))
+    buf.add(delivery(4, 2))
+    assert buf.pending_messages == 5 and buf.pending_bytes == 50
+    got = [buf.take_one(), buf.take_one()]
+    assert bodies(got) == [1, 2]  # type: ignore[arg-type]
+    assert buf.pending_messages == 3 and buf.handed == 2
+    assert bodies(buf.take_all()) == [3, 4, 5]
+    assert buf.take_one() is None and buf.take_all() == [] and not buf.ready()
+    assert buf.pending_messages == 0 and buf.pending_bytes == 0 and buf.handed == 5
+
+
+def test_credit_is_owed_once_a_delivery_is_taken_whole() -> None:
+    buf = DeliveryBuffer(100, 10_000, "auto")
+    buf.add(delivery(1, 2, size=70))
+    buf.take_one()
+    assert not buf.news and buf.control() is None  # half a delivery returns no credit
+    buf.take_one()
+    assert buf.news
+    ack = buf.control()
+    assert ack is not None
+    assert (ack.acknowledged, ack.handed, ack.credit_messages, ack.credit_bytes) == (2, 2, 2, 70)
+    assert not ack.closing and buf.control() is None
+
+
+def test_explicit_acknowledgement_covers_what_was_handed_out() -> None:
+    buf = DeliveryBuffer(100, 10_000, "explicit")
+    buf.add(delivery(1, 3))
+    buf.take_one()
+    buf.news = False
+    buf.acknowledge()
+    assert buf.news
+    ack = buf.control()
+    assert ack is not None and (ack.acknowledged, ack.handed, ack.credit_messages) == (1, 1, 0)
+    buf.take_all()
+    ack = buf.control(final=True)
+    assert ack is not None
+    assert (ack.acknowledged, ack.handed, ack.credit_messages, ack.closing) == (1, 3, 3, True)
+
+
+def test_credit_is_due_at_once_from_a_quarter_of_the_buffer() -> None:
+    buf = DeliveryBuffer(8, 10_000, "auto")
+    buf.add(delivery(1, 1))
+    buf.take_all()
+    assert not buf.credit_due()
+    buf.add(delivery(2, 1))
+    buf.take_all()
+    assert buf.credit_due()
+    by_bytes = DeliveryBuffer(1000, 100, "auto")
+    by_bytes.add(delivery(1, 1, size=25))
+    by_bytes.take_one()
+    assert by_bytes.credit_due()
+
+
+def test_a_full_buffer_is_a_slow_consumer_event_once_until_taken() -> None:
+    buf = DeliveryBuffer(4, 10_000, "auto")
+    assert not buf.add(delivery(1, 3))
+    assert buf.add(delivery(4, 2)) and buf.full
+    assert not buf.add(delivery(6, 1))  # still the same event
+    assert buf.slow_consumer_events == 1
+    buf.take_one()
+    buf.take_one()
+    buf.take_one()
+    assert not buf.full
+    assert buf.add(delivery(7, 5)) and buf.slow_consumer_events == 2
+
+
+def test_an_empty_delivery_returns_its_bytes_at_once() -> None:
+    buf = DeliveryBuffer(100, 10_000, "auto")
+    assert not buf.add(delivery(1, 0, size=30))
+    assert not buf.ready() and buf.news
+    ack = buf.control()
+    assert ack is not None and (ack.credit_messages, ack.credit_bytes) == (0, 30)
+
+
+@pytest.mark.parametrize("ack", ["", "manual"])
+def test_an_unknown_ack_mode_is_refused(ack: str) -> None:
+    with pytest.raises(ValueError, match="ack must be one of"):
+        DeliveryBuffer(10, 10, ack)
