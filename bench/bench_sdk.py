@@ -1,17 +1,19 @@
 """The Python SDK's own CPU per message: a publisher process and a subscriber process on one node.
 
 Run: .venv/bin/python bench/bench_sdk.py [--messages N] [--rounds R] [--base REV]
-     [--receive one|batch] [--properties K]
+     [--node-rev REV] [--receive one|batch] [--properties K] [--batch-size B]
 
 One node runs for the whole run (from the working tree, or with ``--node-rev REV`` from a
-worktree of REV, so that unfinished changes to the node neither break nor sway the figures). Each round starts a subscriber process
-(a non-durable subscription, automatic acknowledgement, default flow control) and then a
-publisher process (``stream_publisher``: N messages of 100 bytes, non-persistent, one
-``publish`` call each, ``K`` string properties per message when asked). Each client process
-reports its own CPU time (user + system of all its threads, ``getrusage(RUSAGE_SELF)``) from
-just before its first message to just after its last, so imports and connecting are left out;
-the node's CPU comes from /proc over the same span. The rate is N over the time from the
-publisher's first ``publish`` to the subscriber's last message.
+worktree of REV, so that unfinished changes to the node neither break nor sway the figures).
+Each round starts a subscriber process (a non-durable subscription, automatic
+acknowledgement, default flow control) and then a publisher process (``stream_publisher``
+with batches of ``--batch-size``, 100 by default: N messages of 100 bytes, non-persistent,
+one ``publish`` call each, ``K`` string properties per message when asked). Each client
+process reports its own CPU time (user + system of all its threads,
+``getrusage(RUSAGE_SELF)``) from just before its first message to just after its last, so
+imports and connecting are left out; the node's CPU comes from /proc over the same span. The
+rate is N over the time from the publisher's first ``publish`` to the subscriber's last
+message.
 
 ``--receive one`` takes each message with ``receive()`` (iterating the subscription),
 ``--receive batch`` with ``receive_batch()``.
@@ -94,11 +96,11 @@ def run_subscriber(address: str, n: int, receive: str) -> None:
     _report(got=got, cpu=cpu, first=first, last=last)
 
 
-def run_publisher(address: str, n: int, properties: int) -> None:
+def run_publisher(address: str, n: int, properties: int, batch_size: int) -> None:
     from qmgr.client import QueueManagerClient
 
     client = QueueManagerClient(address, timeout=120)
-    pub = client.stream_publisher(batch_size=100, window=16)
+    pub = client.stream_publisher(batch_size=batch_size, window=16)
     props: dict[str, PropertyValue] | None = {f"k{i}": f"value{i}" for i in range(properties)}
     props = props or None
     publish = pub.publish
@@ -128,6 +130,8 @@ def _child(root: Path, role: str, address: str, args: argparse.Namespace) -> sub
         args.receive,
         "--properties",
         str(args.properties),
+        "--batch-size",
+        str(args.batch_size),
     ]
     return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=root)
 
@@ -211,12 +215,15 @@ def main() -> None:
     )
     parser.add_argument("--receive", choices=("one", "batch"), default="one")
     parser.add_argument("--properties", type=int, default=0, help="string properties a message")
+    parser.add_argument("--batch-size", type=int, default=100, help="publications a batch")
     parser.add_argument("--role", choices=("pub", "sub"), help=argparse.SUPPRESS)
     parser.add_argument("--root", help=argparse.SUPPRESS)
     parser.add_argument("--address", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.messages < 1 or args.rounds < 1 or args.properties < 0:
-        parser.error("--messages and --rounds must be positive, --properties not negative")
+    if min(args.messages, args.rounds, args.batch_size) < 1 or args.properties < 0:
+        parser.error(
+            "--messages, --rounds and --batch-size must be positive, --properties not negative"
+        )
     if args.role:  # a client process: the SDK of --root
         sys.path.insert(0, args.root)
         import qmgr
@@ -226,7 +233,7 @@ def main() -> None:
         if args.role == "sub":
             run_subscriber(args.address, args.messages, args.receive)
         else:
-            run_publisher(args.address, args.messages, args.properties)
+            run_publisher(args.address, args.messages, args.properties, args.batch_size)
         return
 
     sys.path.insert(0, str(ROOT))
@@ -234,7 +241,8 @@ def main() -> None:
 
     print(
         f"SDK benchmark: {args.messages:,} non-persistent messages of {len(PAYLOAD)} bytes, "
-        f"{args.properties} properties, receive {args.receive}, {args.rounds} rounds"
+        f"{args.properties} properties, batches of {args.batch_size}, receive {args.receive}, "
+        f"{args.rounds} rounds"
     )
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         sides: list[tuple[str, Path]] = [("current", ROOT)]

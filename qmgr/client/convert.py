@@ -198,19 +198,26 @@ def _entry(raw: bytes) -> tuple[str, PropertyValue]:
 
 
 def received(messages: Iterable[Any], received_at: float) -> list[ReceivedMessage]:
-    """Messages of a :data:`DeliveryView` as the application sees them."""
+    """Messages of a :data:`DeliveryView` as the application sees them. A message whose raw
+    property entries are those of the one before gets a copy of its properties."""
     out: list[ReceivedMessage] = []
     append = out.append
     persistent = messages_pb2.PERSISTENT
     cached = _ENTRY_CACHE.get
+    last_raw: Any = ()
+    last: dict[str, PropertyValue] = {}
     for mid, body, raw, pers, pri, cid, put, backout, topic, seq, exp, reply in map(
         _fields, messages
     ):
-        props: dict[str, PropertyValue] = {}
-        for entry in raw:
-            kv = cached(entry)
-            k, v = kv if kv is not None else _entry(entry)
-            props[k] = v
+        if raw == last_raw:
+            props = last.copy()
+        else:
+            props = {}
+            for entry in raw:
+                kv = cached(entry)
+                k, v = kv if kv is not None else _entry(entry)
+                props[k] = v
+            last_raw, last = raw, props.copy()
         append(
             ReceivedMessage(
                 mid,

@@ -140,7 +140,8 @@ def test_property_entries_are_cached_up_to_a_size() -> None:
         {"big": "x" * (convert.ENTRY_CACHE_BYTES + 1)},
     ]
     first[0].properties["changed"] = 1  # each message has a dict of its own
-    assert convert.received(view.messages, 0.0)[1].properties == {"MQTopicString": "a/b"}
+    assert first[1].properties == {"MQTopicString": "a/b"}
+    assert convert.received(view.messages, 0.0)[0].properties == {"MQTopicString": "a/b"}
     assert all(len(raw) <= convert.ENTRY_CACHE_BYTES for raw in convert._ENTRY_CACHE)
 
 
