@@ -1,25 +1,26 @@
-"""What the SQLite store costs per persistent message, the JSON header rows had before against
-the binary one, in one run.
+"""What the SQLite store costs per persistent message, as it was (JSON headers, every change
+written) against as it is, in one run.
 
 Run: .venv/bin/python bench/bench_store.py [--messages N] [--batch B] [--rounds R] [--fsync]
 
 Each measurement drives a real SqliteStore on a fresh file through what a node does for a
 stream of persistent publications: per batch of B publications, ``message_added`` for every
-copy (one per subscriber queue), one group commit, then ``message_removed`` for every copy as it
-is delivered and one more commit. Properties are a small typical set (a string, an int32, a
-64-bit int, a float) shared by a publication's copies; bodies are 100 bytes.
+copy (one per subscriber queue) and ``message_removed`` for every copy as it is delivered, with
+a group commit after each (removals in the next group) or one for both (removals in the same
+group: delivered, or confirmed by the peer, before the group was written, which is most of
+them on a busy node). Properties are a small typical set (a string, an int32, a 64-bit int, a
+float) shared by a publication's copies; bodies are 100 bytes.
 
 Cases: 1 copy per publication (one durable subscriber, or one transmission queue) and 4 copies
-(four subscriber queues); removals in the group after the adds' (delivered after the commit)
-or in the same group (delivered, or confirmed by the peer, before the group was written: the
-common case on a busy node). Each case runs the store as it was ("former": JSON headers, every
-change written) and as it is ("binary": binary headers, a message added and removed within one
-group never written), alternated within a round (the order flips each round); figures are
-medians over the rounds. Printed per case: µs per publication of process CPU time (the node's cost: encode,
-collect, SQLite's inserts and deletes) and of wall time, the header's size in bytes, and the
-CPU time to load (read and decode) the rows of a full file. Without --fsync commits use synchronous=OFF, so
-the figures show the CPU the store spends rather than the disk's flush latency (which a group
-commit shares among the group and which is the same for both headers).
+(four subscriber queues), each with removals in the next group and in the same group. Each
+case runs "former" (JSON headers, every change written) and "binary" (binary headers, a
+message added and removed within one group never written), alternated within a round (the
+order flips each round); figures are medians over the rounds. Printed per case, in µs per
+publication: process CPU time (encode, collect, SQLite's inserts and deletes), wall time, and
+the CPU time to load (read and decode) the rows of a full file; the header sizes are printed
+first. Without --fsync commits use synchronous=OFF, so the figures show the CPU the store
+spends rather than the disk's flush latency (which a group shares and which is the same for
+both forms).
 
 Asserts nothing about speed; the machine may be shared, so compare only figures of one run.
 """
@@ -59,6 +60,9 @@ class FormerStore(SqliteStore):
             self._last_json = (msg.properties, encode_json_properties(msg.properties))
         # TEXT: SQLite keeps it as text and it is read back as str, like an old row
         return encode_json_header(msg, self._last_json[1])  # type: ignore[return-value]
+
+    def message_added(self, queue: str, msg: Message) -> None:
+        self.append("add", (msg.sequence, queue, msg.message_id, msg.body, self._header(msg)))
 
     def commit(self, ops: list[Op]) -> None:
         if not ops:
