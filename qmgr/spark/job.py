@@ -87,6 +87,73 @@ def define_subscriptions(nodes: Nodes, scenario: Scenario) -> None:
         )
 
 
+DURABLE_MODEL = "SYSTEM.DURABLE.MODEL.QUEUE"
+XMITQ_PREFIX = "SYSTEM.CLUSTER.TRANSMIT."
+DEFAULT_XMITQ_MAXDEPTH = 100_000  # a transmission queue's MAXDEPTH unless altered
+
+
+def size_queues(nodes: Nodes, scenario: Scenario) -> list[str]:
+    """Raise the MAXDEPTH of the queues a run fills to the run's publications, as one sizes
+    a cluster for a load test: the drain reads after the injection, so a subscription's queue
+    and the transmission queues hold a run's whole backlog, and MQ discards the non-persistent
+    copies a full queue cannot take (NPMSGDLV) or refuses persistent ones. Sized: the durable
+    model queue of the nodes of MQ subscriptions (before the job defines them), the queue of
+    the bridge subscription feeding each Service Bus subscription measured (and, once the
+    routes are in place, every transmission queue: ``size_transmission_queues``). A MAXDEPTH
+    already as large is left; nothing is lowered. Returns what was changed, as
+    ``NODE: QUEUE``."""
+    need = scenario.load.total
+    changed: list[str] = []
+
+    def raise_depth(node: str, kind: str, queue: str) -> None:
+        client = nodes.client(node)
+        ok, records = client.mqsc_ok(f"DISPLAY {kind}('{queue}') MAXDEPTH")
+        if ok and records and int(records[0].attrs.get("MAXDEPTH") or 0) >= need:
+            return
+        client.mqsc(f"ALTER {kind}('{queue}') MAXDEPTH({need})")
+        changed.append(f"{node}: {queue}")
+
+    for node in sorted({s.node for s in scenario.subscriptions if s.kind == "mq"}):
+        raise_depth(node, "QMODEL", DURABLE_MODEL)
+    for node in sorted({s.node for s in scenario.subscriptions if s.kind != "mq"}):
+        client = nodes.client(node)
+        ok, records = client.mqsc_ok("DISPLAY BRIDGE(*) ALL")
+        bridges = [r.attrs for r in records if ok and r.attrs.get("DIRECTION") == "TOSB"]
+        entities = {
+            (s.servicebus or "").split("/", 1)[0].lower()
+            for s in scenario.subscriptions
+            if s.node == node and s.kind != "mq"
+        }
+        # the bridges into the measured entities; all of them when the measured entity is
+        # fed otherwise (a queue a subscription forwards to)
+        feeding = [b for b in bridges if b.get("SBENTITY", "").lower() in entities] or bridges
+        for bridge in feeding:
+            ok, found = client.mqsc_ok(f"DISPLAY SUB('{_quote(bridge.get('SUB', ''))}') DEST")
+            if ok and found and found[0].attrs.get("DEST"):
+                raise_depth(node, "QLOCAL", found[0].attrs["DEST"])
+    return changed
+
+
+def size_transmission_queues(nodes: Nodes, scenario: Scenario) -> list[str]:
+    """Raise the MAXDEPTH of every transmission queue of every node to the run's publications
+    (see ``size_queues``), once the routes are in place (a node has a transmission queue for
+    each member it knows). A transmission queue's MAXDEPTH is not displayed, so they are set
+    only when the run passes the default."""
+    need = scenario.load.total
+    changed: list[str] = []
+    if need <= DEFAULT_XMITQ_MAXDEPTH:
+        return changed
+    for node in sorted(nodes.addresses):
+        client = nodes.client(node)
+        for peer in sorted(nodes.addresses):
+            if peer == node:
+                continue
+            ok, _ = client.mqsc_ok(f"ALTER QLOCAL({XMITQ_PREFIX}{peer}) MAXDEPTH({need})")
+            if ok:  # else the node does not know that member (no queue to it)
+                changed.append(f"{node}: {XMITQ_PREFIX}{peer}")
+    return changed
+
+
 def delete_subscriptions(nodes: Nodes, scenario: Scenario) -> None:
     for sub in scenario.subscriptions:
         if sub.kind == "mq":
@@ -417,8 +484,15 @@ def run_scenario(
     out.mkdir(parents=True, exist_ok=True)
     acks = out / "acks"
     try:
+        sized = size_queues(nodes, scenario)
         define_subscriptions(nodes, scenario)
         wait_for_routes(nodes, scenario, progress, timeout)
+        sized += size_transmission_queues(nodes, scenario)
+        if sized:
+            progress.console.print(
+                f"  MAXDEPTH raised to {scenario.load.total:,} for the run: "
+                f"{len(sized)} queues (queues_sized in summary.json)"
+            )
         injected = inject(spark, scenario, nodes, run_id, acks, progress, timeout)
         if scenario.drain.settle:
             time.sleep(scenario.drain.settle)
@@ -469,6 +543,7 @@ def run_scenario(
             for s in scenario.subscriptions
         ],
         **injected,
+        "queues_sized": sized,
         "drain_seconds": round(drain_s, 3),
         "held_after_drain": held,
         "metrics_seconds": round(metrics_s, 3),

@@ -201,3 +201,52 @@ def test_a_cluster_started_by_qmgr_cluster_up_is_used_and_left_running(
                 run_scenarios(spark, [small("direct", messages=100)], composed, console())
     finally:
         qmgr("cluster", "down", "--cluster", "LOAD3")
+
+
+def test_a_run_larger_than_the_queues_sizes_them_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The drain reads after the injection, so a run of more publications than a queue's
+    MAXDEPTH (100,000 by default) would lose non-persistent copies to full queues (NPMSGDLV):
+    stage 0 raises the durable model queue's MAXDEPTH where the job's MQ subscriptions go,
+    the bridge subscription's queue feeding a measured Service Bus entity (and not the other
+    bridge's) and every transmission queue; it never lowers one."""
+    import subprocess
+
+    from qmgr.cli.launch import qmgr_command
+    from qmgr.cli.topology import load_topology
+    from qmgr.spark.job import size_queues, size_transmission_queues
+    from qmgr.spark.nodes import attach_nodes
+
+    monkeypatch.setenv("QMGR_HOME", str(tmp_path / "home"))
+
+    def qmgr(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*qmgr_command(), *args], capture_output=True, text=True, timeout=180)
+
+    topology = SCENARIOS / "topology-bridge.toml"
+    up = qmgr("cluster", "up", str(topology), "--timeout", "60")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        nodes = attach_nodes("LOADSB", load_topology(topology))
+        scenario = small("bridge-sequenced", publishers=2, messages=150_000)  # 300,000
+        changed = size_queues(nodes, scenario) + size_transmission_queues(nodes, scenario)
+        sb1 = nodes.client("SB1")
+
+        def depth(kind: str, queue: str) -> int:
+            return int(sb1.mqsc(f"DISPLAY {kind}('{queue}') MAXDEPTH")[0].attrs["MAXDEPTH"])
+
+        def bridge_queue(bridge: str) -> str:
+            sub = sb1.mqsc(f"DISPLAY BRIDGE({bridge}) SUB")[0].attrs["SUB"]
+            return str(sb1.mqsc(f"DISPLAY SUB('{sub}') DEST")[0].attrs["DEST"])
+
+        assert depth("QMODEL", "SYSTEM.DURABLE.MODEL.QUEUE") == 300_000
+        assert depth("QLOCAL", bridge_queue("PRICES.SB")) == 300_000  # feeds 'prices'
+        assert depth("QLOCAL", bridge_queue("ORDERS.NSB")) == 100_000  # not measured
+        assert "HOSTA1: SYSTEM.CLUSTER.TRANSMIT.SB1" in changed
+        assert "PUB1: SYSTEM.CLUSTER.TRANSMIT.HOSTA2" in changed
+        # a smaller run changes nothing and lowers nothing
+        tiny = small("bridge-sequenced", publishers=1, messages=500)
+        assert size_queues(nodes, tiny) + size_transmission_queues(nodes, tiny) == []
+        assert depth("QMODEL", "SYSTEM.DURABLE.MODEL.QUEUE") == 300_000
+    finally:
+        qmgr("cluster", "down", "LOADSB")
