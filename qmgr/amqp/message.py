@@ -895,6 +895,9 @@ def _fields(data: bytes, pos: int, codes: tuple[tuple[int, ...], ...]) -> tuple[
     if count > len(codes):
         raise _Unusual
     for i in range(count):
+        if end - pos == count - i and data.count(0x40, pos, end) == end - pos:
+            pos = end  # one byte for each field left, all nulls (an SDK's usual tail)
+            break
         if data[pos] == 0x40:
             pos += 1
             continue
