@@ -2,7 +2,7 @@
 and against a minimal Proton-based server measured in the same run.
 
 Run: .venv/bin/python bench/bench_servicebus_wire.py [--messages N] [--receivers P]
-     [--senders S] [--no-baseline]
+     [--senders S] [--send-rounds R] [--no-baseline]
 (also run by bench/bench_servicebus.py after the engine figures)
 
 First, the baseline: bench/proton_baseline.py (a minimal Service Bus-like server on Apache
@@ -36,6 +36,11 @@ the ratios to the baseline measured in this run: msg/s (for peek-lock, against t
 baseline's one sync receiver, and against its own figure in the same workload) and node
 CPU per message over the baseline server's in the same workload.
 
+With ``--send-rounds R`` (and the baseline), the batched send (one sync sender) is measured
+once more at the end, R rounds alternated between the baseline and the node, both running:
+each round is N messages to each; the medians and their ratios are printed. On a shared machine
+this is the figure to compare, since the load changes between the workloads above.
+
 Targets: durable batched sends at least the baseline's msg/s (in memory) in the same workload;
 the node spends less CPU per message than the client in every workload; peek-lock
 receive + complete at least twice the Proton baseline's one-sync-receiver msg/s in the same
@@ -52,6 +57,7 @@ import multiprocessing as mp
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -399,6 +405,45 @@ def queue_workloads(
     return figures
 
 
+def median_figures(rounds: list[Figures]) -> Figures:
+    return Figures(
+        statistics.median(f.rate for f in rounds),
+        statistics.median(f.node_ms for f in rounds),
+        statistics.median(f.client_ms for f in rounds),
+    )
+
+
+def send_rounds(n: int, rounds: int, node_conn: str, node_pid: int) -> None:
+    """The batched send (one sync sender, lists of 100) on the baseline and on the node in
+    alternate rounds, the baseline first; prints the medians and the node's ratios."""
+    with (
+        proton_baseline() as (base_conn, base_pid),
+        ServiceBusClient.from_connection_string(base_conn) as base_client,
+        base_client.get_queue_sender("bench") as base_sender,
+        ServiceBusClient.from_connection_string(node_conn) as node_client,
+        node_client.get_queue_sender("bench") as node_sender,
+    ):
+        send_all(base_sender, 100)  # links and connections warmed up
+        send_all(node_sender, 100)
+        base: list[Figures] = []
+        node: list[Figures] = []
+        for _ in range(rounds):
+            base.append(measure(n, base_pid, lambda: send_all(base_sender, n)))
+            node.append(measure(n, node_pid, lambda: send_all(node_sender, n)))
+    b, q = median_figures(base), median_figures(node)
+    title = f"{SEND}, {rounds} rounds alternated (medians)"
+    print(title, flush=True)
+    show("  baseline", b, server="server")
+    show("  node", q)
+    print(
+        f"    vs Proton baseline: {q.rate / b.rate:.2f}x the baseline's msg/s"
+        f" (rounds: {', '.join(f'{x.rate / y.rate:.2f}' for x, y in zip(node, base, strict=True))});"
+        f" node CPU/msg {q.node_ms / b.node_ms:.2f}x the baseline server's;"
+        f" node CPU/msg {q.node_ms / q.client_ms:.2f}x the client's",
+        flush=True,
+    )
+
+
 def run_baseline(n: int, p: int, k: int, s: int) -> dict[str, Figures]:
     """The queue workloads against the Proton baseline server; its CPU is measured like the
     node's."""
@@ -454,6 +499,12 @@ def main(argv: list[str] | None = None) -> None:
         "--senders", type=int, default=4, help="sender processes of the concurrent send"
     )
     parser.add_argument(
+        "--send-rounds",
+        type=int,
+        default=0,
+        help="batched-send rounds alternated between the baseline and the node, at the end",
+    )
+    parser.add_argument(
         "--no-baseline", action="store_true", help="skip the Proton baseline server"
     )
     args = parser.parse_args(argv)
@@ -492,6 +543,8 @@ def main(argv: list[str] | None = None) -> None:
             show(f"session receive + complete, {p} sessions", f)
         idle = idle_cpu(conn, "bench", p * 4, pid)
         print(f"{f'idle: {p * 4} receivers waiting':<44} node {idle:.1f} ms CPU per second")
+        if args.send_rounds > 0 and base:
+            send_rounds(n, args.send_rounds, conn, pid)
 
 
 if __name__ == "__main__":
