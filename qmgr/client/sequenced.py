@@ -299,6 +299,7 @@ class SessionStats:
     waiting: list[int] = field(default_factory=list)  # deferred numbers still before a gap
     closed: bool = False
     handed_back: bool = False  # left with messages to come, for a fresh connection
+    lock_lost: bool = False  # the session's lock was lost (SessionLockLostError): taken again
 
 
 class SequencedSession:
@@ -358,13 +359,35 @@ class SequencedSession:
         sequence's last message is processed; returns what it did. Deferred messages are
         fetched as soon as their turn comes. After ``max_management_calls`` it stops between
         two batches with ``handed_back`` set, so that the session is taken up again on a new
-        connection (the state says where)."""
+        connection (the state says where); so it does, with ``lock_lost`` too, when the
+        session's lock is lost."""
+        from azure.servicebus.exceptions import SessionLockLostError
+
         # the first receive settles which session a next-available receiver got (and raises
         # OperationTimeoutError when none is available), so the state is read after it
         batch = self._receiver.receive_messages(
             max_message_count=max_message_count,
             max_wait_time=max_wait_time if first_wait is None else first_wait,
         )
+        try:
+            self._run(batch, max_wait_time, max_message_count, quiet_time)
+        except SessionLockLostError:
+            # what was settled under the lost lock comes again; the state says where to go on
+            self.stats.lock_lost = self.stats.handed_back = True
+            self.stats.session_id = str(self._session.session_id)
+            return self.stats
+        self._leave()
+        self.stats.waiting = sorted(self.state.deferred)
+        self.stats.closed = self.state.closed
+        return self.stats
+
+    def _run(
+        self,
+        batch: list[Any],
+        max_wait_time: float,
+        max_message_count: int,
+        quiet_time: float | None,
+    ) -> None:
         stored = self._session.get_state()
         self._calls += 1
         self.state = SequenceState.from_bytes(stored, self._first)
@@ -386,10 +409,6 @@ class SequencedSession:
                 max_message_count=max_message_count,
                 max_wait_time=max_wait_time if quiet_time is None else quiet_time,
             )
-        self._leave()
-        self.stats.waiting = sorted(self.state.deferred)
-        self.stats.closed = self.state.closed
-        return self.stats
 
     def accept(self, batch: list[Any]) -> bool:
         """Handles a received batch according to the state: sorts it out, then processes the
@@ -574,6 +593,8 @@ class DrainStats:
 
 
 SESSION_QUIET = 0.5  # seconds without a new message before a drain leaves a session
+# times in a row one session's lock may be lost before take_sessions gives up on it
+MAX_LOCK_LOSSES = 3
 
 
 def take_sessions(
@@ -590,7 +611,11 @@ def take_sessions(
     back, taken again); returns what each take did, in the order they ended. While ``work``
     holds a session, the session's lock is renewed (the SDK's ``AutoLockRenewer``) for up to
     ``max_lock_renewal`` seconds, so a session read for longer than its lock duration is not
-    lost to ``SessionLockLostError``.
+    lost to ``SessionLockLostError``. A session whose lock is lost all the same (a renewal
+    that came too late on a loaded machine; Service Bus says to request the session again) is
+    taken again at once, the work's stats marked ``lock_lost``; what was settled under the lost
+    lock fails and is delivered again (at least once). ``MAX_LOCK_LOSSES`` in a row for one
+    session raise the error.
     ``open_receiver(None)`` gives a next-available session receiver, ``open_receiver(id)`` one
     for that session (a session ``work`` handed back is taken again at once). A receiver stops
     when it finds no session within its wait, or one with nothing new that was taken before
@@ -600,7 +625,11 @@ def take_sessions(
     about half a second), so the next session need not wait for it. An error in one receiver
     stops them all and is raised."""
     from azure.servicebus import AutoLockRenewer
-    from azure.servicebus.exceptions import OperationTimeoutError, SessionCannotBeLockedError
+    from azure.servicebus.exceptions import (
+        OperationTimeoutError,
+        SessionCannotBeLockedError,
+        SessionLockLostError,
+    )
 
     if receivers < 1:
         raise ValueError(f"receivers must be at least 1, got {receivers}")
@@ -611,6 +640,7 @@ def take_sessions(
     busy = [0, 0]  # [receivers holding a session, takes begun]
     errors: list[BaseException] = []
     closing: list[threading.Thread] = []
+    losses: dict[str, int] = {}  # session -> its lock lost so many times in a row
 
     def take(target: str | None) -> SessionStats | None:
         opened = open_receiver(target)
@@ -620,9 +650,19 @@ def take_sessions(
             return None
         with lock:
             busy[0] += 1
+        session_id = str(receiver.session.session_id)
         try:
             renewer.register(receiver, receiver.session)  # the session's lock, not messages'
-            result = work(receiver, target is not None)
+            try:
+                result = work(receiver, target is not None)
+            except SessionLockLostError:
+                result = SessionStats(session_id=session_id, handed_back=True, lock_lost=True)
+            with lock:
+                lost = losses[session_id] = losses.get(session_id, 0) + 1 if result.lock_lost else 0
+            if lost >= MAX_LOCK_LOSSES:
+                raise SessionLockLostError(
+                    message=f"the lock of session {session_id} was lost {lost} times in a row"
+                )
         except BaseException:
             opened.__exit__(*sys.exc_info())
             raise
@@ -630,7 +670,8 @@ def take_sessions(
             with lock:
                 busy[0] -= 1
         if result.handed_back:  # released before it is taken again
-            opened.__exit__(None, None, None)
+            with contextlib.suppress(Exception) if result.lock_lost else contextlib.nullcontext():
+                opened.__exit__(None, None, None)
         else:
             closer = threading.Thread(target=opened.__exit__, args=(None, None, None))
             with lock:

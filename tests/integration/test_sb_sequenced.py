@@ -26,7 +26,10 @@ from azure.servicebus import (  # noqa: E402
     ServiceBusMessage,
     ServiceBusSubQueue,
 )
-from azure.servicebus.exceptions import SessionCannotBeLockedError  # noqa: E402
+from azure.servicebus.exceptions import (  # noqa: E402
+    SessionCannotBeLockedError,
+    SessionLockLostError,
+)
 
 from qmgr.client.sequenced import (  # noqa: E402
     SequenceState,
@@ -447,3 +450,54 @@ def test_a_session_held_longer_than_its_lock_duration_keeps_its_lock(
     assert sorted(seen) == list(range(1, 21))  # each once, settled under a lock still held
     assert sum(r.processed for r in results) == 20
     assert _left(sb_node) == 0
+
+
+def test_a_session_whose_lock_is_lost_is_taken_again_and_goes_on_in_order(
+    sb_node: NodeProcess,
+) -> None:
+    """Service Bus says to request a session again after SessionLockLostError: the drain does,
+    and the session state says where to go on. The handler is slow once, past the 5-second
+    LockDuration with renewal ended (max_lock_renewal 1 s): the message in hand could not be
+    settled, so it is handled again (at least once); every message is handled, in order."""
+    _topology(sb_node)
+    _send_shuffled(sb_node, {"A": 20}, seed=11)
+    seen: list[int] = []
+
+    def handle(message: Any) -> None:
+        seen.append(int(message.application_properties[b"SequenceNumber"]))
+        if len(seen) == 1:
+            time.sleep(7)
+
+    with ServiceBusClient.from_connection_string(_conn(sb_node)) as client:
+        stats = drain_sessions(
+            client,
+            handle,
+            topic_name="sequenced",
+            subscription_name="ordered",
+            idle_timeout=2,
+            max_lock_renewal=1,
+        )
+    assert any(s.lock_lost for s in stats.sessions)
+    assert seen[0] == 1 and seen[1:] == list(range(1, 21))  # the first one twice, then on
+    assert _left(sb_node) == 0
+
+
+def test_a_session_whose_lock_is_lost_again_and_again_raises(sb_node: NodeProcess) -> None:
+    _topology(sb_node)
+    _send_shuffled(sb_node, {"A": 3}, seed=2)
+
+    def handle(message: Any) -> None:
+        time.sleep(6)  # always past the lock, never renewed beyond 1 s
+
+    with (
+        ServiceBusClient.from_connection_string(_conn(sb_node)) as client,
+        pytest.raises(SessionLockLostError, match="lost 3 times in a row"),
+    ):
+        drain_sessions(
+            client,
+            handle,
+            topic_name="sequenced",
+            subscription_name="ordered",
+            idle_timeout=2,
+            max_lock_renewal=1,
+        )

@@ -249,4 +249,4 @@ def test_a_run_larger_than_the_queues_sizes_them_first(
         assert size_queues(nodes, tiny) + size_transmission_queues(nodes, tiny) == []
         assert depth("QMODEL", "SYSTEM.DURABLE.MODEL.QUEUE") == 300_000
     finally:
-        qmgr("cluster", "down", "LOADSB")
+        qmgr("cluster", "down", "--cluster", "LOADSB")
