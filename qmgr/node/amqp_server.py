@@ -71,6 +71,9 @@ class _Protocol(asyncio.Protocol):
             self.transport.resume_reading()
 
 
+FORCED = "amqp:connection:forced"  # the node closes the connection: it is stopping
+
+
 class AmqpServer:
     """Serves every AMQP connection of one node's Service Bus port."""
 
@@ -80,6 +83,7 @@ class AmqpServer:
         self.host = runtime.servicebus
         self.container_id = f"qmgr-{uuid.uuid4().hex[:12]}"
         self.connections: weakref.WeakSet[SbLinks] = weakref.WeakSet()
+        self._closers: dict[int, Callable[[str], None]] = {}  # per open connection
         self.keys = runtime.config.servicebus_keys  # None: every token is accepted
         self.limits = runtime.config.servicebus_port_limits
         self.host.listen(self._available)
@@ -135,6 +139,14 @@ class AmqpServer:
         )
         self.connections.add(links)
         timer: asyncio.TimerHandle | None = None
+
+        def close(why: str) -> None:
+            if not conn.closed:
+                conn.close(p.Error(condition=FORCED, description=why))
+                flush()
+            transport.close()  # what was written goes first
+
+        self._closers[id(links)] = close
 
         def received(data: bytes) -> None:
             if conn.closed:
@@ -197,8 +209,15 @@ class AmqpServer:
             links.close()
             links.commit()
             self.connections.discard(links)
+            self._closers.pop(id(links), None)
             with contextlib.suppress(Exception):
                 flush()
+
+    def close_all(self, why: str) -> None:
+        """Close every open connection with ``amqp:connection:forced`` and ``why`` (the node
+        is stopping): the clients read why, and nothing is served after the store closes."""
+        for close in list(self._closers.values()):
+            close(why)
 
     def _when_durable(self, callback: Callable[[StoreFailed | None], None]) -> None:
         committer = self.rt.committer

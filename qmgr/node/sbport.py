@@ -210,13 +210,16 @@ class ServiceBusPort:
         port: int,
         context: ssl.SSLContext,
         amqp_handler: AmqpHandler | None = None,
+        amqp_close: Callable[[str], None] | None = None,
     ) -> None:
+        """``amqp_close(why)`` closes every open AMQP connection (at ``stop``)."""
         assert runtime.servicebus is not None
         self.rt = runtime
         self.host = host
         self.port = port
         self.context = context
         self.amqp_handler = amqp_handler
+        self.amqp_close = amqp_close
         host_ = runtime.servicebus
         self.api = ManagementApi(host_.namespace, host_.clock.now, runtime.config.servicebus_keys)
         self.now = host_.clock.now
@@ -232,6 +235,10 @@ class ServiceBusPort:
         return int(sockets[0].getsockname()[1]) if sockets else self.port
 
     async def stop(self) -> None:
+        """Stop listening and close the open AMQP connections, before the node closes its
+        store (a connection still served then would fail its commits)."""
+        if self.amqp_close is not None:
+            self.amqp_close("the node is stopping")
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):

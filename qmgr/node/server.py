@@ -140,12 +140,14 @@ async def _servicebus_port(
         context = server_context(
             config.data_dir, tls.cert if tls else None, tls.key if tls else None
         )
+        amqp = AmqpServer(runtime)
         sb = ServiceBusPort(
             runtime,
             config.servicebus_host,
             config.servicebus_port,
             context,
-            amqp_handler=AmqpServer(runtime).handle,
+            amqp_handler=amqp.handle,
+            amqp_close=amqp.close_all,
         )
         bound = await sb.start()
     except (OSError, ValueError) as exc:
