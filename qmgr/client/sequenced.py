@@ -247,16 +247,25 @@ class SequenceState:
             number += 1
 
     def recover(self, present: Collection[int]) -> int:
-        """After a consumer died handling the recorded run: its messages that are no longer
-        ``present`` (Service Bus sequence numbers) were handled, then settled, in order, so the
-        state moves past them up to the first one still there; the rest of the run is handled
-        again. Returns how many it moved past."""
+        """After a consumer died (or lost its session's lock) handling the recorded run: its
+        messages that are no longer ``present`` (Service Bus sequence numbers) were handled,
+        then settled, so the state moves past those before the first one still there, which
+        and what follows is handled again. A settlement can be lost while later ones of the
+        run are not (a disposition in flight when the lock went), so a message gone after the
+        first one still there was handled too: it is kept as deferred, and found gone when its
+        turn comes, it is moved past without being handled again. Returns how many it moved
+        past at once."""
         moved = 0
+        first_present = False
         for number, broker_sequence in self.recorded_run():
-            if broker_sequence in present:
-                break
-            self.done(number, ok=True)
-            moved += 1
+            if not first_present and broker_sequence not in present:
+                self.done(number, ok=True)
+                moved += 1
+                continue
+            first_present = True
+            if broker_sequence not in present:
+                self.deferred[number] = broker_sequence
+                self.unconfirmed.discard(number)
         self.taken.clear()
         return moved
 

@@ -163,3 +163,25 @@ def test_a_damaged_compact_state_is_refused() -> None:
         SequenceState.from_bytes(data[:-3])
     with pytest.raises(ValueError, match="not a sequence state"):
         SequenceState.from_bytes(STATE_MAGIC + b"garbage")
+
+
+def test_recovery_moves_past_what_is_gone_and_keeps_a_later_gone_one_from_being_lost() -> None:
+    """A run 5..9 was recorded and handled; 5 and 6 are gone (settled), 7 is still there (its
+    settlement was lost), 8 is gone too (settled after it) and 9 is there. 5 and 6 are moved
+    past; 7 and 9 are handled again when they arrive; 8 is kept as deferred, so that when its
+    turn comes and it is not found it is moved past instead of the sequence waiting for it."""
+    state = SequenceState(next=5, taken={5: 105, 6: 106, 7: 107, 8: 108, 9: 109})
+    assert state.recover(present={107, 109}) == 2
+    assert state.next == 7 and state.taken == {}
+    assert state.deferred == {8: 108} and not state.unconfirmed
+    assert state.classify(7) is Step.PROCESS
+    state.done(7, ok=True)
+    assert state.next_deferred() == 108  # looked for; gone, so moved past
+    state.done(8, ok=True)
+    assert state.classify(9) is Step.PROCESS
+
+
+def test_recovery_with_the_whole_run_gone_moves_past_it() -> None:
+    state = SequenceState(next=5, taken={5: 105, 6: 106})
+    assert state.recover(present=set()) == 2
+    assert state.next == 7 and state.deferred == {}
