@@ -92,6 +92,19 @@ def _left(node: NodeProcess) -> int:
         return props.total_message_count - props.dead_letter_message_count
 
 
+def _drain(node: NodeProcess, handle: Any, **options: Any) -> Any:
+    """``drain_sessions`` of the session-enabled subscription, idle after 2 s."""
+    with ServiceBusClient.from_connection_string(_conn(node)) as client:
+        return drain_sessions(
+            client,
+            handle,
+            topic_name="sequenced",
+            subscription_name="ordered",
+            idle_timeout=2,
+            **options,
+        )
+
+
 def _dead(node: NodeProcess) -> list[Any]:
     with (
         ServiceBusClient.from_connection_string(_conn(node)) as client,
@@ -468,15 +481,7 @@ def test_a_session_whose_lock_is_lost_is_taken_again_and_goes_on_in_order(
         if len(seen) == 1:
             time.sleep(7)
 
-    with ServiceBusClient.from_connection_string(_conn(sb_node)) as client:
-        stats = drain_sessions(
-            client,
-            handle,
-            topic_name="sequenced",
-            subscription_name="ordered",
-            idle_timeout=2,
-            max_lock_renewal=1,
-        )
+    stats = _drain(sb_node, handle, max_lock_renewal=1)
     assert any(s.lock_lost for s in stats.sessions)
     assert seen[0] == 1 and seen[1:] == list(range(1, 21))  # the first one twice, then on
     assert _left(sb_node) == 0
@@ -489,15 +494,5 @@ def test_a_session_whose_lock_is_lost_again_and_again_raises(sb_node: NodeProces
     def handle(message: Any) -> None:
         time.sleep(6)  # always past the lock, never renewed beyond 1 s
 
-    with (
-        ServiceBusClient.from_connection_string(_conn(sb_node)) as client,
-        pytest.raises(SessionLockLostError, match="lost 3 times in a row"),
-    ):
-        drain_sessions(
-            client,
-            handle,
-            topic_name="sequenced",
-            subscription_name="ordered",
-            idle_timeout=2,
-            max_lock_renewal=1,
-        )
+    with pytest.raises(SessionLockLostError, match="lost 3 times in a row"):
+        _drain(sb_node, handle, max_lock_renewal=1)
