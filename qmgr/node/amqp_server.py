@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import logging
 import uuid
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -82,8 +81,8 @@ class AmqpServer:
         self.rt = runtime
         self.host = runtime.servicebus
         self.container_id = f"qmgr-{uuid.uuid4().hex[:12]}"
-        self.connections: weakref.WeakSet[SbLinks] = weakref.WeakSet()
-        self._closers: dict[int, Callable[[str], None]] = {}  # per open connection
+        # every open connection's links, with what closes the connection (``close_all``)
+        self.connections: dict[SbLinks, Callable[[str], None]] = {}
         self.keys = runtime.config.servicebus_keys  # None: every token is accepted
         self.limits = runtime.config.servicebus_port_limits
         self.host.listen(self._available)
@@ -137,7 +136,6 @@ class AmqpServer:
             claims=None if self.keys is None else Claims(self.keys),
             max_tokens=limits.tokens_per_connection,
         )
-        self.connections.add(links)
         timer: asyncio.TimerHandle | None = None
 
         def close(why: str) -> None:
@@ -146,7 +144,7 @@ class AmqpServer:
                 flush()
             transport.close()  # what was written goes first
 
-        self._closers[id(links)] = close
+        self.connections[links] = close
 
         def received(data: bytes) -> None:
             if conn.closed:
@@ -208,15 +206,14 @@ class AmqpServer:
                 timer.cancel()
             links.close()
             links.commit()
-            self.connections.discard(links)
-            self._closers.pop(id(links), None)
+            self.connections.pop(links, None)
             with contextlib.suppress(Exception):
                 flush()
 
     def close_all(self, why: str) -> None:
         """Close every open connection with ``amqp:connection:forced`` and ``why`` (the node
         is stopping): the clients read why, and nothing is served after the store closes."""
-        for close in list(self._closers.values()):
+        for close in list(self.connections.values()):
             close(why)
 
     def _when_durable(self, callback: Callable[[StoreFailed | None], None]) -> None:

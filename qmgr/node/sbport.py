@@ -237,10 +237,11 @@ class ServiceBusPort:
     async def stop(self) -> None:
         """Stop listening and close the open AMQP connections, before the node closes its
         store (a connection still served then would fail its commits)."""
+        if self._server is not None:
+            self._server.close()  # no new connection from here on
         if self.amqp_close is not None:
             self.amqp_close("the node is stopping")
         if self._server is not None:
-            self._server.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2.0)
             self._server = None
