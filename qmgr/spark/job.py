@@ -38,7 +38,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from cluster.channel import MAXDEPTH as DEFAULT_XMITQ_MAXDEPTH
 from qmgr.client import MQClientError
+from qmgr.core.qmgr import DURABLE_MODEL
+from qmgr.node.cluster.items import XMITQ_PREFIX
 from qmgr.spark import metrics, report
 from qmgr.spark.nodes import ClusterError, Nodes, attach_nodes, compose_nodes, start_nodes
 from qmgr.spark.report import ScenarioResult
@@ -85,11 +88,6 @@ def define_subscriptions(nodes: Nodes, scenario: Scenario) -> None:
         client.mqsc(
             f"DEFINE SUB('{sub.mq_name}') TOPICSTR('{_quote(sub.topic)}') DESTCLAS(MANAGED)"
         )
-
-
-DURABLE_MODEL = "SYSTEM.DURABLE.MODEL.QUEUE"
-XMITQ_PREFIX = "SYSTEM.CLUSTER.TRANSMIT."
-DEFAULT_XMITQ_MAXDEPTH = 100_000  # a transmission queue's MAXDEPTH unless altered
 
 
 def size_queues(nodes: Nodes, scenario: Scenario) -> list[str]:
