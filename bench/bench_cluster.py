@@ -1,7 +1,8 @@
 """A cluster of real nodes on this machine: what each extra hop costs, how fast a new
 subscription reaches the topic host, and how fast publishing re-routes when a host is killed.
 
-Run: .venv/bin/python bench/bench_cluster.py [--quick] [--json-out PATH] [--insecure]
+Run: .venv/bin/python bench/bench_cluster.py [--quick] [--rounds N] [--hops-only]
+        [--json-out PATH] [--insecure]
 
 Cluster members run with a generated cluster secret (as `qmgr cluster up` does); --insecure
 runs them without it, so two runs show what authentication costs.
@@ -12,7 +13,11 @@ client processes of their own. Prints, in one run:
 
 1. throughput (publications/s, at full speed) and latency p50/p99 (paced at half the peak rate)
    for a single node, topic-host routing (PUB1 -> HOST1 -> SUB1) and direct routing
-   (PUB1 -> SUB1), non-persistent and persistent, with the ratios and the cost per extra hop;
+   (PUB1 -> SUB1), non-persistent and persistent, with the ratios and the cost per extra hop.
+   The machine is shared and small, so single runs are noisy: every route runs ``--rounds``
+   times (3 by default), the routes' order alternated between rounds, and the medians are
+   compared (the ratios come from one run of the benchmark); the common-rate latency is the
+   run of median p99 of as many alternated rounds;
 2. proxy-subscription propagation: a new subscription on SUB1 until its proxy is visible on the
    host (DISPLAY SUB SUBTYPE(PROXY)) and until the first publication of a publisher publishing
    in a tight loop on PUB1 arrives;
@@ -20,7 +25,7 @@ client processes of their own. Prints, in one run:
    uninterrupted stream through the survivor, publications re-driven, delayed until the host
    restarted, lost, duplicated;
 
-and the targets next to the figures. Latency is from the publisher's send time (in the
+and the targets next to the figures (``--hops-only``: part 1 only). Latency is from the publisher's send time (in the
 message body) to the subscriber client's receive time: both clocks are this machine's.
 """
 
@@ -157,24 +162,39 @@ class Bench:
             "routes": sorted(r["routes"]),
         }
 
-    def route_figures(self, route: Route, persistent: bool) -> dict[str, Any]:
-        """Throughput at full speed, then latency paced at half of it."""
+    def throughput(self, route: Route, persistent: bool, rnd: int) -> dict[str, Any]:
+        """One run at full speed (round ``rnd``: a topic of its own)."""
         tag = "p" if persistent else "np"
         count = self.s.messages // (2 if persistent else 1)
         label = f"{route.label}, {kind(persistent)}"
-        self.progress.update(self.task, description=f"throughput: {label}")
-        full = self.run(route, f"{route.prefix}/{tag}/full", count, persistent, 0.0)
+        self.progress.update(self.task, description=f"throughput: {label} (round {rnd + 1})")
+        full = self.run(route, f"{route.prefix}/{tag}/full{rnd}", count, persistent, 0.0)
         self.progress.advance(self.task)
-        paced = self.latency(route, persistent, full["rate"] / 2, "half")
         self.say(
-            f"  {label:<46} {full['rate']:>8,.0f} pub/s; at {paced['rate']:>7,.0f}/s "
-            f"p50 {paced['p50_ms']:6.2f} ms, p99 {paced['p99_ms']:6.2f} ms"
+            f"  round {rnd + 1} {label:<46} {full['rate']:>8,.0f} pub/s"
             + (f" [{full['lost']} lost]" if full["lost"] else "")
         )
+        return full
+
+    def route_figures(
+        self, route: Route, persistent: bool, runs: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The median of the rounds' throughput, then latency paced at half of it."""
+        count = self.s.messages // (2 if persistent else 1)
+        rate = statistics.median(r["rate"] for r in runs)
+        lost = sum(r["lost"] for r in runs)
+        paced = self.latency(route, persistent, rate / 2, "half")
+        label = f"{route.label}, {kind(persistent)}"
+        self.say(
+            f"  {label:<46} {rate:>8,.0f} pub/s (median of {len(runs)}); at "
+            f"{paced['rate']:>7,.0f}/s p50 {paced['p50_ms']:6.2f} ms, p99 {paced['p99_ms']:6.2f} ms"
+            + (f" [{lost} lost]" if lost else "")
+        )
         return {
-            "throughput": full["rate"],
+            "throughput": rate,
+            "throughput_rounds": [r["rate"] for r in runs],
             "throughput_messages": count,
-            "lost": full["lost"],
+            "lost": lost,
             "half_peak": paced,
         }
 
@@ -187,6 +207,21 @@ class Bench:
         paced = self.run(route, topic, n, persistent, rate)
         self.progress.advance(self.task)
         return {"target_rate": rate, "messages": n, **paced}
+
+    def common_latency(
+        self, persistent: bool, rate: float, rounds: int
+    ) -> dict[str, dict[str, Any]]:
+        """Every route at ``rate``, ``rounds`` times with the routes' order alternated; per
+        route the run of median p99 (its p99s listed)."""
+        got: dict[str, list[dict[str, Any]]] = {r.key: [] for r in ROUTES}
+        for rnd in range(rounds):
+            for r in ROUTES if rnd % 2 == 0 else ROUTES[::-1]:
+                got[r.key].append(self.latency(r, persistent, rate, f"common{rnd}"))
+        out: dict[str, dict[str, Any]] = {}
+        for key, runs in got.items():
+            ordered = sorted(runs, key=lambda x: x["p99_ms"])
+            out[key] = {**ordered[len(ordered) // 2], "p99_rounds": [x["p99_ms"] for x in runs]}
+        return out
 
     # ----------------------------------------------------------------- 2. proxy propagation
 
@@ -446,6 +481,8 @@ def targets(
             "max to delivery s": res["first_max_ms"] / 1000,
         }
         row(f"proxy propagation < 1 s ({key})", m, ".3f", max(m.values()) < PROPAGATION_TARGET_S)
+    if not fail:
+        return rows
     m = {"p" if k == "persistent" else "np": v["reroute_ms"] / 1000 for k, v in fail.items()}
     ok = all(v == v and v < REROUTE_TARGET_S for v in m.values())  # NaN: never re-routed
     row("re-route after a host is killed < 1 s", m, ".3f", ok)
@@ -462,7 +499,8 @@ def throughput_table(results: dict[str, Any]) -> Table:
         caption="cost per extra hop = 1 - ratio; the topic-host route has 2 extra hops "
         "(per hop: 1 - √ratio); host hop = 1 - topic host ÷ direct",
     )
-    for col in ("route", "messages", "pub/s", "÷ single", "÷ direct", "cost per extra hop"):
+    cols = ("route", "messages", "rounds: pub/s", "median", "÷ single", "÷ direct")
+    for col in (*cols, "cost per extra hop"):
         t.add_column(col, justify="left" if col == "route" else "right")
     for k in ("non-persistent", "persistent"):
         c = cmp[k]
@@ -478,6 +516,7 @@ def throughput_table(results: dict[str, Any]) -> Table:
             t.add_row(
                 f"{r.label}, {k}",
                 f"{f['throughput_messages']:,}",
+                " ".join(f"{x:,.0f}" for x in f["throughput_rounds"]),
                 f"{f['throughput']:,.0f}{lost}",
                 vs_single[r.key],
                 f"{c['topichost_vs_direct']:.2f}" if r.key == "topichost" else "",
@@ -577,7 +616,10 @@ def targets_table(results: dict[str, Any]) -> Table:
 
 
 def render(console: Console, results: dict[str, Any]) -> None:
-    for table in (throughput_table, latency_table, propagation_table, failover_table):
+    tables = [throughput_table, latency_table]
+    if results["propagation"]:
+        tables += [propagation_table, failover_table]
+    for table in tables:
         console.print(table(results))
         console.print()
     console.print(targets_table(results))
@@ -586,25 +628,35 @@ def render(console: Console, results: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------------- main
 
 
-def run_all(bench: Bench) -> dict[str, Any]:
+def run_all(bench: Bench, rounds: int, hops_only: bool) -> dict[str, Any]:
+    """Per persistence: every route's throughput ``rounds`` times, the routes' order
+    alternated between rounds (medians reported), then latency at half each route's peak and
+    at the common rate (``rounds`` alternated runs, the median p99's run)."""
     results: dict[str, Any] = {}
     fig: dict[str, dict[str, Any]] = {r.key: {} for r in ROUTES}
     for persistent in (False, True):
         k = kind(persistent)
+        runs: dict[str, list[dict[str, Any]]] = {r.key: [] for r in ROUTES}
+        for rnd in range(rounds):
+            for r in ROUTES if rnd % 2 == 0 else ROUTES[::-1]:
+                runs[r.key].append(bench.throughput(r, persistent, rnd))
         for r in ROUTES:
-            fig[r.key][k] = bench.route_figures(r, persistent)
+            fig[r.key][k] = bench.route_figures(r, persistent, runs[r.key])
         # every route again at one rate: half the slowest cluster route's peak
         common = min(fig[r.key][k]["throughput"] for r in ROUTES if r.hops) / 2
-        for r in ROUTES:
-            fig[r.key][k]["common"] = bench.latency(r, persistent, common, "common")
+        for key, figures in bench.common_latency(persistent, common, rounds).items():
+            fig[key][k]["common"] = figures
         bench.say(
             f"  {k}, all routes at {common:,.0f}/s: p99 "
             + ", ".join(f"{r.key} {p99(fig[r.key][k]):.2f} ms" for r in ROUTES)
         )
     results["routes"] = fig
     results["comparisons"] = comparisons(fig)
-    results["propagation"] = {r.key: bench.propagation(r) for r in ROUTES if r.proxy_on}
-    results["failover"] = {kind(p): bench.failover(p) for p in (False, True)}
+    if hops_only:
+        results["propagation"], results["failover"] = {}, {}
+    else:
+        results["propagation"] = {r.key: bench.propagation(r) for r in ROUTES if r.proxy_on}
+        results["failover"] = {kind(p): bench.failover(p) for p in (False, True)}
     results["targets"] = targets(
         results["comparisons"], results["propagation"], results["failover"]
     )
@@ -631,12 +683,26 @@ def main() -> None:
     )
     parser.add_argument("--json-out", type=Path, help="also write the results as JSON here")
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="throughput and common-rate latency runs per route, the routes' order alternated "
+        "between rounds; medians reported (default 3)",
+    )
+    parser.add_argument(
+        "--hops-only",
+        action="store_true",
+        help="only the hop figures (1.): no proxy propagation, no host killed",
+    )
+    parser.add_argument(
         "--insecure",
         action="store_true",
         help="run the cluster without its secret (nothing authenticated), to measure its cost",
     )
     args = parser.parse_args()
     settings = Settings.of(args.quick)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     raise_on_sigterm()
     console = Console() if sys.stdout.isatty() else Console(width=150)
     started = time.time()
@@ -644,6 +710,7 @@ def main() -> None:
         "settings": settings.__dict__,
         "quick": args.quick,
         "cluster_secret": not args.insecure,
+        "rounds": args.rounds,
     }
     workers: list[ClientWorker] = []
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
@@ -651,14 +718,17 @@ def main() -> None:
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
         try:
             with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
-                steps = 21 + 2 * settings.trials
+                steps = 1 + 2 * len(ROUTES) * (2 * args.rounds + 1)
+                if not args.hops_only:
+                    steps += 2 + 2 * settings.trials
                 task = progress.add_task(
                     "starting FR1, HOST1, HOST2, PUB1, SUB1, SOLO", total=steps
                 )
                 workers += [ClientWorker("publisher"), ClientWorker("subscriber")]
                 start_cluster(cl)
                 progress.advance(task)
-                results.update(run_all(Bench(cl, settings, progress, task, *workers)))
+                bench = Bench(cl, settings, progress, task, *workers)
+                results.update(run_all(bench, args.rounds, args.hops_only))
         except KeyboardInterrupt:
             console.print("[yellow]interrupted[/]: stopping every process this benchmark started")
             results["interrupted"] = True
