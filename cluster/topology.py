@@ -36,6 +36,8 @@ class TopologyIndex:
         self._own: dict[str, TopicObject] = {o.name: o for o in local_objects}
         self.objects = TopicObjects()
         self._hosts: dict[str, tuple[TopicHost, ...]] = {}
+        # member -> the names whose hosts include it: a member's removal touches those only
+        self._host_of: dict[str, set[str]] = {}
         self._priority: dict[str, Priority] = {}
         for obj in self._own.values():  # as ClusterTopology.build places them
             self.objects.put(obj)
@@ -73,7 +75,7 @@ class TopologyIndex:
                 members = True
                 names.update(t.name for t in self.repository.hosted_by(event.member.name))
                 if event.kind is EventKind.MEMBER_REMOVED:  # its copies: gone already
-                    names.update(n for n, h in self._hosts.items() if _hosted(h, event.member))
+                    names.update(self._host_of.get(event.member.name, ()))
         return names, members
 
     def set_repository(self, repository: ClusterRepository) -> None:
@@ -169,8 +171,13 @@ class TopologyIndex:
             and obj.value("CLROUTE") == "TOPICHOST"
         ):
             found = tuple(self.repository.topic_hosts(obj.name, obj.topic_str))
-        if found == self._hosts.get(name, ()):
+        before = self._hosts.get(name, ())
+        if found == before:
             return False
+        for host in before:
+            _unlink(self._host_of, host.qmgr, name)
+        for host in found:
+            self._host_of.setdefault(host.qmgr, set()).add(name)
         if found:
             self._hosts[name] = found
         else:
@@ -178,6 +185,9 @@ class TopologyIndex:
         return True
 
 
-def _hosted(hosts: tuple[TopicHost, ...], member: object) -> bool:
-    name = getattr(member, "name", None)
-    return any(h.qmgr == name for h in hosts)
+def _unlink(index: dict[str, set[str]], qmgr: str, name: str) -> None:
+    names = index.get(qmgr)
+    if names is not None:
+        names.discard(name)
+        if not names:
+            del index[qmgr]

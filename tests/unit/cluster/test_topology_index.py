@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from cluster.proxies import ProxyPlanner
 from cluster.records import ClusterTopology
-from cluster.repository import ClusterRepository, Cmd
+from cluster.repository import ClusterRepository, Cmd, partial_events
 from cluster.topics import TopicObject
 from cluster.topology import TopologyIndex
 
@@ -124,3 +124,51 @@ def test_a_name_blocked_at_its_topicstr_takes_it_when_the_earlier_one_leaves() -
     assert shape(index.topology) == shape(
         ClusterTopology.build("LOCAL", repo, [TopicObject("L", "S", {})])
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(repo_commands(), max_size=30))
+def test_a_partial_copy_kept_by_events_gives_the_topology_built_from_scratch(
+    commands: list[dict[str, Any]],
+) -> None:
+    """On a partial repository the member records come and go with the topics they host
+    (``partial_events``): a host whose last definition goes is removed from the copy, and the
+    index, told of that removal, still holds what a build from scratch holds."""
+    full = ClusterRepository("CL")
+    for q in QMGRS:
+        full.apply(Cmd.join_member(q, f"{q}_1", "a:1"))
+    copy = ClusterRepository.from_snapshot(full.partial_snapshot("LOCAL"))
+    held = {m.name: m for m in copy.members()}
+    index = TopologyIndex("LOCAL", copy, [])
+    for command in commands:
+        events, held = partial_events(full, "LOCAL", full.apply(command).events, held)
+        for event in events:
+            copy.apply_event(event)
+        names, members = index.changed_names(events)
+        index.update(names, members)
+        built = ClusterTopology.build("LOCAL", copy, [])
+        assert shape(index.topology) == shape(built), command
+
+
+def test_a_member_leaving_a_partial_copy_touches_only_what_it_hosted() -> None:
+    """The removal of a member's record (its last definition deleted) is worked out from the
+    names it hosted, not from every name known."""
+    repo = ClusterRepository("CL")
+    for q in QMGRS:
+        repo.apply(Cmd.join_member(q, f"{q}_1", "a:1"))
+    for i in range(50):
+        repo.apply(Cmd.define_topic(f"F{i}", "QM1", f"F/{i}", "CL", "TOPICHOST"))
+    index = TopologyIndex("LOCAL", repo, [])
+
+    def apply(cmd: dict[str, Any]) -> set[str]:
+        names, members = index.changed_names(repo.apply(cmd).events)
+        index.update(names, members)
+        return names
+
+    assert apply(Cmd.define_topic("ONE", "QM2", "One", "CL", "TOPICHOST")) == {"ONE"}
+    assert index.topology.hosts["ONE"][0].qmgr == "QM2"
+    assert apply(Cmd.leave_member("QM2")) == {"ONE"}
+    assert "ONE" not in index.topology.hosts
+    assert apply(Cmd.leave_member("QM3")) == set()
+    assert len(apply(Cmd.leave_member("QM1"))) == 50
+    assert not index.topology.hosts
