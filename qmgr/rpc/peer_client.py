@@ -182,18 +182,20 @@ class PeerConnection:
         return (ack.epoch, ack.seq)
 
     def send(self, items: Sequence[Item]) -> list[tuple[Item, Exception]]:
-        """Send one batch; returns the items left out because they cannot be encoded."""
-        batch = cpb.ChannelBatch()
-        add = batch.items.add
+        """Send one batch; returns the items left out because they cannot be encoded. The
+        batch is built inside its request (not built apart and copied into it)."""
+        request = cpb.ChannelRequest()
+        out = request.batch.items
+        add = out.add
         bad: list[tuple[Item, Exception]] = []
         for item in items:
             try:
                 item_to_wire(item, add())
             except (ValueError, OverflowError, TypeError) as exc:
-                del batch.items[-1]
+                del out[-1]
                 bad.append((item, exc))
-        if batch.items:
-            self._requests.put_nowait(cpb.ChannelRequest(batch=batch))
+        if out:
+            self._requests.put_nowait(request)
         return bad
 
     async def next_ack(self) -> Key:

@@ -26,11 +26,17 @@ class ChannelInputError(ValueError):
 def message_problem(m: mpb.Message) -> tuple[str, str] | None:
     """Why a message received from a peer cannot be delivered (MQ reason name, text), if so:
     a forged or broken sender may send values a queue manager never accepts."""
-    if not 0 <= m.priority <= MAX_PRIORITY:
-        return "MQRC_PRIORITY_ERROR", f"priority {m.priority} is not 0-9"
-    if not 0 <= m.expiry_ms <= MAX_EXPIRY_MS:
-        return "MQRC_EXPIRY_ERROR", f"expiry {m.expiry_ms} ms is out of range"
-    if not 0 <= m.put_time_ms <= MAX_PUT_TIME_MS or m.backout_count < 0:
+    return _problem(m.priority, m.expiry_ms, m.put_time_ms, m.backout_count)
+
+
+def _problem(
+    priority: int, expiry_ms: int, put_time_ms: int, backout_count: int
+) -> tuple[str, str] | None:
+    if not 0 <= priority <= MAX_PRIORITY:
+        return "MQRC_PRIORITY_ERROR", f"priority {priority} is not 0-9"
+    if not 0 <= expiry_ms <= MAX_EXPIRY_MS:
+        return "MQRC_EXPIRY_ERROR", f"expiry {expiry_ms} ms is out of range"
+    if not 0 <= put_time_ms <= MAX_PUT_TIME_MS or backout_count < 0:
         return "MQRC_MD_ERROR", "put time or backout count out of range"
     return None
 
@@ -61,8 +67,8 @@ def message_from_peer(m: mpb.Message) -> Message:
 
 def item_to_wire(item: Item, out: cpb.ChannelItem) -> None:
     out.epoch, out.seq = item.key
-    if item.publication is not None:
-        pub = item.publication
+    pub = item.publication
+    if pub is not None:
         wire = out.publication
         wire.topic = pub.topic
         if pub.wire is not None:
@@ -71,51 +77,62 @@ def item_to_wire(item: Item, out: cpb.ChannelItem) -> None:
             message_to_wire(pub.message, wire.message)
         wire.route.extend(pub.route)
         wire.purpose = _PURPOSE_TO_WIRE[pub.purpose]
-        wire.retain = pub.retain
-        wire.retained_copy = pub.retained_copy
+        if pub.retain:
+            wire.retain = True
+        if pub.retained_copy:
+            wire.retained_copy = True
     elif item.proxy is not None:
         out.proxy.topic, out.proxy.add = item.proxy
 
 
 def item_from_wire(w: cpb.ChannelItem) -> Item:
     """A received channel item; raises ChannelInputError when it cannot be taken at all, and
-    sets ``problem`` on a publication that cannot be delivered (it is dead-lettered)."""
-    key = (w.epoch, w.seq)
-    if key == (0, 0):
+    sets ``problem`` on a publication that cannot be delivered (it is dead-lettered). Read
+    once per item forwarded or delivered: each field is read once, since every read of a
+    wire field costs a lookup."""
+    epoch, seq = w.epoch, w.seq
+    if not (epoch or seq):
         raise ChannelInputError("a channel item without a key")
     kind = w.WhichOneof("body")
     if kind == "publication":
         p = w.publication
         purpose = _PURPOSE_FROM_WIRE.get(p.purpose)
         if purpose is None:
-            raise ChannelInputError(f"item {w.epoch}.{w.seq}: unknown purpose {p.purpose}")
-        if not p.topic or not p.route:
-            raise ChannelInputError(f"item {w.epoch}.{w.seq}: a publication without topic or route")
+            raise ChannelInputError(f"item {epoch}.{seq}: unknown purpose {p.purpose}")
+        topic = p.topic
+        route = tuple(p.route)
+        if not topic or not route:
+            raise ChannelInputError(f"item {epoch}.{seq}: a publication without topic or route")
+        m = p.message
         fwd = Forwarded(
-            p.topic,
+            topic,
             None,
-            tuple(p.route),
+            route,
             purpose,
             p.retain,
-            wire=p.message,
+            wire=m,
             decode=message_from_peer,
-            persistent=p.message.persistence == mpb.PERSISTENT,
+            persistent=m.persistence == mpb.PERSISTENT,
             retained_copy=p.retained_copy,
         )
-        return Item(key, publication=fwd, problem=message_problem(p.message))
+        problem = _problem(m.priority, m.expiry_ms, m.put_time_ms, m.backout_count)
+        return Item((epoch, seq), fwd, None, False, None, problem)
     if kind == "proxy":
         if not w.proxy.topic:
-            raise ChannelInputError(f"item {w.epoch}.{w.seq}: a proxy change without a topic")
-        return Item(key, proxy=(w.proxy.topic, w.proxy.add))
-    raise ChannelInputError(f"item {w.epoch}.{w.seq} carries nothing")
+            raise ChannelInputError(f"item {epoch}.{seq}: a proxy change without a topic")
+        return Item((epoch, seq), proxy=(w.proxy.topic, w.proxy.add))
+    raise ChannelInputError(f"item {epoch}.{seq} carries nothing")
 
 
 def items_from_wire(batch: cpb.ChannelBatch) -> list[Item]:
     """The items of a batch, whose keys must grow."""
     items = [item_from_wire(w) for w in batch.items]
-    for a, b in zip(items, items[1:], strict=False):
-        if b.key <= a.key:
-            raise ChannelInputError(f"keys {a.key} and {b.key} out of order in a batch")
+    last = (-1, -1)
+    for item in items:
+        key = item.key
+        if key <= last:
+            raise ChannelInputError(f"keys {last} and {key} out of order in a batch")
+        last = key
     return items
 
 

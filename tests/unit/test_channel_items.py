@@ -1,11 +1,23 @@
 """A retained copy a topic host sends for a proxy subscription stays marked as one on the wire
-and on the transmission queue (so after a restart it is still not a new publication)."""
+and on the transmission queue (so after a restart it is still not a new publication); a stored
+transmission-queue copy keeps the publication's properties as they are and comes back as the
+same item, and copies stored in the earlier form (routing data in a property) still load."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from cluster.routing import Purpose
 from qmgr.core.message import Message
-from qmgr.node.cluster.items import Forwarded, Item, item_from_stored, stored_copy
+from qmgr.core.values import Int32, Properties
+from qmgr.node.cluster.items import (
+    XMIT_PROPERTY,
+    Forwarded,
+    Item,
+    item_from_stored,
+    stored_copy,
+)
 from qmgr.rpc.peer_convert import item_from_wire, item_to_wire
 from qmgr.wire import cluster_pb2 as cpb
 
@@ -16,6 +28,16 @@ def _item(retained_copy: bool) -> Item:
         "Prices/Gold", msg, ("HOSTA1",), Purpose.DELIVER, True, retained_copy=retained_copy
     )
     return Item((3, 7), publication=fwd)
+
+
+def _legacy(item: Item, sequence: int, fields: int) -> Message:
+    """A stored copy as written before the routing data left the properties."""
+    pub = item.publication
+    assert pub is not None
+    meta = [*item.key, pub.topic, list(pub.route), pub.purpose.value, pub.retain, pub.group]
+    meta += [pub.retained_copy]
+    props = {**pub.message.properties, XMIT_PROPERTY: json.dumps(meta[:fields])}
+    return pub.message.copy(properties=props, sequence=sequence, topic="")
 
 
 def test_retained_copy_mark_survives_the_transmission_queue() -> None:
@@ -35,9 +57,74 @@ def test_retained_copy_mark_travels_on_the_wire() -> None:
 
 
 def test_a_stored_item_from_before_the_mark_is_a_plain_publication() -> None:
-    stored = stored_copy(_item(True), 11)
-    props = dict(stored.properties)
-    meta = str(props["qmgr.xmit"])
-    props["qmgr.xmit"] = meta[: meta.rindex(",")] + "]"  # the 7-field form
-    back = item_from_stored(stored.copy(properties=props))
+    back = item_from_stored(_legacy(_item(True), 11, 7))
     assert back.publication is not None and not back.publication.retained_copy
+
+
+def test_a_stored_item_of_the_earlier_form_loads() -> None:
+    item = _item(True)
+    back = item_from_stored(_legacy(item, 11, 8))
+    assert back.key == (3, 7) and back.publication is not None
+    pub = back.publication
+    assert (pub.topic, pub.route, pub.purpose, pub.retain, pub.retained_copy) == (
+        "Prices/Gold",
+        ("HOSTA1",),
+        Purpose.DELIVER,
+        True,
+        True,
+    )
+    assert pub.message.properties == {"k": 1}
+
+
+def test_the_stored_copy_shares_the_properties_and_comes_back_unchanged() -> None:
+    props: Properties = {"k": 1, "n": Int32(5), "s": "x,y", "b": b"\x00", "f": 1.5, "t": True}
+    props["z"] = None
+    msg = Message("CD" * 24, b"body", props, True, 3, ttl=5.0, expiry=6.0, put_time=1.0)
+    msg.correl_id, msg.reply_to_queue = b"c" * 24, "REPLY.Q"
+    route = ("PUB1", "HOST1")
+    fwd = Forwarded("Prices/a,b [x]", msg, route, Purpose.ROUTE, False, "PRICES")
+    stored = stored_copy(Item((9, 12), publication=fwd), 40)
+    assert stored.properties is props and stored.sequence == 40
+    back = item_from_stored(stored)
+    assert back.key == (9, 12) and back.stored is stored and back.publication is not None
+    pub = back.publication
+    assert (pub.topic, pub.route, pub.purpose, pub.retain, pub.group) == (
+        "Prices/a,b [x]",
+        route,
+        Purpose.ROUTE,
+        False,
+        "PRICES",
+    )
+    assert pub.message == msg.copy(sequence=40)
+
+
+def test_a_publication_received_from_a_peer_is_stored_from_its_wire_form() -> None:
+    out = cpb.ChannelItem()
+    item_to_wire(_item(False), out)
+    received = item_from_wire(out)
+    assert received.publication is not None
+    passed = received.publication.passed_on(("HOSTA1", "HOSTB1"), Purpose.DELIVER, "")
+    stored = stored_copy(Item((4, 1), publication=passed), 3)
+    assert passed._msg is None  # not decoded for the transmission queue
+    back = item_from_stored(stored)
+    assert back.publication is not None
+    assert back.publication.message.properties == {"k": 1}
+    assert back.publication.route == ("HOSTA1", "HOSTB1") and back.key == (4, 1)
+
+
+def test_a_stored_copy_comes_back_from_the_store(tmp_path: Path) -> None:
+    from qmgr.store.sqlite import SqliteStore
+
+    msg = Message("EF" * 24, b"body", {"k": Int32(2), "s": "v"}, True, 5, put_time=2.0)
+    fwd = Forwarded("Prices/Gold", msg, ("PUB1", "HOST1"), Purpose.DELIVER, True, "PRICES")
+    store = SqliteStore(tmp_path)
+    store.message_added("SYSTEM.CLUSTER.TRANSMIT.SUB1", stored_copy(Item((2, 5), fwd), 8))
+    store.commit(store.take()[0])
+    store.close()
+    store = SqliteStore(tmp_path)
+    [(queue, loaded)] = store.load().messages
+    store.close()
+    back = item_from_stored(loaded)
+    assert queue == "SYSTEM.CLUSTER.TRANSMIT.SUB1" and back.key == (2, 5)
+    assert back.publication is not None and back.publication.group == "PRICES"
+    assert back.publication.message == msg.copy(sequence=8)

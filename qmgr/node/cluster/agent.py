@@ -799,10 +799,7 @@ class ClusterAgent:
         if fwd.retained_copy:
             return self._receive_retained(fwd, plan)
         if plan.deliver_locally and (fwd.retain or self.qm.pubsub.subscribers(fwd.topic)):
-            msg = fwd.message
-            props = dict(msg.properties)
-            props[ROUTE_PROPERTY] = ",".join(plan.route)
-            local = msg.with_properties(props)
+            local = fwd.delivered(",".join(plan.route))
             try:
                 self.qm.deliver_publication(fwd.topic, local, retain=fwd.retain)
             except MQError as exc:

@@ -6,8 +6,8 @@ items within it. The receiver remembers the highest key it applied per sender an
 item at or below it, so a batch resent after a reconnect is never delivered twice.
 
 A persistent publication waiting on a channel is journaled as a message on the channel's
-transmission queue ``SYSTEM.CLUSTER.TRANSMIT.<peer>`` with its routing data in one property, so
-it comes back after a restart and is sent again.
+transmission queue ``SYSTEM.CLUSTER.TRANSMIT.<peer>`` with its routing data beside it (see
+``stored_copy``), so it comes back after a restart and is sent again.
 """
 
 from __future__ import annotations
@@ -101,6 +101,17 @@ class Forwarded:
             self._msg = self._decode(self.wire)
         return self._msg
 
+    def delivered(self, route_text: str) -> Message:
+        """The message delivered here: the publication with ``ROUTE_PROPERTY`` set to
+        ``route_text``. One not decoded yet is decoded into it directly (one message and one
+        property dict, not a decoded message and then a changed copy of it)."""
+        if self._msg is None and self._decode is not None:
+            msg = self._decode(self.wire)  # a message of its own: changed in place
+            msg.properties = {**msg.properties, ROUTE_PROPERTY: route_text}
+            return msg
+        msg = self.message
+        return msg.with_properties({**msg.properties, ROUTE_PROPERTY: route_text})
+
     def passed_on(self, route: tuple[str, ...], purpose: Purpose, group: str) -> Forwarded:
         """The same publication sent on by this node (wire form reused)."""
         return Forwarded(
@@ -138,37 +149,59 @@ class Item:
         return self.publication is not None
 
 
-def stored_copy(item: Item, sequence: int) -> Message:
-    """The message journaled on the transmission queue for a persistent publication item."""
+_Tail = tuple[tuple[str, ...], str, bool, str, bool]
+_TAILS: dict[_Tail, str] = {}  # the routing data items share, encoded once
+_TAILS_MAX = 4096
+
+
+def _routing_text(item: Item) -> str:
+    """The routing data of a publication item as stored: ``epoch,seq,`` then the JSON list
+    ``[route, purpose, retain, group, retained_copy]``, which the items of one route share
+    (encoded once, not once per item)."""
     pub = item.publication
     assert pub is not None
-    meta = [
-        item.key[0],
-        item.key[1],
-        pub.topic,
-        list(pub.route),
-        pub.purpose.value,
-        pub.retain,
-        pub.group,
-        pub.retained_copy,
-    ]
-    props = dict(pub.message.properties)
-    props[XMIT_PROPERTY] = _META.encode(meta)
-    # once per persistent item sent: with_properties and two fields set, not copy()'s
-    # generic replace (half the cost of this function)
-    stored = pub.message.with_properties(props)
+    key = (pub.route, pub.purpose.value, pub.retain, pub.group, pub.retained_copy)
+    tail = _TAILS.get(key)
+    if tail is None:
+        if len(_TAILS) >= _TAILS_MAX:
+            _TAILS.clear()
+        tail = _TAILS[key] = _META.encode([list(key[0]), *key[1:]])
+    return f"{item.key[0]},{item.key[1]},{tail}"
+
+
+def stored_copy(item: Item, sequence: int) -> Message:
+    """The message journaled on the transmission queue for a persistent publication item: the
+    publication itself (its properties shared, not copied, so the store encodes them once for
+    all the copies of a publication) with the topic string in ``topic`` and the routing data
+    in ``sub_user_data`` (a transmission-queue copy has no subscriber). A publication received
+    from a peer and not decoded here is decoded into the stored copy itself, nothing else."""
+    pub = item.publication
+    assert pub is not None
+    if pub._msg is None and pub._decode is not None:
+        stored = pub._decode(pub.wire)  # a message of its own: set in place
+    else:
+        msg = pub.message
+        stored = msg.with_properties(msg.properties)
     stored.sequence = sequence
-    stored.topic = ""
+    stored.topic = pub.topic
+    stored.sub_user_data = _routing_text(item)
     return stored
 
 
 def item_from_stored(msg: Message) -> Item:
-    """Rebuild a channel item from its journaled copy (after a restart)."""
-    props = dict(msg.properties)
-    meta = json.loads(str(props.pop(XMIT_PROPERTY)))
-    epoch, seq, topic, route, purpose, retain, group = meta[:7]
-    retained_copy = bool(meta[7]) if len(meta) > 7 else False
-    original = msg.copy(properties=props)
+    """Rebuild a channel item from its journaled copy (after a restart); a copy stored before
+    the routing data moved out of the properties carries it in the ``qmgr.xmit`` property."""
+    if XMIT_PROPERTY in msg.properties:
+        props = dict(msg.properties)
+        meta = json.loads(str(props.pop(XMIT_PROPERTY)))
+        epoch, seq, topic, route, purpose, retain, group = meta[:7]
+        retained_copy = bool(meta[7]) if len(meta) > 7 else False
+    else:
+        props = msg.properties
+        epoch, seq, tail = msg.sub_user_data.split(",", 2)
+        route, purpose, retain, group, retained_copy = json.loads(tail)
+        topic = msg.topic
+    original = msg.copy(properties=props, topic="", sub_user_data="")
     pub = Forwarded(
         topic,
         original,
@@ -176,6 +209,6 @@ def item_from_stored(msg: Message) -> Item:
         Purpose(purpose),
         bool(retain),
         group,
-        retained_copy=retained_copy,
+        retained_copy=bool(retained_copy),
     )
     return Item((int(epoch), int(seq)), publication=pub, stored=msg)
