@@ -285,6 +285,8 @@ class RepositoryReplica:
         self._sync = SyncObj(config.self_addr, list(config.partners), conf, [self._state])
         if journal is not None:
             self._persist_commit_index_every_tick()
+        if not config.partners and not t.batch_entries:
+            self._commit_alone_at_once()
         self._closed = False
 
     def _persist_commit_index_every_tick(self) -> None:
@@ -297,6 +299,29 @@ class RepositoryReplica:
         store = getattr(raft_log, "onOneSecondTimer", None)  # writes only when changed
         if store is not None:
             self._sync.addOnTickCallback(store)
+
+    def _commit_alone_at_once(self) -> None:
+        """A replica alone in its group (one full repository) is its own majority: the tick
+        that appends a command commits it at the start of the next tick, which otherwise
+        begins only when the poll at its end times out (``RaftTimers.tick``, ~50 ms per
+        change). At the end of a tick that appended entries it has not committed, the
+        leader wakes its own poll, so the next tick commits them at once (through the log,
+        as before). Once per appended entry: a replica that cannot commit (not leader yet)
+        is not woken again and again."""
+        sync = self._sync
+        raft_log = getattr(sync, "_SyncObj__raftLog", None)
+        notifier = getattr(sync, "_SyncObj__pipeNotifier", None)
+        if raft_log is None or notifier is None:  # another PySyncObj: the tick wait stays
+            return
+        woken = [0]
+
+        def wake() -> None:
+            last = int(raft_log[-1][1])
+            if last > woken[0] and last > sync.raftCommitIndex and sync._isLeader():
+                woken[0] = last
+                notifier.notify()
+
+        sync.addOnTickCallback(wake)
 
     # ----------------------------------------------------------------- writes
 

@@ -25,6 +25,7 @@ from qmgr.node.raft import (
     PASSWORD_SUPPORTED,
     RaftConfig,
     RaftConfigError,
+    RaftTimers,
     RaftUnavailable,
     RepositoryReplica,
 )
@@ -261,6 +262,27 @@ def test_single_replica_async_submit_events_in_log_order_and_replay(tmp_path: Pa
         again.wait_ready(DEADLINE)
         eventually(lambda: again.snapshot() == before, "the state rebuilt from the journal")
         assert seen == [("member_joined",), ("topic_defined",)]
+
+
+def test_a_single_replica_commits_each_change_without_waiting_for_its_idle_tick(
+    tmp_path: Path,
+) -> None:
+    """One full repository is its own majority: a change it appended is committed at once,
+    not when the Raft thread's idle wait ends. With that wait made longer than each submit
+    may take, every submit still commits (and is in the journal replayed at restart)."""
+    (addr,) = free_addresses(1)
+    timers = RaftTimers(tick=3.0)
+    config = RaftConfig(addr, (addr,), "CL1", data_dir=tmp_path, timers=timers)
+    with RepositoryReplica(config) as replica:
+        replica.wait_ready(DEADLINE)
+        assert replica.submit(Cmd.join_member("QM1", "QM1_id", "127.0.0.1:1"), timeout=1.5).ok
+        for i in range(10):
+            define = Cmd.define_topic(f"T{i}", "QM1", f"A/{i}", "CL1")
+            assert replica.submit(define, timeout=1.5).ok
+        before = replica.snapshot()
+    with RepositoryReplica(config) as again:
+        again.wait_ready(DEADLINE)
+        eventually(lambda: again.snapshot() == before, "the state rebuilt from the journal")
 
 
 def test_submit_without_quorum_raises_unavailable(tmp_path: Path) -> None:
