@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import ipaddress
 import logging
 import os
@@ -33,6 +34,24 @@ log = logging.getLogger("qmgr.node")
 
 # Tests only: the N-th commit of the store fails as on a full disk (see SqliteStore).
 STORE_FAULT_ENV = "QMGR_TEST_STORE_FAIL_AT_COMMIT"
+
+# the young generation is collected every GC_YOUNG allocations (the interpreter's default: 700)
+GC_YOUNG = 10_000
+GC_OLDER = 20  # collections of a generation per collection of the next one
+
+
+def settle_memory() -> None:
+    """Once the node has started: what the start built (modules, the store's contents, the
+    cluster view) lives as long as the process, so it is frozen out of the collector's sight
+    and a full collection walks only what was made since; the young generation is collected
+    less often. A node under load keeps many objects in flight (messages on queues and on
+    channels, their copies, stored copies): with the interpreter's default thresholds a node
+    forwarding persistent publications spent about a third of its CPU time in the collector,
+    in full collections of about 90 ms each (a pause every publication in flight waits for)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG, GC_OLDER, GC_OLDER)
+
 
 GRPC_OPTIONS = [
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
@@ -112,6 +131,7 @@ async def serve(config: NodeConfig, on_ready: Callable[[str, str], None] | None 
         on_ready(f"{host}:{port}", sb_ready.partition("=")[2])
     for sig in (signal.SIGTERM, signal.SIGINT):  # before READY: a stop right after it is clean
         loop.add_signal_handler(sig, stop.set)
+    settle_memory()
     print(f"READY name={config.name} addr={host}:{port}{sb_ready}", flush=True)
     await health_servicer.set(READY_SERVICE, health_pb2.HealthCheckResponse.SERVING)
     await stop.wait()
