@@ -140,6 +140,21 @@ def _shared_to_wire(msg: Message) -> bytes:
     return out.SerializeToString()
 
 
+def own_fields_to_wire(msg: Message, out: pb.Message) -> None:
+    """The fields a copy does not share with the other copies of its publication (priority,
+    expiry, CorrelId, put time, backout count), each written only when it is not the wire's
+    default, into ``out``, which has them at their defaults."""
+    if msg.priority:
+        out.priority = msg.priority
+    if msg.expiry is not None:
+        out.expiry_ms = max(1, int((msg.expiry - msg.put_time) * 1000))
+    if msg.correl_id:
+        out.correl_id = msg.correl_id
+    out.put_time_ms = int(msg.put_time * 1000)
+    if msg.backout_count:
+        out.backout_count = msg.backout_count
+
+
 def delivery_to_wire(msg: Message, out: pb.Message) -> None:
     """``msg`` into ``out`` (a new message) for a consumer. The copies of one publication
     (``msg.shared``) share one encoding of what they have alike, made when the second copy
@@ -158,15 +173,7 @@ def delivery_to_wire(msg: Message, out: pb.Message) -> None:
             return
         data = shared.data = _shared_to_wire(msg)
     out.MergeFromString(data)
-    if msg.priority:
-        out.priority = msg.priority
-    if msg.expiry is not None:
-        out.expiry_ms = max(1, int((msg.expiry - msg.put_time) * 1000))
-    if msg.correl_id:
-        out.correl_id = msg.correl_id
-    out.put_time_ms = int(msg.put_time * 1000)
-    if msg.backout_count:
-        out.backout_count = msg.backout_count
+    own_fields_to_wire(msg, out)
     out.sequence = msg.sequence
     if msg.sub_user_data:
         out.properties["MQSubUserData"].string_value = msg.sub_user_data

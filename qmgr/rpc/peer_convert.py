@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from cluster.repository import ApplyResult, ErrorCode, RepoError
 from cluster.routing import Purpose
-from qmgr.client.convert import value_from_wire
+from qmgr.client.convert import value_from_wire, value_to_wire
 from qmgr.core.message import MAX_PRIORITY, Message
 from qmgr.core.values import Properties
 from qmgr.node.cluster.items import Forwarded, Item
-from qmgr.rpc.convert import message_to_wire
+from qmgr.rpc.convert import message_to_wire, own_fields_to_wire
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import messages_pb2 as mpb
 
@@ -44,25 +44,50 @@ def _problem(
 def message_from_peer(m: mpb.Message) -> Message:
     """A message as another queue manager accepted it: id, time, expiry and defaults kept.
     Values out of range (see ``message_problem``; such a message is only dead-lettered) are
-    replaced by defaults."""
+    replaced by defaults. Each wire field is read once (every read costs a lookup)."""
     props: Properties = {}
-    if m.properties:
-        props = {k: value_from_wire(v) for k, v in m.properties.items() if k != "MQTopicString"}
+    wire_props = m.properties
+    if wire_props:
+        props = {k: value_from_wire(v) for k, v in wire_props.items() if k != "MQTopicString"}
     put_time = min(max(m.put_time_ms, 0), MAX_PUT_TIME_MS) / 1000.0
-    expiry_ms = m.expiry_ms if 0 < m.expiry_ms <= MAX_EXPIRY_MS else 0
+    expiry_ms = m.expiry_ms
+    if not 0 < expiry_ms <= MAX_EXPIRY_MS:
+        expiry_ms = 0
     ttl = expiry_ms / 1000.0
+    priority = m.priority
     return Message(
-        message_id=m.message_id,
-        body=m.body,
-        properties=props,
-        persistent=m.persistence == mpb.PERSISTENT,
-        priority=m.priority if 0 <= m.priority <= MAX_PRIORITY else 0,
-        ttl=ttl,
-        expiry=put_time + ttl if expiry_ms > 0 else None,
-        correl_id=m.correl_id,
-        put_time=put_time,
-        reply_to_queue=m.reply_to_queue,
+        m.message_id,
+        m.body,
+        props,
+        m.persistence == mpb.PERSISTENT,
+        priority if 0 <= priority <= MAX_PRIORITY else 0,
+        ttl,
+        put_time + ttl if expiry_ms > 0 else None,
+        m.correl_id,
+        put_time,
+        0,
+        m.reply_to_queue,
     )
+
+
+def message_to_peer(msg: Message, out: mpb.Message) -> None:
+    """``msg`` (a publication this queue manager accepted) into ``out`` for a peer: the fields
+    ``message_from_peer`` reads, each written only when it is not the wire's default (every
+    write costs a lookup). A message with publication data of a delivered copy (a topic) is
+    written whole, as for an application."""
+    if msg.topic:
+        message_to_wire(msg, out)
+        return
+    out.message_id = msg.message_id
+    out.body = msg.body
+    if msg.properties:
+        wire_props = out.properties
+        for k, v in msg.properties.items():
+            value_to_wire(v, wire_props[k])
+    out.persistence = mpb.PERSISTENT if msg.persistent else mpb.NOT_PERSISTENT
+    own_fields_to_wire(msg, out)
+    if msg.reply_to_queue:
+        out.reply_to_queue = msg.reply_to_queue
 
 
 def item_to_wire(item: Item, out: cpb.ChannelItem) -> None:
@@ -74,7 +99,7 @@ def item_to_wire(item: Item, out: cpb.ChannelItem) -> None:
         if pub.wire is not None:
             wire.message.CopyFrom(pub.wire)
         else:
-            message_to_wire(pub.message, wire.message)
+            message_to_peer(pub.message, wire.message)
         wire.route.extend(pub.route)
         wire.purpose = _PURPOSE_TO_WIRE[pub.purpose]
         if pub.retain:

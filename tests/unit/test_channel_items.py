@@ -128,3 +128,20 @@ def test_a_stored_copy_comes_back_from_the_store(tmp_path: Path) -> None:
     assert queue == "SYSTEM.CLUSTER.TRANSMIT.SUB1" and back.key == (2, 5)
     assert back.publication is not None and back.publication.group == "PRICES"
     assert back.publication.message == msg.copy(sequence=8)
+
+
+def test_a_message_reaches_a_peer_as_written_for_an_application() -> None:
+    from qmgr.rpc.convert import message_to_wire
+    from qmgr.rpc.peer_convert import message_from_peer, message_to_peer
+    from qmgr.wire import messages_pb2 as mpb
+
+    props: Properties = {"i": Int32(-3), "l": 2**40, "s": "é", "b": b"\x01", "f": 0.5}
+    props["n"] = None
+    plain = Message("01" * 24, b"", {}, False, 0, put_time=1.5)
+    full = Message("02" * 24, b"x" * 10, props, True, 7, 2.0, 3.5, b"c" * 24, 1.5, 2, "RQ")
+    delivered = full.copy(topic="Prices/Gold", sub_user_data="u", retained=True)
+    for msg in (plain, full, delivered):
+        lean, whole = mpb.Message(), mpb.Message()
+        message_to_peer(msg, lean)
+        message_to_wire(msg, whole)
+        assert message_from_peer(lean) == message_from_peer(whole)

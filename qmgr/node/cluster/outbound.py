@@ -118,10 +118,11 @@ class OutboundChannel:
         if action is None:
             return
         if isinstance(action, Remove):
-            journal = self.manager.journal
+            removed = self.manager.journal.message_removed
+            queue = self.xmitq
             for item in action.items:
                 if item.stored is not None:
-                    journal.message_removed(self.xmitq, item.stored)
+                    removed(queue, item.stored)
         else:
             self.manager.on_status(self.peer, action.status, action.reason)
 
