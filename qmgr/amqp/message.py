@@ -420,6 +420,9 @@ def to_sb_message(
     by ``to_sb_message_general``; both give the same message, and malformed input reaches the
     general reader, which raises ``DecodeError``."""
     data = bytes(payload)
+    sb = _plain(data)
+    if sb is not None:
+        return sb
     read = _read(data)
     sb = to_sb_message_general(data) if read is None else read.message(data)
     if sb.message_id is None:
@@ -978,6 +981,41 @@ class _Read:
 
 
 _BODY_TYPES = {AMQP_SEQUENCE: "amqp-sequence", AMQP_VALUE: "amqp-value"}
+
+
+# The shape of most messages sent (an SDK's message with nothing set but its message-id, and
+# a data body: a properties list whose first field is a str8 and every other one null, then one
+# data section), recognised with a few byte comparisons before ``_read`` is tried.
+_PLAIN_PROPERTIES = b"\x00\x53\x73\xc0"  # properties section, list8
+_DATA8, _DATA32 = b"\x00\x53\x75\xa0", b"\x00\x53\x75\xb0"  # data section, vbin8 / vbin32
+
+
+def _plain(data: bytes) -> SbMessage | None:
+    """The namespace's message (what ``_read`` gives) when ``data`` has exactly that shape,
+    else None."""
+    if not data.startswith(_PLAIN_PROPERTIES) or len(data) < 8 or data[6] != 0xA1:
+        return None
+    end = 5 + data[4]  # after the list: its size counts the bytes after the size byte
+    count = data[5]
+    id_end = 8 + data[7]
+    nulls = end - id_end
+    if not 0 < count <= 13 or nulls != count - 1 or data.count(0x40, id_end, end) != nulls:
+        return None
+    if data.startswith(_DATA8, end) and len(data) >= end + 5:
+        start = end + 5
+        stop = start + data[end + 4]
+    elif data.startswith(_DATA32, end) and len(data) >= end + 8:
+        start = end + 8
+        stop = start + _u32_at(data, end + 4)[0]
+    else:
+        return None
+    if stop != len(data):
+        return None
+    try:
+        message_id = data[8:id_end].decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # malformed: the general decoder says so
+    return SbMessage(data[start:stop], "data", message_id)
 
 
 def _read(data: bytes) -> _Read | None:

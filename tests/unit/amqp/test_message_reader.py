@@ -30,6 +30,7 @@ from qmgr.amqp.message import (
     Header,
     Message,
     Properties,
+    _plain,
     _read,
     decode_message,
     encode_batch,
@@ -132,6 +133,14 @@ def test_what_the_sdk_sends_is_read_directly(sent):
     data = sdk_bytes(sent)
     assert _read(data) is not None
     assert_same(data)
+
+
+@pytest.mark.parametrize("body", ["x" * 100, "", "y" * 300])
+def test_a_message_with_only_its_id_set_is_read_from_a_few_bytes(body):
+    data = bytes(sdk_bytes(ServiceBusMessage(body)))
+    read = _plain(data)
+    assert read is not None
+    assert shape(read) == shape(to_sb_message_general(data))
 
 
 def test_an_sdk_batch_is_split_directly():
