@@ -325,6 +325,14 @@ def rule_from_data(data: dict[str, Any]) -> RuleProperties:
     )
 
 
+_ID_ATTRS = ("message_id", "session_id", "partition_key", "reply_to_session_id")
+
+
+def _short_id(value: object) -> bool:
+    """An identifier a message may carry: absent, or a string of at most 128 characters."""
+    return value is None or (isinstance(value, str) and len(value) <= 128)
+
+
 class Namespace:
     """One Service Bus namespace (see the module docstring)."""
 
@@ -921,10 +929,17 @@ class Namespace:
                     f"message {index} is {size} bytes; '{target.name}' accepts at most "
                     f"{props.max_message_size_kb} KB",
                 )
-            for attr in ("message_id", "session_id", "partition_key", "reply_to_session_id"):
-                value = getattr(msg, attr)
-                if value is not None and (not isinstance(value, str) or len(value) > 128):
-                    raise bad(f"message {index}: {attr} must be a string of at most 128 characters")
+            if not (
+                _short_id(msg.message_id)
+                and _short_id(msg.session_id)
+                and _short_id(msg.partition_key)
+                and _short_id(msg.reply_to_session_id)
+            ):
+                for attr in _ID_ATTRS:
+                    if not _short_id(getattr(msg, attr)):
+                        raise bad(
+                            f"message {index}: {attr} must be a string of at most 128 characters"
+                        )
             if msg.time_to_live is not None and not msg.time_to_live > 0:
                 raise bad(f"message {index}: time_to_live must be positive")
             if session_queue and msg.session_id is None:

@@ -28,6 +28,17 @@ _FIELDS = tuple(  # the optional system properties, kept under their own names
     f.name for f in fields(SbMessage) if f.name not in ("body", "body_type", "properties", "extra")
 )
 _field_values = operator.attrgetter(*_FIELDS)  # their values, in that order
+_KEYS = tuple(f'"{name}":' for name in _FIELDS)  # their keys, as JSON
+_stored_values = operator.attrgetter(
+    "enqueued_time",
+    "expires_at",
+    "delivery_count",
+    "enqueued_sequence_number",
+    "hop_count",
+    "dead_letter_source",
+    "size",
+)
+_STATES = {state: str(state.value) for state in MessageState}
 _text = json.encoder.encode_basestring_ascii  # a JSON string, as _JSON writes it
 _float = float.__repr__  # a finite float, as _JSON writes it
 
@@ -140,20 +151,12 @@ def _plain_header(s: Stored, m: SbMessage) -> str | None:
     times are floats (finite, or an expiry of never), written directly; None for any other (the
     general path)."""
     out = ["{"]
-    for name, v in zip(_FIELDS, _field_values(m), strict=True):
+    for key, v in zip(_KEYS, _field_values(m), strict=True):
         if v is not None:
             if type(v) is not str:
                 return None
-            out.append(f'"{name}":{_text(v)},')
-    et, ex, dc, es, hc, dl, sz = (
-        s.enqueued_time,
-        s.expires_at,
-        s.delivery_count,
-        s.enqueued_sequence_number,
-        s.hop_count,
-        s.dead_letter_source,
-        s.size,
-    )
+            out += (key, _text(v), ",")
+    et, ex, dc, es, hc, dl, sz = _stored_values(s)
     if (
         type(et) is not float
         or type(ex) is not float
@@ -166,7 +169,7 @@ def _plain_header(s: Stored, m: SbMessage) -> str | None:
     ):
         return None
     expires = '"inf"' if ex == math.inf else _float(ex)  # never expires: as ``_time`` writes it
-    out.append(f'"st":{s.state.value},"et":{_float(et)},"ex":{expires},"dc":{dc},"es":{es}')
+    out.append(f'"st":{_STATES[s.state]},"et":{_float(et)},"ex":{expires},"dc":{dc},"es":{es}')
     if hc:
         out.append(f',"hc":{hc}')
     if dl:
