@@ -43,6 +43,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from cluster.records import RepoEvent
 from cluster.repository import ApplyResult, ClusterRepository, ErrorCode, RepoError
 from qmgr.node.config import ClusterSettings
@@ -333,6 +335,9 @@ class WatchLink:
         self._task: asyncio.Task[None] | None = None
         self._join: Mapping[str, Any] = {}
         self._join_list_only = False  # REPOS(YES): until the next snapshot
+        # one open channel per full repository for proposals (each call still proves who
+        # this node is); dropped when a call on it fails
+        self._proposers: dict[str, RepositoryClient] = {}
 
     def _addresses(self) -> list[str]:
         if self._join_list_only and self.settings.join:
@@ -427,18 +432,30 @@ class WatchLink:
 
     async def propose(self, command: Mapping[str, Any]) -> ApplyResult:
         """Ask the full repositories in turn; the first that answers decides (one that answers
-        without a quorum says ``unavailable``, and keeps the change queued)."""
+        without a quorum says ``unavailable``, and keeps the change queued). The channel to
+        each is kept open between proposals (no connection set up per change); a call that
+        fails on a kept channel as UNAVAILABLE (the full repository restarted since) is made
+        once more on a new one before the next full repository is asked."""
         last = "no full repository known"
         for address in self._addresses():
-            client = RepositoryClient(address, self.dialer)
-            try:
-                return await client.propose(command, PENDING_WAIT + PROPOSE_TIMEOUT)
-            except (TransportError, OSError, Refusal) as exc:
-                last = f"{address}: {exc}"
-            finally:
-                with contextlib.suppress(Exception):
-                    await client.close()
+            kept = self._proposers.get(address)
+            for client in (kept, None) if kept is not None else (None,):
+                if client is None:
+                    client = self._proposers[address] = RepositoryClient(address, self.dialer)
+                try:
+                    return await client.propose(command, PENDING_WAIT + PROPOSE_TIMEOUT)
+                except (TransportError, OSError, Refusal) as exc:
+                    last = f"{address}: {exc}"
+                    await self._drop_proposer(address, client)
+                    if client is not kept or not _unreachable(exc):
+                        break
         return _unavailable(f"no full repository could take the change ({last})")
+
+    async def _drop_proposer(self, address: str, client: RepositoryClient) -> None:
+        if self._proposers.get(address) is client:
+            del self._proposers[address]
+        with contextlib.suppress(Exception):
+            await client.close()
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -446,3 +463,11 @@ class WatchLink:
             with contextlib.suppress(BaseException):
                 await self._task
             self._task = None
+        for address, client in list(self._proposers.items()):
+            await self._drop_proposer(address, client)
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """A call that failed for want of a connection (not refused, not timed out)."""
+    code = getattr(exc, "code", None)
+    return isinstance(exc, OSError) or (callable(code) and code() is grpc.StatusCode.UNAVAILABLE)
