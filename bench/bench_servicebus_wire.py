@@ -2,7 +2,7 @@
 and against a minimal Proton-based server measured in the same run.
 
 Run: .venv/bin/python bench/bench_servicebus_wire.py [--messages N] [--receivers P]
-     [--senders S] [--send-rounds R] [--no-baseline]
+     [--senders S] [--send-rounds R] [--peek-lock-rounds R] [--rounds-only] [--no-baseline]
 (also run by bench/bench_servicebus.py after the engine figures)
 
 First, the baseline: bench/proton_baseline.py (a minimal Service Bus-like server on Apache
@@ -38,8 +38,11 @@ CPU per message over the baseline server's in the same workload.
 
 With ``--send-rounds R`` (and the baseline), the batched send (one sync sender) is measured
 once more at the end, R rounds alternated between the baseline and the node, both running:
-each round is N messages to each; the medians and their ratios are printed. On a shared machine
-this is the figure to compare, since the load changes between the workloads above.
+each round is N messages to each; the medians and their ratios are printed. With
+``--peek-lock-rounds R`` the same is done for peek-lock: each round is the baseline's one sync
+receiver, then the node's P receiver processes, then its K processes of P async receivers, N
+messages each. On a shared machine these are the figures to compare, since the load changes
+between the workloads above; ``--rounds-only`` runs only them.
 
 Targets: durable batched sends at least the baseline's msg/s (in memory) in the same workload;
 the node spends less CPU per message than the client in every workload; peek-lock
@@ -444,6 +447,45 @@ def send_rounds(n: int, rounds: int, node_conn: str, node_pid: int) -> None:
     )
 
 
+def peek_lock_rounds(n: int, rounds: int, p: int, k: int, node_conn: str, node_pid: int) -> None:
+    """Peek-lock + complete, R rounds alternated: the baseline's one sync receiver, then the
+    node's ``p`` receiver processes, then its ``k`` processes of ``p`` async receivers, each
+    settling N messages sent just before; prints the medians and the node's ratios to the
+    baseline's one sync receiver (the target: twice)."""
+    base: list[Figures] = []
+    procs: list[Figures] = []
+    asyncs: list[Figures] = []
+    with (
+        proton_baseline() as (base_conn, base_pid),
+        ServiceBusClient.from_connection_string(base_conn) as base_client,
+        base_client.get_queue_sender("bench") as base_sender,
+        ServiceBusClient.from_connection_string(node_conn) as node_client,
+        node_client.get_queue_sender("bench") as node_sender,
+    ):
+        for _ in range(rounds):
+            send_all(base_sender, n)
+            with base_client.get_queue_receiver("bench", prefetch_count=100) as receiver:
+                base.append(measure(n, base_pid, lambda: settle_all(receiver, n)))
+            send_all(node_sender, n)
+            procs.append(in_processes(node_conn, "bench", [None] * p, n, node_pid))
+            send_all(node_sender, n)
+            asyncs.append(in_processes(node_conn, "bench", [None] * k, n, node_pid, p))
+    b = median_figures(base)
+    print(f"peek-lock + complete, {rounds} rounds alternated (medians)", flush=True)
+    show(f"  baseline: {SYNC}", b, server="server")
+    for key, figures in ((PROCS, procs), (ASYNC, asyncs)):
+        q = median_figures(figures)
+        show(f"  node: {key.format(p=p, k=k)}", q)
+        ratios = ", ".join(f"{x.rate / y.rate:.2f}" for x, y in zip(figures, base, strict=True))
+        verdict = "meets" if q.rate / b.rate >= PEEK_LOCK_RATIO else "below"
+        print(
+            f"    vs Proton baseline: {q.rate / b.rate:.2f}x the baseline's 1-sync-receiver msg/s"
+            f" ({verdict} {PEEK_LOCK_RATIO:g}x; rounds: {ratios});"
+            f" node CPU/msg {q.node_ms / q.client_ms:.2f}x the clients'",
+            flush=True,
+        )
+
+
 def run_baseline(n: int, p: int, k: int, s: int) -> dict[str, Figures]:
     """The queue workloads against the Proton baseline server; its CPU is measured like the
     node's."""
@@ -505,7 +547,19 @@ def main(argv: list[str] | None = None) -> None:
         help="batched-send rounds alternated between the baseline and the node, at the end",
     )
     parser.add_argument(
+        "--peek-lock-rounds",
+        type=int,
+        default=0,
+        help="peek-lock rounds alternated between the baseline's 1 sync receiver and the node's"
+        " receiver processes and async receivers, at the end",
+    )
+    parser.add_argument(
         "--no-baseline", action="store_true", help="skip the Proton baseline server"
+    )
+    parser.add_argument(
+        "--rounds-only",
+        action="store_true",
+        help="only the alternated rounds (--send-rounds, --peek-lock-rounds), not the workloads",
     )
     args = parser.parse_args(argv)
     n = max(100, args.messages // 100 * 100)
@@ -513,38 +567,49 @@ def main(argv: list[str] | None = None) -> None:
     k = max(1, args.async_processes)
     s = max(1, args.senders)
     base: dict[str, Figures] = {}
-    if not have_proton():
+    proton = have_proton()
+    if not proton:
         print(
             "Proton baseline skipped: python-qpid-proton is not installed"
             " (pip install -e '.[bench]')",
             flush=True,
         )
-    elif not args.no_baseline:
+    elif not args.no_baseline and not args.rounds_only:
         base = run_baseline(n, p, k, s)
+    rounds = proton and not args.no_baseline  # the alternated rounds start their own baseline
     with servicebus_node("qmgr-bench-sb-") as sb:
-        conn, admin = sb.conn, sb.admin
-        admin.create_queue("bench")
-        admin.create_queue("bench-sessions", requires_session=True)
+        sb.admin.create_queue("bench")
+        sb.admin.create_queue("bench-sessions", requires_session=True)
         pid = sb.node.proc.pid
-        print(f"Service Bus over AMQP, the real SDK against a node; {n} messages each, CPU in ms")
-        queue_workloads(conn, pid, n, p, k, s, "node", base)
-        with ServiceBusClient.from_connection_string(conn) as client:
-            with client.get_queue_sender("bench-sessions") as sender:
-                send_all(sender, n, session="s")
-                with client.get_queue_receiver(
-                    "bench-sessions", session_id="s", prefetch_count=100
-                ) as receiver:
-                    f = measure(n, pid, lambda: settle_all(receiver, n))
-                show("session receive + complete, 1 session", f)
-                sessions: list[str | None] = [f"s{i}" for i in range(p)]
-                for session in sessions:
-                    send_all(sender, n // p // 100 * 100, session=session)
-            f = in_processes(conn, "bench-sessions", sessions, n // p // 100 * 100 * p, pid)
-            show(f"session receive + complete, {p} sessions", f)
-        idle = idle_cpu(conn, "bench", p * 4, pid)
-        print(f"{f'idle: {p * 4} receivers waiting':<44} node {idle:.1f} ms CPU per second")
-        if args.send_rounds > 0 and base:
-            send_rounds(n, args.send_rounds, conn, pid)
+        if not args.rounds_only:
+            workloads(sb.conn, pid, n, p, k, s, base)
+        if args.send_rounds > 0 and rounds:
+            send_rounds(n, args.send_rounds, sb.conn, pid)
+        if args.peek_lock_rounds > 0 and rounds:
+            peek_lock_rounds(n, args.peek_lock_rounds, p, k, sb.conn, pid)
+
+
+def workloads(
+    conn: str, pid: int, n: int, p: int, k: int, s: int, base: dict[str, Figures]
+) -> None:
+    """Every workload on the node once, each line with its ratios to ``base`` (if any)."""
+    print(f"Service Bus over AMQP, the real SDK against a node; {n} messages each, CPU in ms")
+    queue_workloads(conn, pid, n, p, k, s, "node", base)
+    with ServiceBusClient.from_connection_string(conn) as client:
+        with client.get_queue_sender("bench-sessions") as sender:
+            send_all(sender, n, session="s")
+            with client.get_queue_receiver(
+                "bench-sessions", session_id="s", prefetch_count=100
+            ) as receiver:
+                f = measure(n, pid, lambda: settle_all(receiver, n))
+            show("session receive + complete, 1 session", f)
+            sessions: list[str | None] = [f"s{i}" for i in range(p)]
+            for session in sessions:
+                send_all(sender, n // p // 100 * 100, session=session)
+        f = in_processes(conn, "bench-sessions", sessions, n // p // 100 * 100 * p, pid)
+        show(f"session receive + complete, {p} sessions", f)
+    idle = idle_cpu(conn, "bench", p * 4, pid)
+    print(f"{f'idle: {p * 4} receivers waiting':<44} node {idle:.1f} ms CPU per second")
 
 
 if __name__ == "__main__":
