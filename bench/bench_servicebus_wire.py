@@ -416,9 +416,18 @@ def median_figures(rounds: list[Figures]) -> Figures:
     )
 
 
-def send_rounds(n: int, rounds: int, node_conn: str, node_pid: int) -> None:
-    """The batched send (one sync sender, lists of 100) on the baseline and on the node in
-    alternate rounds, the baseline first; prints the medians and the node's ratios."""
+@dataclass
+class BesideBaseline:
+    """The baseline server started beside a node, with a client and a sender on each."""
+
+    base_pid: int
+    base_client: ServiceBusClient
+    base_sender: ServiceBusSender
+    node_sender: ServiceBusSender
+
+
+@contextmanager
+def beside_baseline(node_conn: str) -> Iterator[BesideBaseline]:
     with (
         proton_baseline() as (base_conn, base_pid),
         ServiceBusClient.from_connection_string(base_conn) as base_client,
@@ -426,13 +435,20 @@ def send_rounds(n: int, rounds: int, node_conn: str, node_pid: int) -> None:
         ServiceBusClient.from_connection_string(node_conn) as node_client,
         node_client.get_queue_sender("bench") as node_sender,
     ):
-        send_all(base_sender, 100)  # links and connections warmed up
-        send_all(node_sender, 100)
+        yield BesideBaseline(base_pid, base_client, base_sender, node_sender)
+
+
+def send_rounds(n: int, rounds: int, node_conn: str, node_pid: int) -> None:
+    """The batched send (one sync sender, lists of 100) on the baseline and on the node in
+    alternate rounds, the baseline first; prints the medians and the node's ratios."""
+    with beside_baseline(node_conn) as both:
+        send_all(both.base_sender, 100)  # links and connections warmed up
+        send_all(both.node_sender, 100)
         base: list[Figures] = []
         node: list[Figures] = []
         for _ in range(rounds):
-            base.append(measure(n, base_pid, lambda: send_all(base_sender, n)))
-            node.append(measure(n, node_pid, lambda: send_all(node_sender, n)))
+            base.append(measure(n, both.base_pid, lambda: send_all(both.base_sender, n)))
+            node.append(measure(n, node_pid, lambda: send_all(both.node_sender, n)))
     b, q = median_figures(base), median_figures(node)
     title = f"{SEND}, {rounds} rounds alternated (medians)"
     print(title, flush=True)
@@ -455,20 +471,14 @@ def peek_lock_rounds(n: int, rounds: int, p: int, k: int, node_conn: str, node_p
     base: list[Figures] = []
     procs: list[Figures] = []
     asyncs: list[Figures] = []
-    with (
-        proton_baseline() as (base_conn, base_pid),
-        ServiceBusClient.from_connection_string(base_conn) as base_client,
-        base_client.get_queue_sender("bench") as base_sender,
-        ServiceBusClient.from_connection_string(node_conn) as node_client,
-        node_client.get_queue_sender("bench") as node_sender,
-    ):
+    with beside_baseline(node_conn) as both:
         for _ in range(rounds):
-            send_all(base_sender, n)
-            with base_client.get_queue_receiver("bench", prefetch_count=100) as receiver:
-                base.append(measure(n, base_pid, lambda: settle_all(receiver, n)))
-            send_all(node_sender, n)
+            send_all(both.base_sender, n)
+            with both.base_client.get_queue_receiver("bench", prefetch_count=100) as receiver:
+                base.append(measure(n, both.base_pid, lambda: settle_all(receiver, n)))
+            send_all(both.node_sender, n)
             procs.append(in_processes(node_conn, "bench", [None] * p, n, node_pid))
-            send_all(node_sender, n)
+            send_all(both.node_sender, n)
             asyncs.append(in_processes(node_conn, "bench", [None] * k, n, node_pid, p))
     b = median_figures(base)
     print(f"peek-lock + complete, {rounds} rounds alternated (medians)", flush=True)
