@@ -98,8 +98,9 @@ def item_to_wire(item: Item, out: cpb.ChannelItem) -> None:
         wire.topic = pub.topic
         if pub.wire is not None:
             wire.message.CopyFrom(pub.wire)
-        else:
+        else:  # encoded once: the copies for other peers copy it
             message_to_peer(pub.message, wire.message)
+            pub.wire = wire.message
         wire.route.extend(pub.route)
         wire.purpose = _PURPOSE_TO_WIRE[pub.purpose]
         if pub.retain:

@@ -145,3 +145,14 @@ def test_a_message_reaches_a_peer_as_written_for_an_application() -> None:
         message_to_peer(msg, lean)
         message_to_wire(msg, whole)
         assert message_from_peer(lean) == message_from_peer(whole)
+
+
+def test_a_publication_sent_to_several_peers_is_encoded_once() -> None:
+    msg = Message("AB" * 24, b"held", {"k": 1}, True, 4, put_time=1.0)
+    fwd = Forwarded("Prices/Gold", msg, ("PUB1",), Purpose.DELIVER)
+    first, second = cpb.ChannelItem(), cpb.ChannelItem()
+    item_to_wire(Item((1, 1), publication=fwd), first)
+    assert fwd.wire is not None and fwd.message is msg  # kept, still not decoded again
+    item_to_wire(Item((1, 2), publication=fwd), second)
+    assert first.publication == second.publication
+    assert item_from_wire(second).publication.message == msg  # type: ignore[union-attr]

@@ -638,8 +638,8 @@ class ClusterAgent:
             return
         assert plan.purpose is not None
         group = self.plans.group(topic) if plan.purpose is Purpose.ROUTE else ""
+        fwd = Forwarded(topic, msg, plan.route, plan.purpose, retain, group)  # one for all
         for peer in peers:
-            fwd = Forwarded(topic, msg, plan.route, plan.purpose, retain, group)
             self.channels.send_publication(peer, fwd)
 
     # ------------------------------------------------------------------ receiving
