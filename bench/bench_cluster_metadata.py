@@ -5,11 +5,12 @@ Run with ``.venv/bin/python bench/bench_cluster_metadata.py [--sizes 10,1000,100
 HOST2, SUB1) as real processes, then, for each size in turn, fills the cluster up to that many
 clustered topics with one runmqsc-style script on HOST1 (one command after the other, as
 ``qmgr runmqsc`` sends them) and measures (``--default-cluster``: with the default cluster's
-ten members, three full and seven partial repositories):
+ten members, three full and seven partial repositories; ``--full-repositories 1``: one full
+repository, a Raft group of one):
 
 - the script: definitions per second, and the seconds until every member holds the last one;
 - single commands at that size: the median milliseconds of ``samples`` DEFINE, ALTER and
-  DELETE commands on HOST2, each answered once every full repository took it.
+  DELETE commands on HOST2, each answered once the Raft log of the full repositories holds it.
 
 The last lines print each command's cost at the largest size against the smallest, the figure
 the cluster's metadata must keep near 1 (it is O(1) per change when it scales).
@@ -100,13 +101,21 @@ def main() -> None:
         default=1,
         help="R > 1: one cluster per size, the sizes measured in turn R times (medians)",
     )
+    parser.add_argument(
+        "--full-repositories",
+        type=int,
+        choices=range(1, len(FULL) + 1),
+        default=len(FULL),
+        help="how many full repositories (default 3; 1: a Raft group of one)",
+    )
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
+    full = FULL[: args.full_repositories]
     partial = DEFAULT_PARTIAL if args.default_cluster else PARTIAL
     if args.rounds > 1:
-        rows = alternated(sizes, partial, args.samples, args.rounds)
+        rows = alternated(sizes, full, partial, args.samples, args.rounds)
     else:
-        rows = progressive(sizes, partial, args.samples)
+        rows = progressive(sizes, full, partial, args.samples)
     report(rows)
 
 
@@ -119,9 +128,9 @@ def show(size: int, rate: float, settled: float, costs: dict[str, float]) -> Non
     )
 
 
-def progressive(sizes: list[int], partial: list[str], samples: int) -> list[Row]:
+def progressive(sizes: list[int], full: list[str], partial: list[str], samples: int) -> list[Row]:
     """One cluster, filled size after size; the single commands measured at each."""
-    cl = BenchCluster(Path(tempfile.mkdtemp(prefix="bench-metadata-"))).start(FULL, partial)
+    cl = BenchCluster(Path(tempfile.mkdtemp(prefix="bench-metadata-"))).start(full, partial)
     rows: list[Row] = []
     try:
         held = 0
@@ -137,7 +146,9 @@ def progressive(sizes: list[int], partial: list[str], samples: int) -> list[Row]
     return rows
 
 
-def alternated(sizes: list[int], partial: list[str], samples: int, rounds: int) -> list[Row]:
+def alternated(
+    sizes: list[int], full: list[str], partial: list[str], samples: int, rounds: int
+) -> list[Row]:
     """One cluster per size, filled; then ``rounds`` rounds of the single commands on each
     cluster in turn. Each size's costs: the median of its round medians; the per-round ratios
     of the largest size to the smallest are printed as they come."""
@@ -147,7 +158,7 @@ def alternated(sizes: list[int], partial: list[str], samples: int, rounds: int) 
     try:
         for size in sizes:
             base = Path(tempfile.mkdtemp(prefix=f"bench-metadata-{size}-"))
-            clusters[size] = BenchCluster(base).start(FULL, partial)
+            clusters[size] = BenchCluster(base).start(full, partial)
             print(f"filling a cluster to {size:,} clustered topics", flush=True)
             filled[size] = fill(clusters[size], 0, size)
         for r in range(rounds):
