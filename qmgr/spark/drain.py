@@ -5,9 +5,10 @@ A drain ends after ``idle`` seconds with nothing new (or at ``max_messages``). M
 acknowledged (MQ) or completed (Service Bus peek-lock) once the partition has handed them to
 Spark, a batch at a time: a task that fails leaves what it had not handed over on the queue.
 A sequenced drain (``sessions="sequenced"``) completes each message as the sequenced-delivery
-helper processes it and hands the rows over when it ends. Sessions (``all`` and ``sequenced``)
-are read :data:`SESSION_RECEIVERS` at a time, each on a receiver of its own, so that the wait
-that tells a session has nothing more overlaps the others' reading."""
+helper processes it, once its row was handed to Spark. Sessions (``all`` and ``sequenced``)
+are read ``receivers`` at a time (:data:`qmgr.spark.options.SESSION_RECEIVERS` over a read's
+partitions), each on a receiver of its own, so that the wait that tells a session has nothing
+more overlaps the others' reading."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,7 +32,6 @@ READ_SCHEMA = (
 )
 ROUTE_PROPERTY = "qmgr.route"
 TOPIC_PROPERTY = "MQTopicString"
-SESSION_RECEIVERS = 4  # Service Bus sessions read at once
 # how long a drain may hold one session, its lock renewed (a session of a long run is read for
 # longer than its lock duration, a minute by default)
 SESSION_LOCK_RENEWAL = 3600.0
@@ -282,23 +283,43 @@ def _drain_receiver(
         _complete(receiver, src, batch)
 
 
+class _Closed(BaseException):
+    """The partition's generator was closed (Spark stopped reading): a sequenced drain stops
+    before it settles anything more (a BaseException, so the helper does not take it for a
+    handler's failure and dead-letter the message)."""
+
+
+@dataclass
+class _Batch:
+    rows: list[Row]
+    taken: threading.Event  # set once the generator has yielded them
+
+
 class _Handover:
-    """Batches of rows that session receivers (threads) hand to the partition's generator:
-    a receiver completes its batch once the generator has yielded every row of it, and
-    completes nothing more once the generator is closed (what Spark had not taken stays)."""
+    """Rows that receivers (threads) hand to the partition's generator. A session receiver
+    completes its batch once the generator has yielded every row of it (:meth:`hand`), and
+    completes nothing more once the generator is closed (what Spark had not taken stays); the
+    sequenced helper settles each message once its row was yielded (:meth:`put`), so its rows
+    reach Spark as they are processed and a generator closed early (a failed task, a
+    ``limit``) leaves every message whose row Spark did not take."""
 
     def __init__(self) -> None:
-        self.items: queue.Queue[Any] = queue.Queue()
+        self.items: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.closed = threading.Event()
 
     def hand(self, rows: list[Row]) -> bool:
         """Wait until ``rows`` were yielded (True) or the generator was closed (False)."""
-        taken = threading.Event()
-        self.items.put((rows, taken))
-        while not taken.wait(0.2):
+        batch = _Batch(rows, threading.Event())
+        self.items.put(batch)
+        while not batch.taken.wait(0.2):
             if self.closed.is_set():
                 return False
         return True
+
+    def put(self, row: Row) -> None:
+        """Wait until ``row`` was yielded; :class:`_Closed` once the generator was closed."""
+        if not self.hand([row]):
+            raise _Closed
 
     def rows(self, produce: Callable[[], object]) -> Iterator[Row]:
         """Runs ``produce()`` on a thread and yields the rows handed over until it returns;
@@ -308,6 +329,8 @@ class _Handover:
         def run() -> None:
             try:
                 produce()
+            except _Closed:
+                pass
             except BaseException as exc:  # noqa: BLE001 - raised by the generator
                 self.items.put(exc)
             self.items.put(end)
@@ -318,9 +341,11 @@ class _Handover:
             while (item := self.items.get()) is not end:
                 if isinstance(item, BaseException):
                     raise item
-                rows, taken = item
-                yield from rows
-                taken.set()
+                if isinstance(item, _Batch):
+                    yield from item.rows
+                    item.taken.set()
+                else:
+                    yield item
         finally:
             self.closed.set()
             thread.join()
@@ -329,7 +354,7 @@ class _Handover:
 def _drain_sessions(
     sb: Any, src: SbSource, idle: float, budget: _Budget, batch_size: int
 ) -> Iterator[Row]:
-    """Every session, :data:`SESSION_RECEIVERS` at a time (each with a next-available session
+    """Every session, ``src.receivers`` at a time (each with a next-available session
     receiver of its own), until none is available for ``idle`` seconds while no receiver holds
     one. A session is left once nothing has arrived in it for a short while (what arrives later
     makes it available again), and those waits overlap, so a drain does not wait once per
@@ -363,7 +388,7 @@ def _drain_sessions(
         lambda: take_sessions(
             open_receiver,
             work,
-            receivers=SESSION_RECEIVERS,
+            receivers=src.receivers,
             stop=stop,
             max_lock_renewal=SESSION_LOCK_RENEWAL,
         )
@@ -373,26 +398,27 @@ def _drain_sessions(
 def _drain_sequenced(sb: Any, src: SbSource, idle: float) -> Iterator[Row]:
     """Every session through :func:`qmgr.client.sequenced.drain_sessions`, which processes each
     session's messages in the order of ``src.sequence_property`` (deferring early arrivals);
-    the rows are handed over once the drain has ended."""
+    each row goes to Spark as its message is processed (a long drain holds no list of them)."""
     from qmgr.client.sequenced import drain_sessions
 
-    rows: list[Row] = []
+    handover = _Handover()
 
     def handle(msg: Any) -> None:
-        rows.append(sb_row(src.label, msg, time.time()))
+        handover.put(sb_row(src.label, msg, time.time()))
 
-    drain_sessions(
-        sb,
-        handle,
-        queue_name=src.queue,
-        topic_name=src.topic,
-        subscription_name=src.subscription,
-        sequence_property=src.sequence_property,
-        idle_timeout=idle,
-        receivers=SESSION_RECEIVERS,
-        max_lock_renewal=SESSION_LOCK_RENEWAL,
+    yield from handover.rows(
+        lambda: drain_sessions(
+            sb,
+            handle,
+            queue_name=src.queue,
+            topic_name=src.topic,
+            subscription_name=src.subscription,
+            sequence_property=src.sequence_property,
+            idle_timeout=idle,
+            receivers=src.receivers,
+            max_lock_renewal=SESSION_LOCK_RENEWAL,
+        )
     )
-    yield from rows
 
 
 def drain_sb(

@@ -399,7 +399,7 @@ def read_subscription(
             .load()
         )
     reader = reader.option("servicebus", nodes.servicebus_address(sub.node))
-    reader = reader.option("sessions", sub.sessions)
+    reader = reader.option("sessions", sub.sessions).option("partitions", str(sub.partitions))
     topic, marker, name = sub.servicebus.partition("/subscriptions/")
     if marker:
         return reader.option("topic", topic).option("subscription", name).load()

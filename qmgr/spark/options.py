@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from qmgr.cli.registry import resolve
 
 SESSION_MODES = ("none", "all", "sequenced")
+SESSION_RECEIVERS = 4  # Service Bus sessions one read holds at once (over all its partitions)
+MAX_PARTITIONS = 16
 RECEIVE_MODES = ("peek_lock", "receive_and_delete")
 SECURITY_OPTIONS = ("tls_ca", "tls_cert", "tls_key", "user", "password")
 WRITE_OPTIONS = frozenset(
@@ -32,6 +34,7 @@ READ_OPTIONS = frozenset(
         "receive_mode",
         "batch_size",
         "source",
+        "partitions",
     }
     | set(SECURITY_OPTIONS)
 )
@@ -93,6 +96,7 @@ class SbSource:
     sessions: str
     sequence_property: str
     receive_mode: str
+    receivers: int = SESSION_RECEIVERS  # sessions held at once (sessions all or sequenced)
 
 
 @dataclass(frozen=True)
@@ -287,9 +291,38 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
                 )
     if label is not None and len(sources) > 1:
         raise QmgrSourceError("option source labels one source; this read has several")
+    max_messages = _int(options, "max_messages", None, 1)
     return ReadOptions(
-        sources=tuple(sources),
+        sources=tuple(_partitioned(options, sources, max_messages)),
         idle=_float(options, "idle", 2.0, positive=True),
-        max_messages=_int(options, "max_messages", None, 1),
+        max_messages=max_messages,
         batch_size=_int(options, "batch_size", 100, 1) or 100,
     )
+
+
+def _partitioned(
+    options: Mapping[str, str], sources: list[MqSource | SbSource], max_messages: int | None
+) -> list[MqSource | SbSource]:
+    """Each session source read by ``partitions`` partitions (Spark tasks: processes of their
+    own, so the SDK's per-message work is not held to one interpreter), each holding its share
+    of the :data:`SESSION_RECEIVERS` sessions at once; a session is read by one of them at a
+    time (its lock), so each session's order is kept."""
+    count = _int(options, "partitions", 1, 1) or 1
+    if count == 1:
+        return sources
+    if count > MAX_PARTITIONS:
+        raise QmgrSourceError(f"option partitions must be at most {MAX_PARTITIONS}, got {count}")
+    if not all(isinstance(src, SbSource) and src.sessions != "none" for src in sources):
+        raise QmgrSourceError(
+            "option partitions applies to Service Bus reads with sessions (all or sequenced): "
+            "an entity without sessions is read in its order by one partition"
+        )
+    if max_messages is not None:
+        raise QmgrSourceError("option max_messages needs partitions = 1 (one budget)")
+    receivers = max(1, SESSION_RECEIVERS // count)
+    return [
+        replace(src, receivers=receivers)
+        for src in sources
+        if isinstance(src, SbSource)
+        for _ in range(count)
+    ]

@@ -29,6 +29,8 @@ Every problem in the file is collected and reported together (:class:`ScenarioEr
     # a Service Bus one: the entity the node's namespace holds, fed from `topic` (a bridge):
     servicebus = "prices/subscriptions/ordered"   # "TOPIC/subscriptions/SUB" or a queue
     sessions = "none"                   # "none" | "all" | "sequenced" (Service Bus only)
+    partitions = 1                      # sessions read by this many Spark tasks at once
+                                        # (sessions "all" or "sequenced" only)
 
     [drain]
     idle = 3.0                          # seconds with nothing new before a drain ends
@@ -49,6 +51,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from qmgr.cli.topology import ProblemsError, TopologyError, _kind, load_topology
+from qmgr.spark.options import MAX_PARTITIONS
 
 # Names of the properties the job gives every injected message (the contract of the load job).
 RUN = "LoadRun"  # the run id
@@ -70,7 +73,7 @@ LOAD_KEYS = (
     "payload",
     "properties",
 )
-SUB_KEYS = ("name", "node", "topic", "servicebus", "sessions")
+SUB_KEYS = ("name", "node", "topic", "servicebus", "sessions", "partitions")
 DRAIN_KEYS = ("idle", "settle")
 FAULT_KEYS = ("kill",)
 KILL_KEYS = ("node", "after", "restart")
@@ -113,6 +116,7 @@ class Subscription:
     topic: str
     servicebus: str | None = None  # the Service Bus entity; None: an MQ subscription
     sessions: Sessions = "none"
+    partitions: int = 1  # Spark tasks reading its sessions at once
 
     @property
     def kind(self) -> str:
@@ -318,11 +322,26 @@ def _subscriptions(value: Any, problems: list[str]) -> list[Subscription]:
             problems.append(
                 f"{where}: sessions apply to a Service Bus subscription (servicebus = ...)"
             )
+        partitions = table.get("partitions", 1)
+        if (
+            isinstance(partitions, bool)
+            or not isinstance(partitions, int)
+            or not 1 <= partitions <= MAX_PARTITIONS
+        ):
+            problems.append(
+                f"{where}: partitions must be an integer from 1 to {MAX_PARTITIONS}, "
+                f"got {partitions!r}"
+            )
+        elif partitions > 1 and sessions not in ("all", "sequenced"):
+            problems.append(
+                f'{where}: partitions apply to Service Bus sessions (sessions = "all" or '
+                '"sequenced"): without sessions one partition reads the entity in its order'
+            )
         if name and any(s.name == name for s in subs):
             problems.append(f"{where}: duplicate name '{name}'")
         if len(problems) > before or not (name and node and topic):
             continue
-        subs.append(Subscription(name, node, topic, entity or None, sessions))
+        subs.append(Subscription(name, node, topic, entity or None, sessions, partitions))
     return subs
 
 

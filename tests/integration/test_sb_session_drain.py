@@ -1,8 +1,9 @@
-"""The load job's Service Bus session drain (qmgr.spark.drain with sessions = "all"), one
-partition read without Spark, with the real azure-servicebus SDK against a real node: sessions
-read at once on several receivers, each in its order; max_messages over all of them; a late
-duplicate still read by the wait that ends the drain; a partition closed early leaves what it
-had not handed over."""
+"""The load job's Service Bus session drain (qmgr.spark.drain with sessions = "all" and
+"sequenced"), partitions read without Spark, with the real azure-servicebus SDK against a real
+node: sessions read at once on several receivers, each in its order; max_messages over all of
+them; a late duplicate still read by the wait that ends the drain; a partition closed early
+leaves what it had not handed over; a read in several partitions (processes of their own under
+Spark, threads here) reads each session once, in its order."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ pytest.importorskip("azure.servicebus")
 from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 
 from qmgr.client.sequenced import SESSION_QUIET  # noqa: E402
-from qmgr.spark.drain import SESSION_RECEIVERS, drain  # noqa: E402
-from qmgr.spark.options import SbSource  # noqa: E402
+from qmgr.spark.drain import drain  # noqa: E402
+from qmgr.spark.options import SESSION_RECEIVERS, SbSource, read_options  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
@@ -30,14 +31,14 @@ _quiet_insecure_warning = admin_http._quiet_insecure_warning
 SESSIONS, PER_SESSION = 6, 120
 
 
-def _source(node: NodeProcess) -> SbSource:
+def _source(node: NodeProcess, sessions: str = "all") -> SbSource:
     return SbSource(
         label="sb:sessions",
         connection_string=_conn(node),
         queue="sessions",
         topic=None,
         subscription=None,
-        sessions="all",
+        sessions=sessions,
         sequence_property="LoadSeq",
         receive_mode="peek_lock",
     )
@@ -138,3 +139,105 @@ def test_a_partition_closed_early_leaves_what_it_had_not_handed_over(
         assert set(seen[f"s{k}"]) == set(range(1, PER_SESSION + 1))
     assert len(taken) + len(rest) >= total
     assert _active(sb_node) == 0
+
+
+def _shuffled_fill(node: NodeProcess) -> None:
+    """Every session's LoadSeq sent out of order (pairs swapped: 2, 1, 4, 3, ...)."""
+    _admin(node).create_queue("sessions", requires_session=True)
+    order = [n + 1 if n % 2 else n - 1 for n in range(1, PER_SESSION + 1)]
+    _send(node, [_message(f"s{k}", n) for n in order for k in range(SESSIONS)])
+
+
+def test_a_sequenced_partition_closed_early_settles_nothing_more(sb_node: NodeProcess) -> None:
+    """The sequenced drain hands each row over as its message is processed and completes the
+    message once Spark took the row; once Spark stops reading (the generator closed: a failed
+    task, a ``limit``), nothing more is completed: what is left is read, in order, by the next
+    drain, and nothing is lost."""
+    _shuffled_fill(sb_node)
+    rows = drain(_source(sb_node, "sequenced"), 2.0, None, 25)
+    taken = [next(rows) for _ in range(60)]
+    rows.close()
+    total = SESSIONS * PER_SESSION
+    completed = total - _active(sb_node)
+    assert 59 <= completed <= 60  # the rows Spark took (the last one's may still be pending)
+    rest = list(drain(_source(sb_node, "sequenced"), 2.0, None, 25))
+    before, after = _per_session(taken), _per_session(rest)
+    for k in range(SESSIONS):
+        session = f"s{k}"
+        first, then = before.get(session, []), after.get(session, [])
+        assert first == list(range(1, len(first) + 1))  # in LoadSeq order
+        # the rest goes on in order from there (the row in hand at the close may come again)
+        assert then == list(range(len(first) + 1 - (then[:1] == first[-1:]), PER_SESSION + 1))
+    assert len(taken) + len(rest) - total <= 1
+    assert _active(sb_node) == 0
+
+
+@pytest.mark.parametrize("sessions", ["all", "sequenced"])
+def test_a_read_in_partitions_takes_each_session_once_in_order(
+    sb_node: NodeProcess, sessions: str
+) -> None:
+    """``partitions=3``: three sources sharing the receivers; read at once (as Spark's tasks
+    do), every session is drained once and in order between them."""
+    _shuffled_fill(sb_node) if sessions == "sequenced" else _fill(sb_node)
+    opts = read_options(
+        {
+            "servicebus": sb_node.sb_address,
+            "queue": "sessions",
+            "sessions": sessions,
+            "sequence_property": "LoadSeq",
+            "partitions": "3",
+            "idle": "2",
+        }
+    )
+    assert len(opts.sources) == 3
+    assert all(isinstance(src, SbSource) for src in opts.sources)
+    assert {src.receivers for src in opts.sources if isinstance(src, SbSource)} == {
+        max(1, SESSION_RECEIVERS // 3)
+    }
+    results: list[list[Any]] = [[] for _ in opts.sources]
+    readers = [
+        threading.Thread(target=lambda i=i, src=src: results[i].extend(drain(src, 2.0, None, 25)))
+        for i, src in enumerate(opts.sources)
+    ]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join(120)
+    assert not any(reader.is_alive() for reader in readers)
+    rows = [row for part in results for row in part]
+    if sessions == "all":  # in the order sent, each session by one partition at a time
+        expected = {f"s{k}": list(range(1, PER_SESSION + 1)) for k in range(SESSIONS)}
+        for part in results:
+            for session, numbers in _per_session(part).items():
+                assert numbers == sorted(numbers), session
+        assert {s: sorted(n) for s, n in _per_session(rows).items()} == expected
+    else:
+        for session, numbers in _per_session(rows).items():
+            assert sorted(numbers) == list(range(1, PER_SESSION + 1)), session
+        for part in results:  # each partition's rows of a session: in LoadSeq order
+            for session, numbers in _per_session(part).items():
+                assert numbers == sorted(numbers), session
+    assert len(rows) == SESSIONS * PER_SESSION
+    assert sum(1 for part in results if part) > 1  # the partitions shared the sessions
+    assert _active(sb_node) == 0
+
+
+def test_partitions_apply_to_session_reads_only() -> None:
+    base = {"servicebus": "127.0.0.1:1", "queue": "q"}
+    cases = [
+        ({**base, "partitions": "2"}, "option partitions applies to Service Bus reads with"),
+        ({**base, "sessions": "all", "partitions": "0"}, "option partitions must be an integer"),
+        ({**base, "sessions": "all", "partitions": "17"}, "option partitions must be at most 16"),
+        (
+            {**base, "sessions": "all", "partitions": "2", "max_messages": "5"},
+            "option max_messages needs partitions = 1",
+        ),
+        ({"node": "127.0.0.1:1", "queue": "q", "partitions": "2"}, "option partitions applies"),
+    ]
+    for options, text in cases:
+        with pytest.raises(ValueError, match=text):
+            read_options(options)
+    one = read_options({**base, "sessions": "sequenced"})
+    assert [src.receivers for src in one.sources if isinstance(src, SbSource)] == [
+        SESSION_RECEIVERS
+    ]
