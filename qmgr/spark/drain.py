@@ -5,7 +5,8 @@ A drain ends after ``idle`` seconds with nothing new (or at ``max_messages``). M
 acknowledged (MQ) or completed (Service Bus peek-lock) once the partition has handed them to
 Spark, a batch at a time: a task that fails leaves what it had not handed over on the queue.
 A sequenced drain (``sessions="sequenced"``) completes each message as the sequenced-delivery
-helper processes it, once its row was handed to Spark. Sessions (``all`` and ``sequenced``)
+helper processes it, once its row is queued for Spark (at most :data:`SEQUENCED_LAG` ahead of
+the rows Spark has taken). Sessions (``all`` and ``sequenced``)
 are read ``receivers`` at a time (:data:`qmgr.spark.options.SESSION_RECEIVERS` over a read's
 partitions), each on a receiver of its own, so that the wait that tells a session has nothing
 more overlaps the others' reading."""
@@ -35,6 +36,7 @@ TOPIC_PROPERTY = "MQTopicString"
 # how long a drain may hold one session, its lock renewed (a session of a long run is read for
 # longer than its lock duration, a minute by default)
 SESSION_LOCK_RENEWAL = 3600.0
+SEQUENCED_LAG = 1_000  # rows a sequenced drain completes ahead of those Spark has taken
 Row = tuple[Any, ...]
 
 
@@ -298,14 +300,16 @@ class _Batch:
 class _Handover:
     """Rows that receivers (threads) hand to the partition's generator. A session receiver
     completes its batch once the generator has yielded every row of it (:meth:`hand`), and
-    completes nothing more once the generator is closed (what Spark had not taken stays); the
-    sequenced helper settles each message once its row was yielded (:meth:`put`), so its rows
-    reach Spark as they are processed and a generator closed early (a failed task, a
-    ``limit``) leaves every message whose row Spark did not take."""
+    completes nothing more once the generator is closed (what Spark had not taken stays). The
+    sequenced helper completes each message once its row is queued (:meth:`put`), at most
+    ``lag`` rows ahead of the generator: waiting for each row to be yielded would hand the
+    interpreter lock between threads once per message (up to a switch interval each), and
+    Spark's Python worker takes a read's rows in Arrow batches (10,000 by default) anyway."""
 
-    def __init__(self) -> None:
+    def __init__(self, lag: int = 0) -> None:
         self.items: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.closed = threading.Event()
+        self._room = threading.Semaphore(lag)  # rows :meth:`put` may queue ahead
 
     def hand(self, rows: list[Row]) -> bool:
         """Wait until ``rows`` were yielded (True) or the generator was closed (False)."""
@@ -317,9 +321,15 @@ class _Handover:
         return True
 
     def put(self, row: Row) -> None:
-        """Wait until ``row`` was yielded; :class:`_Closed` once the generator was closed."""
-        if not self.hand([row]):
+        """Queue ``row`` without waiting for the generator to yield it, unless
+        :data:`SEQUENCED_LAG` rows are queued already; :class:`_Closed` once the generator was
+        closed."""
+        while not self._room.acquire(timeout=0.2):
+            if self.closed.is_set():
+                raise _Closed
+        if self.closed.is_set():
             raise _Closed
+        self.items.put(row)
 
     def rows(self, produce: Callable[[], object]) -> Iterator[Row]:
         """Runs ``produce()`` on a thread and yields the rows handed over until it returns;
@@ -346,6 +356,7 @@ class _Handover:
                     item.taken.set()
                 else:
                     yield item
+                    self._room.release()
         finally:
             self.closed.set()
             thread.join()
@@ -401,7 +412,7 @@ def _drain_sequenced(sb: Any, src: SbSource, idle: float) -> Iterator[Row]:
     each row goes to Spark as its message is processed (a long drain holds no list of them)."""
     from qmgr.client.sequenced import drain_sessions
 
-    handover = _Handover()
+    handover = _Handover(SEQUENCED_LAG)
 
     def handle(msg: Any) -> None:
         handover.put(sb_row(src.label, msg, time.time()))

@@ -19,6 +19,7 @@ pytest.importorskip("azure.servicebus")
 from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 
 from qmgr.client.sequenced import SESSION_QUIET  # noqa: E402
+from qmgr.spark import drain as drain_module  # noqa: E402
 from qmgr.spark.drain import drain  # noqa: E402
 from qmgr.spark.options import SESSION_RECEIVERS, SbSource, read_options  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
@@ -148,27 +149,32 @@ def _shuffled_fill(node: NodeProcess) -> None:
     _send(node, [_message(f"s{k}", n) for n in order for k in range(SESSIONS)])
 
 
-def test_a_sequenced_partition_closed_early_settles_nothing_more(sb_node: NodeProcess) -> None:
+def test_a_sequenced_partition_closed_early_settles_nothing_more(
+    sb_node: NodeProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The sequenced drain hands each row over as its message is processed and completes the
-    message once Spark took the row; once Spark stops reading (the generator closed: a failed
-    task, a ``limit``), nothing more is completed: what is left is read, in order, by the next
-    drain, and nothing is lost."""
+    message once its row is queued, at most ``SEQUENCED_LAG`` ahead of what Spark took; once
+    Spark stops reading (the generator closed: a failed task, a ``limit``), nothing more is
+    completed and what is left is read, in order, by the next drain."""
+    monkeypatch.setattr(drain_module, "SEQUENCED_LAG", 10)
     _shuffled_fill(sb_node)
     rows = drain(_source(sb_node, "sequenced"), 2.0, None, 25)
     taken = [next(rows) for _ in range(60)]
     rows.close()
     total = SESSIONS * PER_SESSION
     completed = total - _active(sb_node)
-    assert 59 <= completed <= 60  # the rows Spark took (the last one's may still be pending)
+    assert 60 <= completed <= 60 + 10  # what Spark took, and at most the lag more
     rest = list(drain(_source(sb_node, "sequenced"), 2.0, None, 25))
     before, after = _per_session(taken), _per_session(rest)
     for k in range(SESSIONS):
-        session = f"s{k}"
-        first, then = before.get(session, []), after.get(session, [])
+        first, then = before.get(f"s{k}", []), after.get(f"s{k}", [])
         assert first == list(range(1, len(first) + 1))  # in LoadSeq order
-        # the rest goes on in order from there (the row in hand at the close may come again)
-        assert then == list(range(len(first) + 1 - (then[:1] == first[-1:]), PER_SESSION + 1))
-    assert len(taken) + len(rest) - total <= 1
+        # the rest goes on in order, after what was completed ahead of Spark
+        assert then == list(range(then[0], PER_SESSION + 1))
+        assert len(first) < then[0] <= len(first) + 1 + 10
+    seen = {(row[10], int(row[3]["LoadSeq"])) for row in taken + rest}
+    assert len(taken) + len(rest) == len(seen)  # nothing twice
+    assert total - len(seen) == completed - 60  # only the rows completed ahead are not read
     assert _active(sb_node) == 0
 
 
