@@ -2,7 +2,8 @@
 real node through Microsoft's azure-servicebus SDK, alone or as the load job's session drain.
 
 Run: .venv/bin/python bench/bench_sequenced.py [--sessions S] [--messages N] [--window W]
-     [--receivers R] [--helper FILE] [--drain all|sequenced [--drain-module FILE]]
+     [--receivers R] [--max-held H] [--helper FILE]
+     [--drain all|sequenced [--drain-module FILE] [--partitions P]]
 
 Starts one node (``qmgr start --servicebus`` with a data directory), makes a topic with a
 session-enabled subscription, publishes S sessions of N messages each (application property
@@ -20,13 +21,18 @@ defer, dead-letter on the receive link), counted in the SDK, and checks each ses
 ``--drain all|sequenced`` reads the subscription as one partition of the load job's data source
 does (``qmgr.spark.drain.drain`` with ``sessions`` = ``all`` or ``sequenced``, no Spark), and
 prints the rows per second to the last row; ``--drain-module FILE`` loads another version of
-qmgr/spark/drain.py (its sequenced drain calls this tree's helper).
+qmgr/spark/drain.py (its sequenced drain calls this tree's helper); ``--partitions P`` reads it
+as the data source's option ``partitions`` does, in P processes at once (Spark's tasks), the
+session receivers shared out between them. ``--max-held H`` sets the helper's ``max_held``
+(early arrivals held in memory before it defers): with ``--window`` wider than it, messages are
+deferred and fetched again, which the management calls per message show.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import multiprocessing
 import random
 import sys
 import time
@@ -120,10 +126,17 @@ def counting() -> Iterator[dict[str, int]]:
         ServiceBusReceiver._settle_message = settle  # type: ignore[method-assign]
 
 
-def drain_rows(args: argparse.Namespace, conn: str) -> tuple[dict[str, list[int]], float, float]:
-    """The rows of one partition of the data source: the numbers per session, the seconds to
-    the last row and to the drain's end (its wait for anything more included)."""
+def _partition(
+    args: argparse.Namespace, conn: str, receivers: int | None, out: Any, start: float
+) -> None:
+    """One partition (a process, as a Spark task is): its rows' numbers per session, the
+    times of its last row and of its end, and the SDK calls it counted, put on ``out``."""
     drain = load_module(args.drain_module, qmgr.spark.drain, "bench_sequenced_drain")
+    if args.max_held is not None:
+        kwdefaults = qmgr.client.sequenced.drain_sessions.__kwdefaults__
+        assert kwdefaults is not None
+        kwdefaults["max_held"] = args.max_held
+    fields: dict[str, Any] = {} if receivers is None else {"receivers": receivers}
     src = SbSource(
         label="bench",
         connection_string=conn,
@@ -133,13 +146,51 @@ def drain_rows(args: argparse.Namespace, conn: str) -> tuple[dict[str, list[int]
         sessions=args.drain,
         sequence_property="SequenceNumber",
         receive_mode="peek_lock",
+        **fields,
     )
     seen: dict[str, list[int]] = {}
-    start = last = time.perf_counter()
-    for row in drain.drain(src, 1.0, None, 100):
-        seen.setdefault(row[10], []).append(int(row[3]["SequenceNumber"]))
-        last = time.perf_counter()
-    return seen, last - start, time.perf_counter() - start
+    last = start
+    with counting() as counts:
+        for row in drain.drain(src, 1.0, None, 100):
+            seen.setdefault(row[10], []).append(int(row[3]["SequenceNumber"]))
+            last = time.time()
+    out.put((seen, last, time.time(), dict(counts)))
+
+
+def drain_rows(
+    args: argparse.Namespace, conn: str
+) -> tuple[dict[str, list[int]], float, float, dict[str, int]]:
+    """The rows of the data source's partitions: the numbers per session (each partition's
+    in its order), the seconds to the last row and to the drain's end (its wait for anything
+    more included), the SDK calls counted."""
+    receivers = None
+    if args.partitions > 1:
+        from qmgr.spark.options import SESSION_RECEIVERS
+
+        receivers = max(1, SESSION_RECEIVERS // args.partitions)
+    out: Any = multiprocessing.Queue()
+    start = time.time()
+    procs = [
+        multiprocessing.Process(target=_partition, args=(args, conn, receivers, out, start))
+        for _ in range(args.partitions)
+    ]
+    for proc in procs:
+        proc.start()
+    results = [out.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+    seen: dict[str, list[int]] = {}
+    counts = {"management": 0, "settle": 0}
+    for part, _, _, part_counts in results:
+        for session, numbers in part.items():
+            if args.drain == "sequenced" and numbers != sorted(numbers):
+                numbers = [-1]  # out of order within a partition: reported as wrong
+            seen.setdefault(session, []).extend(numbers)
+        for name in counts:
+            counts[name] += part_counts[name]
+    last = max(r[1] for r in results)
+    ended = max(r[2] for r in results)
+    return seen, last - start, ended - start, counts
 
 
 def main() -> None:
@@ -151,6 +202,8 @@ def main() -> None:
     parser.add_argument("--helper", default=None, help="a file holding another helper version")
     parser.add_argument("--drain", choices=["all", "sequenced"], default=None)
     parser.add_argument("--drain-module", default=None, help="another qmgr/spark/drain.py")
+    parser.add_argument("--partitions", type=int, default=1, help="--drain in P processes")
+    parser.add_argument("--max-held", type=int, default=None, help="the helper's max_held")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     helper = load_module(args.helper, qmgr.client.sequenced, "bench_sequenced_helper")
@@ -168,11 +221,12 @@ def main() -> None:
         node.admin.create_subscription(TOPIC, SUBSCRIPTION, requires_session=True)
         publish(node.conn, args.sessions, args.messages, args.window, args.seed)
         if args.drain is not None:
-            with counting() as counts:
-                seen, seconds, ended = drain_rows(args, node.conn)
+            seen, seconds, ended, counts = drain_rows(args, node.conn)
             takes = f"ended after {ended:.2f} s (a wait of 1 s for more included)"
         else:
-            extra = {} if args.receivers is None else {"receivers": args.receivers}
+            extra: dict[str, Any] = {} if args.receivers is None else {"receivers": args.receivers}
+            if args.max_held is not None:
+                extra["max_held"] = args.max_held
             with ServiceBusClient.from_connection_string(node.conn) as client, counting() as counts:
                 start = time.perf_counter()
                 stats = helper.drain_sessions(
@@ -186,11 +240,13 @@ def main() -> None:
                 seconds = last[0] - start  # to the last message handled: the idle wait left out
             takes = f"{len(stats.sessions)} session takes"
     expected = {f"S{k}": list(range(1, args.messages + 1)) for k in range(args.sessions)}
-    if args.drain == "all":  # as they arrived: each session's numbers, in its sent order
+    if args.drain == "all" or args.partitions > 1:  # each partition's rows of a session are
+        # in order; partitions that held one session in turn interleave them
         seen = {session: sorted(numbers) for session, numbers in seen.items()}
     ok = "in order, once" if seen == expected else "WRONG ORDER OR COUNT"
     what = (
-        f"qmgr.spark.drain sessions={args.drain} ({args.drain_module or 'this tree'})"
+        f"qmgr.spark.drain sessions={args.drain} ({args.drain_module or 'this tree'}, "
+        f"{args.partitions} partition{'s' if args.partitions > 1 else ''})"
         if args.drain
         else args.helper or "qmgr.client.sequenced"
     )
