@@ -165,3 +165,24 @@ def test_three_full_repositories_commit_with_one_down_and_relay_nothing(tmp_path
         assert relayed(cl["FR2"]) == relayed(cl["FR3"]) == 0
     finally:
         cl.stop()
+
+
+def test_a_change_goes_through_a_full_repository_restarted_since_the_last_one(
+    tmp_path: Path,
+) -> None:
+    """A partial repository keeps its channel to a full repository between changes; after
+    that full repository was killed and started again, the next change still commits (on a
+    new channel), with no warning and nothing relayed."""
+    cl = Cluster(tmp_path).start(["FR1", "FR2", "FR3"], ["HOST1", "SUB1"])
+    try:
+        cl.define_topic("HOST1", "ORDERS", "Orders")
+        active_once_everywhere(cl, "ORDERS", "HOST1", list(cl.nodes))
+        cl["FR1"].kill()
+        cl["FR1"].start()
+        ok, records = cl["HOST1"].c.mqsc_ok(topic_def("PRICES", "Prices", "TOPICHOST"))
+        assert ok, [(r.code, r.text) for r in records]
+        assert not [r for r in records if r.code == "AMQ9883W"], [r.text for r in records]
+        active_once_everywhere(cl, "PRICES", "HOST1", list(cl.nodes))
+        assert relayed(cl["FR1"]) == relayed(cl["FR2"]) == relayed(cl["FR3"]) == 0
+    finally:
+        cl.stop()
