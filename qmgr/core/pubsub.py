@@ -77,10 +77,7 @@ class TopicPolicy:
     npmsgdlv: str
     usedlq: bool
     resolved: ResolvedTopic
-
-    @property
-    def blocks_wildcards(self) -> bool:
-        return bool(self.resolved.blocking)
+    blocks_wildcards: bool = False  # some topic object above has WILDCARD(BLOCK)
 
 
 def fixed_depth(pattern: str) -> int:
@@ -118,6 +115,8 @@ class PubSub:
         self.new_only: set[str] = set()  # subscriptions made with new publications only
         self._policies: dict[str, TopicPolicy] = {}
         self._matches: dict[str, list[Subscription]] = {}
+        # topic string -> its policy and subscriptions: one lookup for each publication
+        self._routes: dict[str, tuple[TopicPolicy, list[Subscription]]] = {}
         self.pub_counts: dict[str, int] = {}
         self.last_pub: dict[str, float] = {}
         self._stats_bound = TOPIC_STATS_LIMIT  # prune the counters when they pass this
@@ -134,7 +133,21 @@ class PubSub:
     def topics_changed(self) -> None:
         """Forget cached resolutions after a topic object was defined, altered or deleted."""
         self._policies.clear()
+        self._forget_matches()
+
+    def _forget_matches(self) -> None:
         self._matches.clear()
+        self._routes.clear()
+
+    def _route(self, topic: str) -> tuple[TopicPolicy, list[Subscription]]:
+        """The policy and subscriptions of a publication topic, cached until either changes."""
+        route = self._routes.get(topic)
+        if route is None:
+            route = (self.policy(topic), self.subscribers(topic))
+            if len(self._routes) > 100_000:
+                self._routes.clear()
+            self._routes[topic] = route
+        return route
 
     def policy(self, topic: str) -> TopicPolicy:
         """The resolved policy of a (valid) publication topic, cached until topics change."""
@@ -151,6 +164,7 @@ class PubSub:
             npmsgdlv=r["NPMSGDLV"],
             usedlq=r["USEDLQ"] == "YES",
             resolved=r,
+            blocks_wildcards=bool(r.blocking),
         )
         if len(self._policies) > 100_000:
             self._policies.clear()
@@ -181,7 +195,7 @@ class PubSub:
 
     def add(self, sub: Subscription, now: float, *, new_publications_only: bool = False) -> int:
         """Register ``sub``; deliver matching retained publications; return how many."""
-        self._matches.clear()
+        self._forget_matches()
         self.subs[sub.name] = sub
         self.by_id[sub.sub_id] = sub.name
         self.stats.setdefault(sub.name, SubscriptionStats(resumed=now))
@@ -196,7 +210,7 @@ class PubSub:
         return self.deliver_retained(sub, now)
 
     def replace(self, sub: Subscription) -> None:
-        self._matches.clear()
+        self._forget_matches()
         old = self.subs[sub.name]
         self._unindex(old)
         self.subs[sub.name] = sub
@@ -207,7 +221,7 @@ class PubSub:
         self._tell("add", sub)
 
     def restore(self, sub: Subscription, now: float) -> None:
-        self._matches.clear()
+        self._forget_matches()
         self.subs[sub.name] = sub
         self.by_id[sub.sub_id] = sub.name
         self.stats[sub.name] = SubscriptionStats(resumed=now)
@@ -215,7 +229,7 @@ class PubSub:
         self._tell("add", sub)
 
     def remove(self, name: str) -> Subscription:
-        self._matches.clear()
+        self._forget_matches()
         sub = self.subs.pop(name)
         self.new_only.discard(name)
         self.by_id.pop(sub.sub_id, None)
@@ -289,7 +303,7 @@ class PubSub:
         if subs is None:
             subs = self.matching(topic)
             if len(self._matches) > 100_000:
-                self._matches.clear()
+                self._forget_matches()
             self._matches[topic] = subs
         return subs
 
@@ -325,34 +339,42 @@ class PubSub:
     def publish(self, topic: str, msg: Message, now: float, *, retain: bool = False) -> int:
         """Deliver ``msg`` (already prepared) to every matching local subscription; returns the
         number of copies delivered."""
-        policy = self.policy(topic)
-        subs = self.subscribers(topic)
+        policy, subs = self._route(topic)
+        queues = self._queues
+        blocks = policy.blocks_wildcards
         plan: list[tuple[LocalQueue, Message, Subscription]] = []
         failures: list[tuple[Subscription, Message, MQError]] = []
-        planned: dict[str, int] = {}
+        # copies planned per destination queue, counted only when several subscriptions
+        # could share one (a queue's depth check must see them all)
+        planned: dict[str, int] | None = {} if len(subs) > 1 else None
         for sub in subs:
-            if policy.blocks_wildcards and self._blocked(sub, topic, policy):
+            if blocks and self._blocked(sub, topic, policy):
                 continue
             if sub.selector and not selects(sub.selector, msg):
                 continue
             copy = self._copy_for(sub, msg, topic, now)
-            queue = self._queues.get(sub.dest)
+            queue = queues.get(sub.dest)
             try:
                 if queue is None:
                     raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"queue {sub.dest} does not exist")
-                queue.check_put(copy, 1 + planned.get(sub.dest, 0))
+                if planned is None:
+                    queue.check_put(copy)
+                else:
+                    queue.check_put(copy, 1 + planned.get(sub.dest, 0))
             except MQError as exc:
                 # without its traceback: the traceback holds this frame, which holds
                 # ``failures``; that cycle would keep every refused copy until a full GC
                 failures.append((sub, copy, exc.with_traceback(None)))
                 continue
             plan.append((queue, copy, sub))
-            planned[sub.dest] = planned.get(sub.dest, 0) + 1
+            if planned is not None:
+                planned[sub.dest] = planned.get(sub.dest, 0) + 1
         if failures:
             plan.extend(self._handle_failures(failures, msg, policy))
+        stats_of = self.stats
         for queue, copy, sub in plan:
             queue.put(copy, now, check=False)
-            stats = self.stats.get(sub.name)
+            stats = stats_of.get(sub.name)
             if stats is not None:
                 stats.num_msgs += 1
                 stats.last_msg = now
@@ -416,9 +438,9 @@ class PubSub:
         """The copy put on the subscriber's queue. As MQ documents for a publication a queue
         manager forwards to a subscriber, PutDate/PutTime are when it puts the copy there (so
         on the destination queue manager, the copy's arrival), not the publisher's put."""
-        priority = msg.priority
-        if sub.pubprty.isdigit():
-            priority = int(sub.pubprty)
+        priority = sub.copy_priority
+        if priority < 0:
+            priority = msg.priority
         shared = msg.shared
         if shared is None:
             shared = msg.shared = SharedEncoding()

@@ -113,6 +113,7 @@ class QueueManager:
         self.topics = TopicObjects()
         self._seq = first_sequence - 1
         self._ids = 0
+        self._id_prefix: str | None = None
         self.pubsub = PubSub(self.topics, self.queues, self.journal, self.next_sequence)
         self.pubsub.dead_letter_queue = lambda: self.queues.get(self.attrs.deadq)
         self.uows: dict[str, UnitOfWork] = {}
@@ -128,7 +129,10 @@ class QueueManager:
     def new_id(self) -> str:
         """A 48-hex-character identifier unique to this queue manager across restarts."""
         self._ids += 1
-        return f"{self.uid}{self.epoch:08x}{self._ids:032x}"
+        prefix = self._id_prefix
+        if prefix is None:  # uid and epoch are fixed for the queue manager's life
+            prefix = self._id_prefix = f"{self.uid}{self.epoch:08x}"
+        return f"{prefix}{self._ids:032x}"
 
     # -- queues -----------------------------------------------------------------------------
 

@@ -37,6 +37,16 @@ class Subscription:
             object.__setattr__(self, "_correl", cached)
         return cached
 
+    @property
+    def copy_priority(self) -> int:
+        """The priority of delivered copies per PUBPRTY: a fixed 0-9, or -1 for the
+        publication's own (ASPUB, ASQDEF). Read for every copy, so kept once computed."""
+        cached: int | None = self.__dict__.get("_copy_priority")
+        if cached is None:
+            cached = int(self.pubprty) if self.pubprty.isdigit() else -1
+            object.__setattr__(self, "_copy_priority", cached)
+        return cached
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

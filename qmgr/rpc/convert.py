@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
+
 from qmgr.client.convert import value_from_wire, value_to_wire
 from qmgr.core import limits
 from qmgr.core.errors import MQError
 from qmgr.core.message import Message
-from qmgr.core.values import Properties
 from qmgr.wire import messages_pb2 as pb
 
 _PERSISTENCE = {pb.PERSISTENCE_AS_DEFAULT: None, pb.PERSISTENT: True, pb.NOT_PERSISTENT: False}
@@ -37,19 +38,22 @@ def check_message(m: pb.Message) -> None:
 
 def message_from_wire(m: pb.Message) -> Message:
     """An application's message; its fields have passed ``check_message`` (``check_request``
-    for a unary request, the request stream's handler for a streamed one)."""
-    props: Properties = {}
-    if m.properties:
-        props = {k: value_from_wire(v) for k, v in m.properties.items()}
+    for a unary request, the request stream's handler for a streamed one). Every publication
+    passes here, so each field is read once and the message built positionally."""
+    props = m.properties
+    expiry_ms = m.expiry_ms
     return Message(
-        message_id=m.message_id,
-        body=m.body,
-        properties=props,
-        persistent=_PERSISTENCE[m.persistence],
-        priority=m.priority,
-        ttl=m.expiry_ms / 1000.0,
-        correl_id=m.correl_id,
-        reply_to_queue=m.reply_to_queue,
+        m.message_id,
+        m.body,
+        {k: value_from_wire(v) for k, v in props.items()} if props else {},
+        _PERSISTENCE[m.persistence],
+        m.priority,
+        expiry_ms / 1000.0 if expiry_ms else 0.0,
+        None,
+        m.correl_id,
+        0.0,
+        0,
+        m.reply_to_queue,
     )
 
 
@@ -111,8 +115,7 @@ def message_to_wire(msg: Message, out: pb.Message) -> pb.Message:
             value_to_wire(v, wire_props[k])
     out.persistence = pb.PERSISTENT if msg.persistent else pb.NOT_PERSISTENT
     out.priority = msg.priority
-    if msg.expiry is not None:
-        out.expiry_ms = max(1, int((msg.expiry - msg.put_time) * 1000))
+    out.expiry_ms = _expiry_ms(msg)
     out.correl_id = msg.correl_id
     out.put_time_ms = int(msg.put_time * 1000)
     out.backout_count = msg.backout_count
@@ -147,7 +150,7 @@ def own_fields_to_wire(msg: Message, out: pb.Message) -> None:
     if msg.priority:
         out.priority = msg.priority
     if msg.expiry is not None:
-        out.expiry_ms = max(1, int((msg.expiry - msg.put_time) * 1000))
+        out.expiry_ms = _expiry_ms(msg)
     if msg.correl_id:
         out.correl_id = msg.correl_id
     out.put_time_ms = int(msg.put_time * 1000)
@@ -155,27 +158,79 @@ def own_fields_to_wire(msg: Message, out: pb.Message) -> None:
         out.backout_count = msg.backout_count
 
 
-def delivery_to_wire(msg: Message, out: pb.Message) -> None:
-    """``msg`` into ``out`` (a new message) for a consumer. The copies of one publication
-    (``msg.shared``) share one encoding of what they have alike, made when the second copy
-    is encoded (a publication with one copy costs no more than before): ``out`` merges it
-    and sets only the copy's own fields (priority, expiry, CorrelId, put time, backout
-    count, sequence, MQSubUserData, MQIsRetained)."""
-    shared = msg.shared
-    if shared is None or not msg.topic:
-        message_to_wire(msg, out)
-        return
-    data = shared.data
+_TOPIC_FIELDS: dict[str, bytes] = {}  # topic string -> its encoded topic and MQTopicString
+_TOPIC_FIELDS_LIMIT = 10_000
+
+
+def _topic_fields(topic: str) -> bytes:
+    """A message's ``topic`` field and MQTopicString property, encoded once per topic
+    string (merged into each copy: one call, where filling the map costs several)."""
+    data = _TOPIC_FIELDS.get(topic)
     if data is None:
-        if not shared.used:
-            shared.used = True
-            message_to_wire(msg, out)
-            return
-        data = shared.data = _shared_to_wire(msg)
-    out.MergeFromString(data)
-    own_fields_to_wire(msg, out)
-    out.sequence = msg.sequence
+        if len(_TOPIC_FIELDS) >= _TOPIC_FIELDS_LIMIT:
+            _TOPIC_FIELDS.clear()
+        fields = pb.Message(topic=topic)
+        fields.properties["MQTopicString"].string_value = topic
+        data = _TOPIC_FIELDS[topic] = fields.SerializeToString()
+    return data
+
+
+def _expiry_ms(msg: Message) -> int:
+    """The time ``msg`` has left to live, as the wire counts it (0: unlimited)."""
+    if msg.expiry is None:
+        return 0
+    return max(1, int((msg.expiry - msg.put_time) * 1000))
+
+
+def add_delivery(out: RepeatedCompositeFieldContainer[pb.Message], msg: Message) -> pb.Message:
+    """``msg`` appended to ``out`` for a consumer, made by one constructor call with its
+    scalar fields (setting them one at a time costs a call each, for every message
+    delivered). The copies of one publication (``msg.shared``) share one encoding of what
+    they have alike, made when the second copy is encoded (a publication with one copy costs
+    no more than one message): a later copy merges it and sets only its own fields."""
+    shared = msg.shared
+    topic = msg.topic
+    if shared is not None and topic:
+        data = shared.data
+        if data is None and shared.used:
+            data = shared.data = _shared_to_wire(msg)
+        if data is not None:
+            copy = _add_copy(out, msg)
+            copy.MergeFromString(data)
+            _add_copy_properties(msg, copy)
+            return copy
+        shared.used = True
+    copy = _add_copy(out, msg)
+    copy.message_id = msg.message_id
+    copy.body = msg.body
+    copy.persistence = pb.PERSISTENT if msg.persistent else pb.NOT_PERSISTENT
+    if msg.reply_to_queue:
+        copy.reply_to_queue = msg.reply_to_queue
+    if msg.properties:
+        wire_props = copy.properties
+        for k, v in msg.properties.items():
+            value_to_wire(v, wire_props[k])
+    if topic:
+        copy.MergeFromString(_topic_fields(topic))
+        _add_copy_properties(msg, copy)
+    return copy
+
+
+def _add_copy(out: RepeatedCompositeFieldContainer[pb.Message], msg: Message) -> pb.Message:
+    """A new message in ``out`` with the fields that are ``msg``'s own as a copy."""
+    return out.add(
+        priority=msg.priority,
+        expiry_ms=_expiry_ms(msg),
+        correl_id=msg.correl_id,
+        put_time_ms=int(msg.put_time * 1000),
+        backout_count=msg.backout_count,
+        sequence=msg.sequence,
+    )
+
+
+def _add_copy_properties(msg: Message, copy: pb.Message) -> None:
+    """The publication properties a copy may have of its own: MQSubUserData, MQIsRetained."""
     if msg.sub_user_data:
-        out.properties["MQSubUserData"].string_value = msg.sub_user_data
+        copy.properties["MQSubUserData"].string_value = msg.sub_user_data
     if msg.retained:
-        out.properties["MQIsRetained"].bool_value = True
+        copy.properties["MQIsRetained"].bool_value = True

@@ -24,9 +24,9 @@ from qmgr.node.messaging import (
 )
 from qmgr.node.runtime import NodeRuntime, Publication, PublishResult
 from qmgr.rpc.convert import (
+    add_delivery,
     check_message,
     check_request,
-    delivery_to_wire,
     message_from_wire,
 )
 from qmgr.rpc.errors import RequestError, abort, error_to_wire, translated
@@ -46,7 +46,7 @@ class _Deliveries:
         delivery = pb.Delivery(queue=queue)
         out = delivery.messages
         for msg in msgs:  # copies of one publication share its encoding
-            delivery_to_wire(msg, out.add())
+            add_delivery(out, msg)
         return delivery
 
     def size(self, delivery: pb.Delivery) -> int:
@@ -92,8 +92,9 @@ class MessagingServicer(rpc.MessagingServicer):
             )
         )
         response = pb.GetResponse()
+        out = response.messages
         for msg in msgs:
-            delivery_to_wire(msg, response.messages.add())
+            add_delivery(out, msg)
         return response
 
     @translated
@@ -164,10 +165,9 @@ class MessagingServicer(rpc.MessagingServicer):
         node = self.node
 
         def publish(request: pb.PublishRequest) -> pb.PublishResponse:
-            try:
-                for p in request.publications:  # a unary request's are checked at the edge
-                    check_message(p.message)
-                return _publish_response(request.batch_id, node.publish(_publications(request)))
+            try:  # a unary request's messages are checked at the edge, a stream's here
+                batch = _publications(request, check=True)
+                return _publish_response(request.batch_id, node.publish(batch))
             except MQError as exc:
                 return pb.PublishResponse(batch_id=request.batch_id, error=error_to_wire(exc))
 
@@ -234,11 +234,16 @@ async def _acks(requests: AsyncIterator[Any]) -> AsyncIterator[Ack]:
         yield Ack(a.acknowledged, a.handed, a.credit_messages, a.credit_bytes, a.closing)
 
 
-def _publications(request: pb.PublishRequest) -> list[Publication]:
-    return [
-        Publication(p.topic, message_from_wire(p.message), p.retain, p.scope_qmgr)
-        for p in request.publications
-    ]
+def _publications(request: pb.PublishRequest, *, check: bool = False) -> list[Publication]:
+    """The request's publications; with ``check``, each message's fields are checked first
+    (a bad one raises before anything is published)."""
+    out = []
+    for p in request.publications:
+        m = p.message
+        if check:
+            check_message(m)
+        out.append(Publication(p.topic, message_from_wire(m), p.retain, p.scope_qmgr))
+    return out
 
 
 def _publish_response(batch_id: int, result: PublishResult) -> pb.PublishResponse:
