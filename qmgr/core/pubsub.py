@@ -272,7 +272,7 @@ class PubSub:
             and selects(sub.selector, msg)
         ):
             return 0
-        copy = self._copy_for(sub, msg, topic, now)
+        copy = self._copy_for(sub, msg, topic, now, self._shared(msg))
         copy.retained = True
         queue = self._queues.get(sub.dest)
         if queue is None:
@@ -346,13 +346,17 @@ class PubSub:
         failures: list[tuple[Subscription, Message, MQError]] = []
         # copies planned per destination queue, counted only when several subscriptions
         # could share one (a queue's depth check must see them all)
-        planned: dict[str, int] | None = {} if len(subs) > 1 else None
+        planned: dict[str, int] | None = None
+        shared = None  # a single copy has nothing to share
+        if len(subs) > 1:
+            planned = {}
+            shared = self._shared(msg)
         for sub in subs:
             if blocks and self._blocked(sub, topic, policy):
                 continue
             if sub.selector and not selects(sub.selector, msg):
                 continue
-            copy = self._copy_for(sub, msg, topic, now)
+            copy = self._copy_for(sub, msg, topic, now, shared)
             queue = queues.get(sub.dest)
             try:
                 if queue is None:
@@ -434,16 +438,21 @@ class PubSub:
             return False
         return (policy or self.policy(topic)).resolved.wildcard_blocked(pattern)
 
-    def _copy_for(self, sub: Subscription, msg: Message, topic: str, now: float) -> Message:
-        """The copy put on the subscriber's queue. As MQ documents for a publication a queue
+    def _copy_for(
+        self,
+        sub: Subscription,
+        msg: Message,
+        topic: str,
+        now: float,
+        shared: SharedEncoding | None,
+    ) -> Message:
+        """The copy put on the subscriber's queue (sharing the publication's encoding cell
+        ``shared`` with its other copies, when it has others). As MQ documents for a publication a queue
         manager forwards to a subscriber, PutDate/PutTime are when it puts the copy there (so
         on the destination queue manager, the copy's arrival), not the publisher's put."""
         priority = sub.copy_priority
         if priority < 0:
             priority = msg.priority
-        shared = msg.shared
-        if shared is None:
-            shared = msg.shared = SharedEncoding()
         return Message(
             msg.message_id,
             msg.body,
@@ -462,6 +471,14 @@ class PubSub:
             self._next_sequence(),
             shared,
         )
+
+    @staticmethod
+    def _shared(msg: Message) -> SharedEncoding:
+        """The encoding cell the copies of ``msg`` share."""
+        shared = msg.shared
+        if shared is None:
+            shared = msg.shared = SharedEncoding()
+        return shared
 
     def _retain(self, topic: str, msg: Message) -> None:
         old = self.retained.get(topic)

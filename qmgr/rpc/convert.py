@@ -22,38 +22,50 @@ _PERSISTENCE = {pb.PERSISTENCE_AS_DEFAULT: None, pb.PERSISTENT: True, pb.NOT_PER
 
 def check_message(m: pb.Message) -> None:
     """Raise MQError with MQ's reason if a field of an application's message is invalid."""
-    limits.check_priority(m.priority)
-    if not 0 <= m.expiry_ms <= limits.MAX_TTL_MS:
+    _check_fields(m.priority, m.expiry_ms, m.persistence, m.properties, m.reply_to_queue)
+
+
+def _check_fields(
+    priority: int, expiry_ms: int, persistence: int, properties: Any, reply_to_queue: str
+) -> None:
+    limits.check_priority(priority)
+    if not 0 <= expiry_ms <= limits.MAX_TTL_MS:
         raise MQError(
             "MQRC_EXPIRY_ERROR",
-            f"expiry_ms {m.expiry_ms} is not 0 (unlimited) or 1-{limits.MAX_TTL_MS}",
+            f"expiry_ms {expiry_ms} is not 0 (unlimited) or 1-{limits.MAX_TTL_MS}",
         )
-    if m.persistence not in _PERSISTENCE:
-        raise MQError("MQRC_PERSISTENCE_ERROR", f"persistence {m.persistence} is not valid")
-    for k in m.properties:
+    if persistence not in _PERSISTENCE:
+        raise MQError("MQRC_PERSISTENCE_ERROR", f"persistence {persistence} is not valid")
+    for k in properties:
         limits.check_property_name(k)
-    if m.reply_to_queue:
-        limits.check_object_name(m.reply_to_queue, "reply-to queue")
+    if reply_to_queue:
+        limits.check_object_name(reply_to_queue, "reply-to queue")
 
 
-def message_from_wire(m: pb.Message) -> Message:
-    """An application's message; its fields have passed ``check_message`` (``check_request``
-    for a unary request, the request stream's handler for a streamed one). Every publication
-    passes here, so each field is read once and the message built positionally."""
+def message_from_wire(m: pb.Message, *, check: bool = False) -> Message:
+    """An application's message. Its fields have passed ``check_message`` (``check_request``
+    for a unary request), or are checked here with ``check`` (a request stream's message).
+    Every publication passes here, so each field is read once and the message built
+    positionally."""
     props = m.properties
     expiry_ms = m.expiry_ms
+    persistence = m.persistence
+    priority = m.priority
+    reply_to_queue = m.reply_to_queue
+    if check:
+        _check_fields(priority, expiry_ms, persistence, props, reply_to_queue)
     return Message(
         m.message_id,
         m.body,
         {k: value_from_wire(v) for k, v in props.items()} if props else {},
-        _PERSISTENCE[m.persistence],
-        m.priority,
+        _PERSISTENCE[persistence],
+        priority,
         expiry_ms / 1000.0 if expiry_ms else 0.0,
         None,
         m.correl_id,
         0.0,
         0,
-        m.reply_to_queue,
+        reply_to_queue,
     )
 
 

@@ -25,7 +25,6 @@ from qmgr.node.messaging import (
 from qmgr.node.runtime import NodeRuntime, Publication, PublishResult
 from qmgr.rpc.convert import (
     add_delivery,
-    check_message,
     check_request,
     message_from_wire,
 )
@@ -237,13 +236,10 @@ async def _acks(requests: AsyncIterator[Any]) -> AsyncIterator[Ack]:
 def _publications(request: pb.PublishRequest, *, check: bool = False) -> list[Publication]:
     """The request's publications; with ``check``, each message's fields are checked first
     (a bad one raises before anything is published)."""
-    out = []
-    for p in request.publications:
-        m = p.message
-        if check:
-            check_message(m)
-        out.append(Publication(p.topic, message_from_wire(m), p.retain, p.scope_qmgr))
-    return out
+    return [
+        Publication(p.topic, message_from_wire(p.message, check=check), p.retain, p.scope_qmgr)
+        for p in request.publications
+    ]
 
 
 def _publish_response(batch_id: int, result: PublishResult) -> pb.PublishResponse:
