@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
+from google.protobuf.internal.containers import MessageMap, RepeatedCompositeFieldContainer
 
 from qmgr.client.convert import value_from_wire, value_to_wire
 from qmgr.core import limits
 from qmgr.core.errors import MQError
 from qmgr.core.message import Message
+from qmgr.core.values import Properties
 from qmgr.wire import messages_pb2 as pb
 
 _PERSISTENCE = {pb.PERSISTENCE_AS_DEFAULT: None, pb.PERSISTENT: True, pb.NOT_PERSISTENT: False}
@@ -122,9 +123,7 @@ def message_to_wire(msg: Message, out: pb.Message) -> pb.Message:
     out.body = msg.body
     props = msg.publication_properties()
     if props:
-        wire_props = out.properties
-        for k, v in props.items():
-            value_to_wire(v, wire_props[k])
+        _properties_to_wire(props, out.properties)
     out.persistence = pb.PERSISTENT if msg.persistent else pb.NOT_PERSISTENT
     out.priority = msg.priority
     out.expiry_ms = _expiry_ms(msg)
@@ -135,6 +134,16 @@ def message_to_wire(msg: Message, out: pb.Message) -> pb.Message:
     out.topic = msg.topic
     out.sequence = msg.sequence
     return out
+
+
+def _properties_to_wire(props: Properties, out: MessageMap[str, pb.Value]) -> None:
+    """``props`` into a message's wire map; text, the usual kind, is set directly (it is the
+    last kind ``value_to_wire`` tries)."""
+    for k, v in props.items():
+        if type(v) is str:
+            out[k].string_value = v
+        else:
+            value_to_wire(v, out[k])
 
 
 def _shared_to_wire(msg: Message) -> bytes:
@@ -148,8 +157,7 @@ def _shared_to_wire(msg: Message) -> bytes:
         topic=msg.topic,
     )
     wire_props = out.properties
-    for k, v in msg.properties.items():
-        value_to_wire(v, wire_props[k])
+    _properties_to_wire(msg.properties, wire_props)
     if msg.topic:
         wire_props["MQTopicString"].string_value = msg.topic
     return out.SerializeToString()
@@ -219,9 +227,7 @@ def add_delivery(out: RepeatedCompositeFieldContainer[pb.Message], msg: Message)
     if msg.reply_to_queue:
         copy.reply_to_queue = msg.reply_to_queue
     if msg.properties:
-        wire_props = copy.properties
-        for k, v in msg.properties.items():
-            value_to_wire(v, wire_props[k])
+        _properties_to_wire(msg.properties, copy.properties)
     if topic:
         copy.MergeFromString(_topic_fields(topic))
         _add_copy_properties(msg, copy)
