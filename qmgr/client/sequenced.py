@@ -58,11 +58,10 @@ LAST_PROPERTY = "SequenceLast"
 # the lock renewer's calls
 MANAGEMENT_CALLS_PER_CONNECTION = 50_000
 # early arrivals a session receiver keeps locked in memory until their turn; beyond that, the
-# furthest ahead are deferred. A deferred message costs a settlement to defer it and a
-# $management call to settle it after the fetch, against a few kilobytes of memory held: a
-# session that arrives up to 10,000 places out of order (two topic hosts under load) is
-# restored without deferring anything
-MAX_HELD = 10_000
+# furthest ahead are deferred (a deferral costs a settlement to defer and a $management call to
+# settle after the fetch: a session that arrives further out of order than this is restored
+# faster with a larger max_held, at a few kilobytes of memory per message held)
+MAX_HELD = 2_000
 # what a session state may hold: Service Bus refuses a larger one (MessageSizeExceeded)
 MAX_STATE_BYTES = 256 * 1024
 STATE_MAGIC = b"QSEQ2:"  # the compact state's first bytes (the plain JSON form starts with "{")
