@@ -353,6 +353,9 @@ class SequencedSession:
         self._first = first
         self._max_held = max_held
         self._held: dict[int, Any] = {}  # received, kept locked until their turn: number -> message
+        # received from deferral and not yet handled (locked by this receiver: fetching them
+        # again would find no deferred message until the session is let go)
+        self._fetched: dict[int, Any] = {}
         self._saved = b""  # the state as the session holds it
         self._fetch_size = 100
         self.state = SequenceState(next=first)
@@ -464,7 +467,7 @@ class SequencedSession:
         cut = False
         self.state.taken = {n: self._held[n].sequence_number for n in run if n in self._held}
         self._save_if_changed()  # before anything of the run is settled
-        fetched: dict[int, Any] = {}
+        fetched = self._fetched
         for i, number in enumerate(run):
             if self.state.closed:
                 break
@@ -475,8 +478,8 @@ class SequencedSession:
                 self._process(self._held.pop(number), number)
                 continue
             if number not in fetched:
-                ahead = [n for n in run[i:] if n not in self._held][: self._fetch_size]
-                fetched = self._fetch(ahead)
+                ahead = [n for n in run[i:] if n not in self._held and n not in fetched]
+                fetched.update(self._fetch(ahead[: self._fetch_size]))
             message = fetched.pop(number, None)
             if message is not None:
                 self._process(message, number, deferred=True)

@@ -32,6 +32,7 @@ from azure.servicebus.exceptions import (  # noqa: E402
 )
 
 from qmgr.client.sequenced import (  # noqa: E402
+    SequencedSession,
     SequenceState,
     SessionStats,
     create_sequenced_topology,
@@ -337,6 +338,56 @@ def test_a_gap_waits_in_the_session_state_until_the_missing_message_comes(
         assert seen == [1, 2, 3, 4, 5]
         assert sum(s.stale for s in late.sessions) == 1
     assert _left(sb_node) == 0
+
+
+def test_deferred_messages_fetched_past_a_number_never_deferred_are_handled_in_turn(
+    sb_node: NodeProcess,
+) -> None:
+    """A consumer died between recording 2 as deferred and deferring it: 2 is still active,
+    3 to 6 are deferred. Given 7 first, the next consumer fetches 3 to 6 (which locks them to
+    its receiver) and stops at 2; when 2 comes, 3 to 6 are handled from what was fetched
+    (fetching them again finds no deferred message while they are locked), and everything
+    comes once, in order."""
+    with _admin(sb_node) as admin:
+        admin.create_queue("seqq", requires_session=True)
+    seen: list[int] = []
+
+    def handle(message: Any) -> None:
+        seen.append(int(message.application_properties[b"SequenceNumber"]))
+
+    with ServiceBusClient.from_connection_string(_conn(sb_node)) as client:
+        with client.get_queue_sender("seqq") as sender:
+            sender.send_messages(
+                [
+                    ServiceBusMessage(
+                        str(n), session_id="S", application_properties={"SequenceNumber": n}
+                    )
+                    for n in range(1, 8)
+                ]
+            )
+        with client.get_queue_receiver("seqq", session_id="S", max_wait_time=5) as receiver:
+            got: dict[int, Any] = {}
+            while len(got) < 7:
+                batch = receiver.receive_messages(max_message_count=10, max_wait_time=5)
+                assert batch
+                got.update((int(m.application_properties[b"SequenceNumber"]), m) for m in batch)
+            receiver.complete_message(got[1])
+            for n in (3, 4, 5, 6):
+                receiver.defer_message(got[n])
+            # 2 and 7 stay active, locked to this receiver: 2 as the dead consumer left it
+            session = SequencedSession(receiver, handle)
+            session.state = SequenceState(
+                next=2,
+                deferred={n: got[n].sequence_number for n in (2, 3, 4, 5, 6)},
+                unconfirmed={2},
+                processed=1,
+            )
+            session.accept([got[7]])  # fetches 3 to 6, stops at 2 (not deferred)
+            assert seen == []
+            session.accept([got[2]])
+            assert seen == [2, 3, 4, 5, 6, 7]
+    with _admin(sb_node) as admin:
+        assert admin.get_queue_runtime_properties("seqq").total_message_count == 0
 
 
 def test_a_consumer_killed_with_kill_9_resumes_in_order_and_loses_nothing(
