@@ -91,8 +91,10 @@ def _check_node(opts: WriteOptions) -> None:
 
 
 def _subscription_queue(src: MqSource) -> MqSource:
-    """The queue of the durable subscription ``src.subscription`` (checked on the driver)."""
-    with client(src.address, src.security, CONNECT_TIMEOUT) as qm:
+    """The queue of the durable subscription ``src.subscription`` (checked on the driver),
+    asked with the partitions' own deadline: a node that has just taken a large load answers
+    slowly, and the check must not give up sooner than the read it precedes."""
+    with client(src.address, src.security) as qm:
         try:
             if src.subscription is None:
                 ok, _ = qm.mqsc_ok(f"DISPLAY QLOCAL('{src.queue}')")
