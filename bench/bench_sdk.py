@@ -1,14 +1,16 @@
 """The Python SDK's own CPU per message: a publisher process and a subscriber process on one node.
 
 Run: .venv/bin/python bench/bench_sdk.py [--messages N] [--rounds R] [--base REV]
-     [--node-rev REV] [--receive one|batch] [--properties K] [--batch-size B]
+     [--node-rev REV] [--receive one|batch|consume] [--properties K] [--batch-size B]
+     [--persistent]
 
 One node runs for the whole run (from the working tree, or with ``--node-rev REV`` from a
 worktree of REV, so that unfinished changes to the node neither break nor sway the figures).
 Each round starts a subscriber process (a non-durable subscription, automatic
 acknowledgement, default flow control) and then a publisher process (``stream_publisher``
-with batches of ``--batch-size``, 100 by default: N messages of 100 bytes, non-persistent,
-one ``publish`` call each, ``K`` string properties per message when asked). Each client
+with batches of ``--batch-size``, 100 by default: N messages of 100 bytes, non-persistent
+or with ``--persistent`` persistent, one ``publish`` call each, ``K`` string properties per
+message when asked). Each client
 process reports its own CPU time (user + system of all its threads,
 ``getrusage(RUSAGE_SELF)``) from just before its first message to just after its last, so
 imports and connecting are left out; the node's CPU comes from /proc over the same span. The
@@ -16,7 +18,10 @@ rate is N over the time from the publisher's first ``publish`` to the subscriber
 message.
 
 ``--receive one`` takes each message with ``receive()`` (iterating the subscription),
-``--receive batch`` with ``receive_batch()``.
+``--receive batch`` with ``receive_batch()``; ``--receive consume`` reads a queue on the
+Consume stream with acknowledged delivery (``consume()``: each batch acknowledged when the
+next is asked for), the queue being the destination of a durable subscription made for the
+round (removed, with its queue, afterwards).
 
 With ``--base REV`` the client processes also run from a ``git worktree`` of REV (its whole
 ``qmgr`` package, so its SDK), against the same node. Rounds alternate base and current (the
@@ -68,6 +73,9 @@ def run_subscriber(address: str, n: int, receive: str) -> None:
     from qmgr.client import QueueManagerClient
 
     client = QueueManagerClient(address, timeout=120)
+    if receive == "consume":
+        _consume(client, n)
+        return
     sub = client.subscribe(TOPIC, max_batch=1000)
     print("READY", flush=True)
     got = 0
@@ -96,7 +104,34 @@ def run_subscriber(address: str, n: int, receive: str) -> None:
     _report(got=got, cpu=cpu, first=first, last=last)
 
 
-def run_publisher(address: str, n: int, properties: int, batch_size: int) -> None:
+def _consume(client: Any, n: int) -> None:
+    """The Consume stream of a queue a durable subscription delivers to, each batch
+    acknowledged when the next is asked for; the subscription and queue removed after."""
+    queue = f"BENCH.SDK.{os.getpid()}"
+    client.mqsc(f"DEFINE QLOCAL({queue}) MAXDEPTH(999999999)")
+    client.create_subscription(TOPIC, name=queue, destination=queue)
+    print("READY", flush=True)
+    got = 0
+    batches = client.consume(queue, 1000)
+    batch = next(batches)
+    cpu0, first = _cpu_self(), time.time()
+    while True:
+        got += len(batch)
+        if got >= n:
+            break
+        batch = next(batches, [])
+        if not batch:
+            break
+    batches.close()  # acknowledges the last batch
+    last = time.time()
+    cpu = _cpu_self() - cpu0
+    client.unsubscribe(queue)
+    client.mqsc(f"DELETE QLOCAL({queue}) PURGE")
+    client.close()
+    _report(got=got, cpu=cpu, first=first, last=last)
+
+
+def run_publisher(address: str, n: int, properties: int, batch_size: int, persistent: bool) -> None:
     from qmgr.client import QueueManagerClient
 
     client = QueueManagerClient(address, timeout=120)
@@ -106,7 +141,7 @@ def run_publisher(address: str, n: int, properties: int, batch_size: int) -> Non
     publish = pub.publish
     cpu0, start = _cpu_self(), time.time()
     for _ in range(n):
-        publish(TOPIC, PAYLOAD, properties=props, persistent=False)
+        publish(TOPIC, PAYLOAD, properties=props, persistent=persistent)
     result = pub.close()
     end = time.time()
     cpu = _cpu_self() - cpu0
@@ -132,7 +167,7 @@ def _child(root: Path, role: str, address: str, args: argparse.Namespace) -> sub
         str(args.properties),
         "--batch-size",
         str(args.batch_size),
-    ]
+    ] + (["--persistent"] if args.persistent else [])
     return subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=root)
 
 
@@ -213,9 +248,10 @@ def main() -> None:
     parser.add_argument(
         "--node-rev", help="run the node from this git revision (default: the working tree)"
     )
-    parser.add_argument("--receive", choices=("one", "batch"), default="one")
+    parser.add_argument("--receive", choices=("one", "batch", "consume"), default="one")
     parser.add_argument("--properties", type=int, default=0, help="string properties a message")
     parser.add_argument("--batch-size", type=int, default=100, help="publications a batch")
+    parser.add_argument("--persistent", action="store_true", help="persistent messages")
     parser.add_argument("--role", choices=("pub", "sub"), help=argparse.SUPPRESS)
     parser.add_argument("--root", help=argparse.SUPPRESS)
     parser.add_argument("--address", help=argparse.SUPPRESS)
@@ -233,14 +269,17 @@ def main() -> None:
         if args.role == "sub":
             run_subscriber(args.address, args.messages, args.receive)
         else:
-            run_publisher(args.address, args.messages, args.properties, args.batch_size)
+            run_publisher(
+                args.address, args.messages, args.properties, args.batch_size, args.persistent
+            )
         return
 
     sys.path.insert(0, str(ROOT))
     from qmgr.cli.launch import start_node
 
     print(
-        f"SDK benchmark: {args.messages:,} non-persistent messages of {len(PAYLOAD)} bytes, "
+        f"SDK benchmark: {args.messages:,} "
+        f"{'persistent' if args.persistent else 'non-persistent'} messages of {len(PAYLOAD)} bytes, "
         f"{args.properties} properties, batches of {args.batch_size}, receive {args.receive}, "
         f"{args.rounds} rounds"
     )
