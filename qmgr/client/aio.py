@@ -27,7 +27,7 @@ from qmgr.client.flow import (
     MAX_RESPONSE_BYTES,
     BufferedConsumer,
     DeliveryBuffer,
-    DeliveryStreams,
+    EncodedStreams,
     open_consumer,
     open_subscription,
 )
@@ -210,7 +210,7 @@ class AsyncQueueManagerClient:
         self._channel = open_channel(grpc.aio, address, CHANNEL_OPTIONS, tls_ca, tls_cert, tls_key)
         self._msg: Any = WithMetadata(messaging_pb2_grpc.MessagingStub(self._channel), metadata)
         self._admin: Any = WithMetadata(admin_pb2_grpc.AdminStub(self._channel), metadata)
-        self._deliveries: Any = WithMetadata(DeliveryStreams(self._channel), metadata)
+        self._streams: Any = WithMetadata(EncodedStreams(self._channel), metadata)
         self._connect_lock = asyncio.Lock()
         self._connection: Any = None
         self._connection_id = ""
@@ -333,7 +333,7 @@ class AsyncQueueManagerClient:
     ) -> AsyncSubscription:
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
         sub = AsyncSubscription(
-            self._deliveries.Subscribe(),
+            self._streams.Subscribe(),
             messaging_pb2.SubscribeControl,
             buffer,
             on_slow_consumer=on_slow_consumer,
@@ -362,7 +362,7 @@ class AsyncQueueManagerClient:
         """A streaming consumer of ``queue`` with the interface of an AsyncSubscription."""
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
         sub = AsyncSubscription(
-            self._deliveries.Consume(),
+            self._streams.Consume(),
             messaging_pb2.ConsumeControl,
             buffer,
             queue=queue,

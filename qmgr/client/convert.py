@@ -20,8 +20,6 @@ from qmgr.client.types import MqscRecord, OutgoingMessage, PublishResult, Receiv
 from qmgr.core.values import Int32, PropertyValue, check_property
 from qmgr.wire import admin_pb2, messages_pb2, messaging_pb2
 
-_PERSISTENT, _NOT_PERSISTENT = messages_pb2.PERSISTENT, messages_pb2.NOT_PERSISTENT
-
 
 def value_to_wire(v: PropertyValue, out: messages_pb2.Value) -> None:
     if v is None:
@@ -247,36 +245,6 @@ def publication(
     if scope_qmgr:
         out.scope_qmgr = True
     to_wire(msg, out.message)
-
-
-def add_publication(
-    publications: Any,
-    topic: str,
-    body: bytes | str | OutgoingMessage,
-    properties: dict[str, PropertyValue] | None,
-    persistent: bool | None,
-    retain: bool,
-) -> None:
-    """Append to ``publications`` (a PublishRequest's) what :func:`publication` makes of
-    ``outgoing(body, properties, persistent)``; nothing when that raises (a property that
-    cannot be carried). A bytes body, the usual case, is filled in directly, without the
-    OutgoingMessage in between."""
-    out = publications.add()
-    try:
-        if type(body) is bytes and not retain:
-            out.topic = topic
-            m = out.message
-            m.body = body
-            if properties:
-                properties_to_wire(properties, m.properties)
-            if persistent is not None:
-                m.persistence = _PERSISTENT if persistent else _NOT_PERSISTENT
-            m.priority = -1
-        else:
-            publication(topic, outgoing(body, properties, persistent), retain, False, out)
-    except BaseException:
-        del publications[-1]
-        raise
 
 
 def publish_result(resp: messaging_pb2.PublishResponse) -> PublishResult:

@@ -72,7 +72,7 @@ class DeliveryBuffer:
 
     @staticmethod
     def convert(delivery: Any) -> list[ReceivedMessage]:
-        """A delivery's messages (a ``convert.DeliveryView``, see :class:`DeliveryStreams`) as
+        """A delivery's messages (a ``convert.DeliveryView``, see :class:`EncodedStreams`) as
         the application sees them; needs no lock, as the buffer is not touched."""
         return convert.received(delivery.messages, time.time())
 
@@ -214,10 +214,12 @@ def open_consumer(
     return messaging_pb2.ConsumeControl(open=request)
 
 
-class DeliveryStreams:
-    """The Subscribe and Consume methods of ``channel`` (blocking or asyncio) with deliveries
-    decoded as ``convert.DeliveryView``: the same bytes as ``messaging_pb2.Delivery``, read the
-    way :meth:`DeliveryBuffer.convert` takes them."""
+class EncodedStreams:
+    """The streaming methods of ``channel`` (blocking or asyncio) whose messages the SDK
+    encodes or decodes its own way, with the same bytes on the wire: Subscribe and Consume
+    with deliveries decoded as ``convert.DeliveryView`` (read the way
+    :meth:`DeliveryBuffer.convert` takes them), and PublishStream taking each
+    ``PublishRequest`` already encoded (``pubwire.BatchEncoder``)."""
 
     def __init__(self, channel: Any) -> None:
         service = messaging_pb2.DESCRIPTOR.services_by_name["Messaging"].full_name
@@ -225,6 +227,11 @@ class DeliveryStreams:
             f"/{service}/Subscribe",
             request_serializer=messaging_pb2.SubscribeControl.SerializeToString,
             response_deserializer=convert.DeliveryView.FromString,
+        )
+        self.PublishStream = channel.stream_stream(
+            f"/{service}/PublishStream",
+            request_serializer=None,  # bytes as they are
+            response_deserializer=messaging_pb2.PublishResponse.FromString,
         )
         self.Consume = channel.stream_stream(
             f"/{service}/Consume",

@@ -29,10 +29,11 @@ from qmgr.client.flow import (
     MAX_RESPONSE_BYTES,
     BufferedConsumer,
     DeliveryBuffer,
-    DeliveryStreams,
+    EncodedStreams,
     open_consumer,
     open_subscription,
 )
+from qmgr.client.pubwire import BatchEncoder
 from qmgr.client.servicebus import ServiceBusAdmin
 from qmgr.client.types import MqscRecord, OutgoingMessage, PublishResult, ReceivedMessage
 from qmgr.core.values import PropertyValue
@@ -256,7 +257,7 @@ class StreamPublisher:
 
     def __init__(
         self,
-        stub: messaging_pb2_grpc.MessagingStub,
+        streams: Any,
         batch_size: int,
         window: int,
         timeout: float = 30.0,
@@ -266,12 +267,12 @@ class StreamPublisher:
         self._on_ack = on_ack
         self._timeout = timeout  # the longest wait for an acknowledgement before giving up
         self._acks = 0
-        self._requests: _queue.SimpleQueue[messaging_pb2.PublishRequest | None] = (
-            _queue.SimpleQueue()
-        )
+        self._requests: _queue.SimpleQueue[bytes | None] = _queue.SimpleQueue()
         self._window = window
         self._next_id = 1  # the id the pending batch will be sent with
-        self._new_batch()
+        self._batch = BatchEncoder()
+        self._add = self._batch.add
+        self._count = 0
         self._outstanding = 0
         self._done = threading.Condition()
         self.accepted = 0
@@ -280,7 +281,7 @@ class StreamPublisher:
         self.forwarded_to: set[str] = set()
         self.cluster = ""
         self._error: BaseException | None = None
-        self._responses = stub.PublishStream(iter(self._requests.get, None))
+        self._responses = streams.PublishStream(iter(self._requests.get, None))
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -330,7 +331,7 @@ class StreamPublisher:
     ) -> None:
         """Add a publication to the pending batch (sent once it holds ``batch_size``). Raises
         ``ValueError`` for a property that cannot be carried, leaving the batch as it was."""
-        convert.add_publication(self._publications, topic, body, properties, persistent, retain)
+        self._add(topic, body, properties, persistent, retain)
         self._count += 1
         if self._count >= self._batch_size:
             self._send()
@@ -339,11 +340,6 @@ class StreamPublisher:
     def pending_batch_id(self) -> int:
         """The id the batch being filled will be sent with (see ``on_ack``)."""
         return self._next_id
-
-    def _new_batch(self) -> None:
-        self._pending = messaging_pb2.PublishRequest()
-        self._publications = self._pending.publications
-        self._count = 0
 
     def _send(self) -> None:
         if not self._count:
@@ -356,10 +352,9 @@ class StreamPublisher:
             raise self._error
         if not free:
             self._unanswered()
-        self._pending.batch_id = self._next_id
+        self._requests.put(self._batch.request(self._next_id))
         self._next_id += 1
-        self._requests.put(self._pending)
-        self._new_batch()
+        self._count = 0
 
     def _slot_free(self) -> bool:
         """Whether a batch may be sent: fewer than ``window`` await acknowledgement (or the
@@ -428,7 +423,7 @@ class QueueManagerClient:
         self._channel = open_channel(grpc, address, CHANNEL_OPTIONS, tls_ca, tls_cert, tls_key)
         self._msg: Any = WithMetadata(messaging_pb2_grpc.MessagingStub(self._channel), metadata)
         self._admin: Any = WithMetadata(admin_pb2_grpc.AdminStub(self._channel), metadata)
-        self._deliveries: Any = WithMetadata(DeliveryStreams(self._channel), metadata)
+        self._streams: Any = WithMetadata(EncodedStreams(self._channel), metadata)
         self._connect_lock = threading.Lock()
         self._connection: Any = None
         self._connection_id = ""
@@ -590,7 +585,7 @@ class QueueManagerClient:
         """A streaming consumer of ``queue`` with the interface of a :class:`Subscription`."""
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
         return Subscription(
-            self._deliveries.Consume,
+            self._streams.Consume,
             open_consumer(queue, max_batch, buffer),
             messaging_pb2.ConsumeControl,
             buffer,
@@ -637,7 +632,7 @@ class QueueManagerClient:
     ) -> StreamPublisher:
         """A :class:`StreamPublisher`; ``on_ack(batch_id, accepted)`` is told of each batch
         the node answers."""
-        return StreamPublisher(self._msg, batch_size, window, self.timeout, on_ack)
+        return StreamPublisher(self._streams, batch_size, window, self.timeout, on_ack)
 
     def subscribe(
         self,
@@ -674,7 +669,7 @@ class QueueManagerClient:
             wildcard_char=wildcard_char,
         )
         return Subscription(
-            self._deliveries.Subscribe,
+            self._streams.Subscribe,
             opening,
             messaging_pb2.SubscribeControl,
             buffer,

@@ -1,6 +1,6 @@
-"""The SDK's conversions: publications filled in directly must encode exactly as the general
-path does, and deliveries read through the consumer's view of the schema must give the same
-messages as the generated classes do."""
+"""The SDK's conversions: publications encoded by a stream publisher's batch must encode
+exactly as the general path does, and deliveries read through the consumer's view of the
+schema must give the same messages as the generated classes do."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qmgr.client import convert
+from qmgr.client import convert, pubwire
 from qmgr.client.types import Int32, OutgoingMessage
 from qmgr.core.values import INT64_MAX, INT64_MIN, PropertyValue
 from qmgr.wire import messages_pb2, messaging_pb2
@@ -36,8 +36,9 @@ def general(topic: str, body: Body, props: Props, persistent: bool | None, retai
 
 
 def direct(topic: str, body: Body, props: Props, persistent: bool | None, retain: bool) -> bytes:
-    request = messaging_pb2.PublishRequest()
-    convert.add_publication(request.publications, topic, body, props, persistent, retain)
+    batch = pubwire.BatchEncoder()
+    batch.add(topic, body, props, persistent, retain)
+    request = messaging_pb2.PublishRequest.FromString(batch.request(0))
     assert len(request.publications) == 1
     return request.publications[0].SerializeToString(deterministic=True)
 
@@ -67,12 +68,12 @@ def test_an_outgoing_message_keeps_its_own_fields() -> None:
 def test_a_property_that_cannot_be_carried_leaves_the_batch_as_it_was(
     bad: dict[str, PropertyValue],
 ) -> None:
-    request = messaging_pb2.PublishRequest()
-    convert.add_publication(request.publications, "t", b"first", None, None, False)
-    before = request.SerializeToString()
+    batch, alone = pubwire.BatchEncoder(), pubwire.BatchEncoder()
+    for encoder in (batch, alone):
+        encoder.add("t", b"first", None, None, False)
     with pytest.raises(ValueError):
-        convert.add_publication(request.publications, "t", b"second", bad, False, False)
-    assert request.SerializeToString() == before
+        batch.add("t", b"second", bad, False, False)
+    assert batch.request(3) == alone.request(3)
 
 
 def wire_message(props: dict[str, PropertyValue], **fields: object) -> messages_pb2.Message:
