@@ -5,15 +5,21 @@ A group is taken at the end of the event-loop turn in which the first waiter ask
 changes made by every connection served in that turn share the commit; while a commit is under
 way, changes keep accumulating and form the next group (one transaction, one flush for all of
 them), taken as soon as it is done: the group's size follows the commit's latency, with no
-timer. A large group that several waiters wait for goes to a dedicated writer thread (handed
-over directly, no executor), so the event loop goes on serving (reading, decoding, applying the
-next group's changes) while it is written; a small one (at most ``inline_max_ops`` changes: a
-few settlements, one put), or one a single waiter alone waits for (one client's batch, nobody
-else's changes in sight), is committed on the event loop itself, because handing it to the
-thread and back (two thread wake-ups, a self-pipe write and read) costs more CPU and latency
-than the commit does and there is nothing else to serve meanwhile; what arrives during such a
-commit is read right after it and forms the next group, which then has several waiters. Changes
-that nobody waits for are committed within ``idle_interval``.
+timer.
+
+Where a group is written follows what commits have been measured to cost. A flush to the disk
+(synchronous=FULL) takes from a fraction of a millisecond on a quiet disk to 10 ms and more on a
+busy one; committed on the event loop, it would stop the node for that long: no publication
+read, no channel batch sent or acknowledged, and the next group would not even start to
+collect. So a group goes to a dedicated writer thread (handed over directly, no executor) and
+the loop goes on serving meanwhile, unless the commits of its kind (with a flush, or only
+Service Bus completions and lock marks, written without one) have lately measured cheap (at most
+``cheap_commit`` seconds) and it is small (at most ``inline_max_ops`` changes): then it is
+committed on the event loop itself, because handing it to the thread and back (two thread
+wake-ups, a self-pipe write and read) costs more CPU and latency than such a commit does. The
+estimate of each kind rises at once with a slow commit and falls slowly with fast ones, so one
+slow flush sends the next groups to the thread; until a kind has been measured, its groups go
+to the thread. Changes that nobody waits for are committed within ``idle_interval``.
 
 A commit that fails is fail-stop: nothing collected since the last commit is durable, so every
 waiter gets ``StoreFailed``, so does every later ``durable`` call, no further commit is tried
@@ -27,15 +33,19 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 
 from qmgr.store import StoreFailed
-from qmgr.store.sqlite import Op, SqliteStore
+from qmgr.store.sqlite import RELAXED, Op, SqliteStore
 
 log = logging.getLogger("qmgr.store")
 
-_Job = tuple[list[Op], int] | None  # the changes and the position they reach; None: stop
-INLINE_MAX_OPS = 64  # a group this small is committed on the event loop itself
+_Job = tuple[list[Op], int, bool] | None  # the changes, the position they reach, whether
+# they flush; None: stop
+INLINE_MAX_OPS = 64  # a group this small may be committed on the event loop itself ...
+CHEAP_COMMIT = 0.0005  # ... when commits of its kind lately took at most this (seconds)
+FALL = 0.125  # how far a faster commit moves the estimate of its kind towards it
 
 
 class Committer:
@@ -45,10 +55,17 @@ class Committer:
         idle_interval: float = 0.05,
         on_failure: Callable[[StoreFailed], None] | None = None,
         inline_max_ops: int = INLINE_MAX_OPS,
+        cheap_commit: float = CHEAP_COMMIT,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._store = store
         self._idle = idle_interval
         self._inline_max = inline_max_ops
+        self._cheap = cheap_commit
+        self._clock = clock
+        # seconds a commit is expected to take, by kind (True: with a flush); none until one
+        # was measured
+        self._cost: dict[bool, float] = {}
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -126,25 +143,34 @@ class Committer:
             return
         self._busy = True
         ops, upto = self._store.take()
-        alone = len(self._waiters) == 1  # one waiter, and this group is all it waits for
-        if len(ops) > self._inline_max and not alone and self._thread is not None:
-            self._jobs.put((ops, upto))
+        flushes = any(kind not in RELAXED for kind, _ in ops)
+        if self._thread is not None and not self._cheap_enough(ops, flushes):
+            self._jobs.put((ops, upto, flushes))
             return
-        error: BaseException | None = None
-        try:
-            self._store.commit(ops)
-        except Exception as exc:
-            error = exc
-        self._done(upto, error)
+        self._done(upto, flushes, *self._commit(ops))
+
+    def _cheap_enough(self, ops: list[Op], flushes: bool) -> bool:
+        """Whether committing ``ops`` on the event loop costs less than the thread would."""
+        cost = self._cost.get(flushes)
+        return len(ops) <= self._inline_max and cost is not None and cost <= self._cheap
+
+    def _measured(self, flushes: bool, seconds: float) -> None:
+        cost = self._cost.get(flushes)
+        if cost is None or seconds >= cost:
+            self._cost[flushes] = seconds
+        else:
+            self._cost[flushes] = cost + (seconds - cost) * FALL
 
     def _idle_tick(self) -> None:
         self._take()
         if not self._stopping and self._loop is not None:
             self._idle_handle = self._loop.call_later(self._idle, self._idle_tick)
 
-    def _done(self, upto: int, error: BaseException | None) -> None:
-        """The writer finished a group (on the event loop, from the writer thread)."""
+    def _done(self, upto: int, flushes: bool, seconds: float, error: BaseException | None) -> None:
+        """A group was committed in ``seconds`` (on the event loop, or by the writer thread
+        and told on the event loop)."""
         self._busy = False
+        self._measured(flushes, seconds)
         if error is not None:  # the store is broken: fail everyone waiting, stop committing
             self._failed(error)
         else:
@@ -168,6 +194,15 @@ class Committer:
         if self.on_failure is not None:
             self.on_failure(failure)
 
+    def _commit(self, ops: list[Op]) -> tuple[float, BaseException | None]:
+        """Commit ``ops`` (on either side): how long it took, and what it raised."""
+        start = self._clock()
+        try:
+            self._store.commit(ops)
+        except Exception as exc:
+            return self._clock() - start, exc
+        return self._clock() - start, None
+
     # -- writer thread ----------------------------------------------------------------------
 
     def _writer(self) -> None:
@@ -177,14 +212,10 @@ class Committer:
             job = self._jobs.get()
             if job is None:
                 return
-            ops, upto = job
-            error: BaseException | None = None
+            ops, upto, flushes = job
+            seconds, error = self._commit(ops)
             try:
-                self._store.commit(ops)
-            except Exception as exc:
-                error = exc
-            try:
-                loop.call_soon_threadsafe(self._done, upto, error)
+                loop.call_soon_threadsafe(self._done, upto, flushes, seconds, error)
             except RuntimeError:  # the loop is closed: nobody is left to tell
                 return
 

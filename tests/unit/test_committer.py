@@ -1,20 +1,22 @@
 """The group commit (qmgr.node.committer) on a real SQLite store: what a waiter is told is on
-disk, changes of one event-loop turn share a commit, answers keep their order, a large group
-goes through the writer thread, and a failing commit fails everyone (fail-stop)."""
+disk, changes of one event-loop turn share a commit, answers keep their order, only commits
+measured cheap are made on the event loop, and a failing commit fails everyone (fail-stop)."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 import shutil
 import sqlite3
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from qmgr.node.committer import Committer
+from qmgr.node.committer import INLINE_MAX_OPS, Committer
 from qmgr.store import StoreFailed
 from qmgr.store.sqlite import Op, SqliteStore
 
@@ -41,24 +43,87 @@ def _on_disk(path: Path) -> dict[str, str]:
 def test_what_a_waiter_is_told_is_durable_is_on_disk(tmp_path: Path, thread: bool) -> None:
     async def run() -> None:
         store = SqliteStore(tmp_path)
-        committer = Committer(store, inline_max_ops=0 if thread else 64)
+        # any commit counts as cheap (on the event loop once one was measured), or none does
+        committer = Committer(store, cheap_commit=0.0 if thread else math.inf)
         committer.start()
-
-        async def durable() -> None:
-            if thread:  # a group one waiter alone waits for is committed on the event loop
-                committer.when_durable(lambda error: None)
-            await committer.durable()
-
         store.set_value("k1", "a")
-        await durable()
+        await committer.durable()
         assert _on_disk(tmp_path) == {"k1": "a"}
         store.set_value("k2", "b")
         store.set_value("k3", "c")
-        await durable()
+        await committer.durable()
         assert _on_disk(tmp_path) == {"k1": "a", "k2": "b", "k3": "c"}
         await committer.stop()
 
     asyncio.run(run())
+
+
+class _TimedStore(SqliteStore):
+    """A store whose commits take as long as the test says, on a clock of the test's own, and
+    which records where each commit was made."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.now = 0.0
+        self.takes = 0.0  # seconds the next commits take
+        self.where: list[str] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def commit(self, ops: list[Op]) -> None:
+        main = threading.current_thread() is threading.main_thread()
+        self.where.append("loop" if main else "thread")
+        self.now += self.takes
+        super().commit(ops)
+
+
+def test_only_commits_measured_cheap_are_made_on_the_event_loop(tmp_path: Path) -> None:
+    """A flush can take 10 ms on a busy disk: the event loop never waits for one unless the
+    commits of its kind were measured cheap lately. A kind not measured yet goes to the
+    writer thread; one slow commit sends the next ones there until fast ones bring the
+    estimate down again; commits without a flush (Service Bus completions) are measured
+    apart; a large group goes to the thread even when cheap."""
+
+    async def run() -> list[str]:
+        store = _TimedStore(tmp_path)
+        committer = Committer(store, cheap_commit=0.001, clock=store.clock)
+        committer.start()
+        n = 0
+
+        async def commit(takes: float, kind: str = "flush", ops: int = 1) -> None:
+            nonlocal n
+            store.takes = takes
+            for _ in range(ops):
+                n += 1
+                if kind == "flush":
+                    store.set_value(f"k{n}", "v")
+                else:
+                    store.append("sb_settle", ("q", n))
+            await committer.durable()
+
+        await commit(0.0)  # not measured yet: thread
+        await commit(0.0)  # measured cheap: loop
+        await commit(0.008)  # still expected cheap: loop, and now known to be slow
+        await commit(0.0)  # thread ...
+        await commit(0.0, "settle")  # another kind, not measured yet: thread
+        await commit(0.0, "settle")  # measured cheap while flushes are slow: loop
+        await commit(0.0)  # ... thread: the estimate falls slowly
+        for _ in range(20):
+            await commit(0.0)
+        await commit(0.0, ops=INLINE_MAX_OPS + 1)  # cheap, but large: thread
+        await committer.stop()
+        return store.where
+
+    where = asyncio.run(run())
+    assert where[:7] == ["thread", "loop", "loop", "thread", "thread", "loop", "thread"]
+    assert where[7:-1].count("thread") >= 5 and where[-2] == "loop"  # fast again: back
+    assert where[-1] == "thread"
+
+
+def _tell(told: list[str], label: str) -> Callable[[StoreFailed | None], None]:
+    """A waiter's callback: appends ``label:error`` to ``told``."""
+    return lambda error: told.append(f"{label}:{error}")
 
 
 def test_changes_of_one_turn_share_a_commit_and_answers_keep_their_order(tmp_path: Path) -> None:
@@ -69,7 +134,7 @@ def test_changes_of_one_turn_share_a_commit_and_answers_keep_their_order(tmp_pat
         told: list[str] = []
         for i in range(5):  # five connections, one settlement each, in one loop turn
             store.set_value(f"k{i}", "x")
-            committer.when_durable(lambda error, i=i: told.append(f"{i}:{error}"))
+            committer.when_durable(_tell(told, str(i)))
         committer.when_durable(lambda error: told.append(f"nothing new:{error}"))
         assert told == []
         await committer.durable()
@@ -108,16 +173,16 @@ def test_what_arrives_while_a_commit_is_written_is_the_next_group(tmp_path: Path
 
     async def run() -> tuple[list[str], list[list[str]]]:
         store = _HeldStore(tmp_path)
-        committer = Committer(store, inline_max_ops=0)
+        committer = Committer(store, cheap_commit=0.0)
         committer.start()
         told: list[str] = []
         for name in ("a", "b"):  # two connections in one loop turn: the writer thread
             store.set_value(f"k{name}", "x")
-            committer.when_durable(lambda error, name=name: told.append(f"{name}:{error}"))
+            committer.when_durable(_tell(told, name))
         await asyncio.to_thread(store.entered.wait, 30)
         for name in ("c", "d", "e"):  # three more while the first group is being written
             store.set_value(f"k{name}", "x")
-            committer.when_durable(lambda error, name=name: told.append(f"{name}:{error}"))
+            committer.when_durable(_tell(told, name))
             await asyncio.sleep(0)  # each in a loop turn of its own
         assert told == []
         store.release.set()
@@ -134,7 +199,7 @@ def test_what_arrives_while_a_commit_is_written_is_the_next_group(tmp_path: Path
 def test_stop_commits_what_nobody_waited_for(tmp_path: Path) -> None:
     async def run() -> None:
         store = SqliteStore(tmp_path)
-        committer = Committer(store, idle_interval=3600, inline_max_ops=0)
+        committer = Committer(store, idle_interval=3600, cheap_commit=0.0)
         committer.start()
         for i in range(100):
             store.set_value(f"k{i}", "v")
