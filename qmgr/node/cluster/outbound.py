@@ -9,7 +9,10 @@ batches on a long-lived stream, driven by the pure state machine ``cluster.chann
   for their receiver; only items never sent may be re-driven to another host. The state machine
   also asks for it before the first such batch of every new connection (a wait on an earlier
   one may have failed) and before any batch after a re-drive took items off the queue (their
-  removal must be durable before a higher key reaches the receiver).
+  removal must be durable before a higher key reaches the receiver). Batches leave in key
+  order; while one waits for its mark's commit, the next ones are taken and their marks
+  journaled (up to ``COMMITTING``), so they share the next commit instead of each waiting for
+  a commit of its own.
 - On a reconnect the receiver's hello answer says the highest key it committed; everything up
   to it is dropped, everything after it (the in-doubt batches first) is sent again.
 - Status: INACTIVE until first started, RUNNING while the stream is up, RETRYING with the
@@ -26,8 +29,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from cluster.channel import MAXDEPTH, ChannelSender, Key, Remove, StatusChange
 from cluster.records import ChannelStatus
@@ -42,6 +47,7 @@ HELLO_TIMEOUT = 5.0
 SENT_KIND = "xmitsent"  # stored sent mark of each transmission queue
 STOPPED_KIND = "chlstopped"  # cluster-sender channels stopped by STOP CHANNEL
 STOP_REASON = "stopped by STOP CHANNEL"
+COMMITTING = 4  # batches taken and not sent yet (waiting for their sent mark's commit)
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,15 @@ class Identity:
     address: str
     cluster: str
     qmid: str = ""
+
+
+@dataclass(frozen=True)
+class _Taken:
+    """A batch taken from the state machine and not sent yet, and the commit it waits for
+    (None: none of its own; it still leaves only after the batches taken before it)."""
+
+    items: tuple[Item, ...]
+    committed: asyncio.Future[None] | None
 
 
 class OutboundChannel:
@@ -178,35 +193,54 @@ class OutboundChannel:
             attempt += 1
 
     async def _pump(self, conn: PeerConnection) -> None:
+        """Take batches as the window allows and send them in key order. A batch carrying a
+        sent mark leaves only once the mark is committed, and every batch after it waits for
+        it; meanwhile the next batches are taken and their marks journaled (up to
+        ``COMMITTING`` batches taken and not sent), so they share the next commit and the
+        channel does not stand idle for the length of a commit between two batches."""
         reader = asyncio.get_running_loop().create_task(self._read_acks(conn))
+        taken: deque[_Taken] = deque()
         try:
             while True:
                 if reader.done():
                     reader.result()
                     raise ChannelLost("acknowledgements ended")
-                send = self.sm.next_send()
-                if send is None:
-                    self._wake.clear()
-                    waiter = asyncio.ensure_future(self._wake.wait())
-                    await asyncio.wait({waiter, reader}, return_when=asyncio.FIRST_COMPLETED)
-                    waiter.cancel()
+                while taken and (taken[0].committed is None or taken[0].committed.done()):
+                    batch = taken.popleft()
+                    if batch.committed is not None:
+                        batch.committed.result()  # a store failure ends the connection
+                    for item, exc in conn.send(batch.items):
+                        self._undeliverable(item, exc)
+                send = self.sm.next_send() if len(taken) < COMMITTING else None
+                if send is not None:
+                    taken.append(_Taken(send.items, self._store_mark(send.sent_mark)))
                     continue
-                if send.sent_mark is not None:
-                    # store and forward: the batch leaves only once its items and the sent
-                    # mark (and everything journaled before, e.g. a re-drive's removals) are
-                    # committed here, so after a crash an item is either known to be in doubt
-                    # or was never sent
-                    epoch, seq = send.sent_mark
-                    self.manager.journal.object_saved(
-                        SENT_KIND, self.peer, {"epoch": epoch, "seq": seq}
-                    )
-                    await self.manager.durable()
-                for item, exc in conn.send(send.items):
-                    self._undeliverable(item, exc)
+                self._wake.clear()
+                waiter = asyncio.ensure_future(self._wake.wait())
+                waits: set[asyncio.Future[Any]] = {waiter, reader}
+                if taken and taken[0].committed is not None:
+                    waits.add(taken[0].committed)
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
         finally:
             reader.cancel()
+            for batch in taken:
+                committed = batch.committed
+                if committed is not None and not committed.cancel() and not committed.cancelled():
+                    committed.exception()  # a store failure (the node reports it): retrieved
             with contextlib.suppress(BaseException):
                 await reader
+
+    def _store_mark(self, mark: Key | None) -> asyncio.Future[None] | None:
+        """Journal the sent mark a batch carries; the commit its batch must wait for (None:
+        no mark). Store and forward: the batch leaves only once its items and the sent mark
+        (and everything journaled before, e.g. a re-drive's removals) are committed here, so
+        after a crash an item is either known to be in doubt or was never sent."""
+        if mark is None:
+            return None
+        epoch, seq = mark
+        self.manager.journal.object_saved(SENT_KIND, self.peer, {"epoch": epoch, "seq": seq})
+        return asyncio.ensure_future(self.manager.durable())
 
     async def _read_acks(self, conn: PeerConnection) -> None:
         while True:
