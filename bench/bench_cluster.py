@@ -13,7 +13,8 @@ client processes of their own. Prints, in one run:
 
 1. throughput (publications/s, at full speed) and latency p50/p99 (paced at half the peak rate)
    for a single node, topic-host routing (PUB1 -> HOST1 -> SUB1) and direct routing
-   (PUB1 -> SUB1), non-persistent and persistent, with the ratios and the cost per extra hop.
+   (PUB1 -> SUB1), non-persistent and persistent, with the ratios and the cost per extra hop,
+   and the CPU time the route's nodes used per publication (all their threads, from /proc).
    The machine is shared and small, so single runs are noisy: every route runs ``--rounds``
    times (3 by default), the routes' order alternated between rounds, and the medians are
    compared (the ratios come from one run of the benchmark); the common-rate latency is the
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import statistics
 import sys
@@ -66,6 +68,7 @@ HOP_COST_TARGET = 0.30  # each extra hop costs at most 30% of throughput
 HOP_P99_TARGET_MS = 10.0  # p99 added per hop at half the (topic-host route's) peak rate
 PROPAGATION_TARGET_S = 1.0
 REROUTE_TARGET_S = 1.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,14 @@ ROUTES = [
     Route("topichost", "topic host: PUB1 → HOST1 → SUB1", "PUB1", "SUB1", "Prices", "HOST1", 2),
     Route("direct", "direct: PUB1 → SUB1", "PUB1", "SUB1", "Direct", "PUB1", 1),
 ]
+
+
+def _cpu_seconds(proc: Any) -> float:
+    """CPU time (user and system, every thread) a node process has used so far."""
+    if proc is None:
+        return 0.0
+    fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def kind(persistent: bool) -> str:
@@ -147,10 +158,16 @@ class Bench:
             persistent=persistent,
             rate=rate,
         )
+        nodes = sorted({route.pub, route.sub, route.proxy_on or route.pub})
+        cpu_before = {n: _cpu_seconds(self.cl[n].proc) for n in nodes}
         p = self.pub.wait("done", 600)
         r = self.sub.wait("done", 600)
+        cpu = {n: _cpu_seconds(self.cl[n].proc) - cpu_before[n] for n in nodes}
         elapsed = max(r["last"] - p["start"], 1e-9)
         return {
+            # CPU of the route's nodes (every thread) per publication received, microseconds
+            "cpu_us": {n: c * 1e6 / max(r["got"], 1) for n, c in cpu.items()},
+            "cpu_us_total": sum(cpu.values()) * 1e6 / max(r["got"], 1),
             "published": count,
             "received": r["got"],
             "lost": count - r["got"],
@@ -171,7 +188,9 @@ class Bench:
         full = self.run(route, f"{route.prefix}/{tag}/full{rnd}", count, persistent, 0.0)
         self.progress.advance(self.task)
         self.say(
-            f"  round {rnd + 1} {label:<46} {full['rate']:>8,.0f} pub/s"
+            f"  round {rnd + 1} {label:<46} {full['rate']:>8,.0f} pub/s, nodes' CPU "
+            + " ".join(f"{n} {us:.0f}" for n, us in full["cpu_us"].items())
+            + " µs/pub"
             + (f" [{full['lost']} lost]" if full["lost"] else "")
         )
         return full
@@ -182,16 +201,18 @@ class Bench:
         """The median of the rounds' throughput, then latency paced at half of it."""
         count = self.s.messages // (2 if persistent else 1)
         rate = statistics.median(r["rate"] for r in runs)
+        cpu = statistics.median(r["cpu_us_total"] for r in runs)
         lost = sum(r["lost"] for r in runs)
         paced = self.latency(route, persistent, rate / 2, "half")
         label = f"{route.label}, {kind(persistent)}"
         self.say(
             f"  {label:<46} {rate:>8,.0f} pub/s (median of {len(runs)}); at "
             f"{paced['rate']:>7,.0f}/s p50 {paced['p50_ms']:6.2f} ms, p99 {paced['p99_ms']:6.2f} ms"
-            + (f" [{lost} lost]" if lost else "")
+            f"; nodes' CPU {cpu:.0f} µs/pub (median)" + (f" [{lost} lost]" if lost else "")
         )
         return {
             "throughput": rate,
+            "cpu_us_per_pub": cpu,
             "throughput_rounds": [r["rate"] for r in runs],
             "throughput_messages": count,
             "lost": lost,
@@ -499,7 +520,7 @@ def throughput_table(results: dict[str, Any]) -> Table:
         caption="cost per extra hop = 1 - ratio; the topic-host route has 2 extra hops "
         "(per hop: 1 - √ratio); host hop = 1 - topic host ÷ direct",
     )
-    cols = ("route", "messages", "rounds: pub/s", "median", "÷ single", "÷ direct")
+    cols = ("route", "messages", "rounds: pub/s", "median", "CPU µs/pub", "÷ single", "÷ direct")
     for col in (*cols, "cost per extra hop"):
         t.add_column(col, justify="left" if col == "route" else "right")
     for k in ("non-persistent", "persistent"):
@@ -518,6 +539,7 @@ def throughput_table(results: dict[str, Any]) -> Table:
                 f"{f['throughput_messages']:,}",
                 " ".join(f"{x:,.0f}" for x in f["throughput_rounds"]),
                 f"{f['throughput']:,.0f}{lost}",
+                f"{f['cpu_us_per_pub']:.0f}",
                 vs_single[r.key],
                 f"{c['topichost_vs_direct']:.2f}" if r.key == "topichost" else "",
                 cost[r.key],
