@@ -241,13 +241,15 @@ def _update_disposition(ns: Namespace, path: str, body: Mapping[str, Any]) -> _A
     return _Answer()
 
 
-def _receive_by_sequence_number(ns: Namespace, path: str, body: Mapping[str, Any]) -> _Answer:
+def _receive_by_sequence_number(
+    ns: Namespace, path: str, body: Mapping[str, Any], holder: uuid.UUID | None = None
+) -> _Answer:
     numbers = _ints(body, "sequence-numbers")
     raw_mode = _int(body, "receiver-settle-mode", required=False)
     mode = _SETTLE_MODES.get(1 if raw_mode is None else raw_mode)
     if mode is None:
         raise _arg(f"'receiver-settle-mode' must be 0 or 1, got {raw_mode}")
-    got = ns.receive_deferred(path, numbers, mode, session=_session(body))
+    got = ns.receive_deferred(path, numbers, mode, session=_session(body), holder=holder)
     if not got:
         return _Answer(status=204)
     locked = mode is ReceiveMode.PEEK_LOCK
@@ -316,24 +318,30 @@ def _required_session(body: Mapping[str, Any]) -> str:
     return sid
 
 
-def _get_session_state(ns: Namespace, path: str, body: Mapping[str, Any]) -> _Answer:
-    state = ns.get_session_state(path, _required_session(body))
+def _get_session_state(
+    ns: Namespace, path: str, body: Mapping[str, Any], holder: uuid.UUID | None = None
+) -> _Answer:
+    state = ns.get_session_state(path, _required_session(body), holder)
     return _Answer({"session-state": state})
 
 
-def _set_session_state(ns: Namespace, path: str, body: Mapping[str, Any]) -> _Answer:
+def _set_session_state(
+    ns: Namespace, path: str, body: Mapping[str, Any], holder: uuid.UUID | None = None
+) -> _Answer:
     sid = _required_session(body)
     if "session-state" not in body:
         raise _arg("the request has no 'session-state'")
     state = body["session-state"]
     if state is not None and not isinstance(state, bytes):
         raise _arg(f"'session-state' must be binary or null, got {type(state).__name__}")
-    ns.set_session_state(path, sid, state)
+    ns.set_session_state(path, sid, state, holder)
     return _Answer()
 
 
-def _renew_session_lock(ns: Namespace, path: str, body: Mapping[str, Any]) -> _Answer:
-    until = ns.renew_session_lock(path, _required_session(body))
+def _renew_session_lock(
+    ns: Namespace, path: str, body: Mapping[str, Any], holder: uuid.UUID | None = None
+) -> _Answer:
+    until = ns.renew_session_lock(path, _required_session(body), holder)
     return _Answer({"expiration": timestamp(until)})
 
 
@@ -496,6 +504,15 @@ OPERATIONS: dict[str, tuple[_Op, bool]] = {  # operation: (handler, may change s
     REMOVE_RULE: (_remove_rule, True),
     ENUMERATE_RULES: (_enumerate_rules, False),
 }
+# the operations on a receiver's session: given the session lock the receiver was granted, they
+# act only while it still holds the session
+_HeldOp = Callable[[Namespace, str, Mapping[str, Any], uuid.UUID | None], _Answer]
+HELD_OPERATIONS: dict[str, _HeldOp] = {
+    RECEIVE_BY_SEQUENCE_NUMBER: _receive_by_sequence_number,
+    GET_SESSION_STATE: _get_session_state,
+    SET_SESSION_STATE: _set_session_state,
+    RENEW_SESSION_LOCK: _renew_session_lock,
+}
 
 
 # --- the entry point --------------------------------------------------------------------------
@@ -533,8 +550,12 @@ def handle(
     return respond(namespace, entity_path, request).message
 
 
-def respond(namespace: Namespace, entity_path: str, request: Message) -> Reply:
+def respond(
+    namespace: Namespace, entity_path: str, request: Message, holder: uuid.UUID | None = None
+) -> Reply:
     """Answer one ``$management`` request addressed to ``<entity_path>/$management``.
+    ``holder``: the session lock of the receiver the request comes from, if it holds one
+    (see ``HELD_OPERATIONS``).
 
     Never raises for a bad request or a refused operation: the answer carries the status and
     error condition. ``Reply.changed`` is true when the operation may have changed state,
@@ -555,7 +576,10 @@ def respond(namespace: Namespace, entity_path: str, request: Message) -> Reply:
             body = {}
         if not isinstance(body, dict) or not all(isinstance(k, str) for k in body):
             raise _arg("the request body must be a map with string keys")
-        answer = fn(namespace, entity_path, body)
+        held = HELD_OPERATIONS.get(str(operation)) if holder is not None else None
+        answer = (
+            held(namespace, entity_path, body, holder) if held else fn(namespace, entity_path, body)
+        )
     except _Refused as e:
         return Reply(
             _response(request, e.status, e.text, {}, e.condition), False, e.status, e.condition

@@ -88,7 +88,7 @@ from qmgr.amqp.message import (
 )
 from qmgr.amqp.types import DecodeError, Described, Int, Symbol
 from qmgr.servicebus.errors import Code, ServiceBusError
-from qmgr.servicebus.namespace import Namespace, ReceiveMode
+from qmgr.servicebus.namespace import Namespace, ReceiveMode, SessionLock
 from qmgr.servicebus.sas import Claims, Right, SasError
 from qmgr.store import StoreFailed
 
@@ -171,6 +171,7 @@ class LinkState:
     link: Link
     mode: ReceiveMode = ReceiveMode.PEEK_LOCK
     session_id: str | None = None
+    session_lock: uuid.UUID | None = None  # the lock its session was granted under
     delivering: bool = False
 
 
@@ -436,7 +437,7 @@ class SbLinks:
             self.conn.refuse_attach(link, error_for(exc))
             return
         if lock is not None:
-            self._grant(ev, path, mode, lock.session_id, lock.locked_until)
+            self._grant(ev, path, mode, lock)
             return
         timeout_ms = (ev.properties or {}).get(LINK_TIMEOUT)
         wait = DEFAULT_SESSION_WAIT if not timeout_ms else int(timeout_ms) / 1000
@@ -460,7 +461,7 @@ class SbLinks:
             return
         if lock is not None:
             self._end_session_wait(link)
-            self._grant(wait.event, wait.path, wait.mode, lock.session_id, lock.locked_until)
+            self._grant(wait.event, wait.path, wait.mode, lock)
 
     def _session_timeout(self, wait: SessionWait) -> None:
         link = wait.event.link
@@ -488,13 +489,13 @@ class SbLinks:
         if wait is not None and wait.timeout is not None:
             wait.timeout.cancel()
 
-    def _grant(
-        self, ev: LinkAttached, path: str, mode: ReceiveMode, session_id: str, until: float
-    ) -> None:
-        source = _with_session(ev.source, session_id)
+    def _grant(self, ev: LinkAttached, path: str, mode: ReceiveMode, lock: SessionLock) -> None:
+        source = _with_session(ev.source, lock.session_id)
         props = dict(ev.properties or {})
-        props[LOCKED_UNTIL_UTC] = dotnet_ticks(until)
-        st = LinkState("receive", path, ev.link, mode, session_id=session_id)
+        props[LOCKED_UNTIL_UTC] = dotnet_ticks(lock.locked_until)
+        st = LinkState(
+            "receive", path, ev.link, mode, session_id=lock.session_id, session_lock=lock.lock_token
+        )
         self.links[ev.link] = st
         self.conn.attach_reply(ev.link, source=source, properties=props)
         self._deadline_moved()  # the session lock expires
@@ -617,13 +618,27 @@ class SbLinks:
         except SasError as exc:
             response = sb_management.refusal(request, 401, str(exc), UNAUTHORIZED)
         else:
-            reply = sb_management.respond(self.ns, st.path, request)
+            holder = self._session_lock_of(request)
+            reply = sb_management.respond(self.ns, st.path, request, holder=holder)
             if reply.changed:
                 self._mark()
             response = reply.message
         reply_to = request.properties.reply_to if request.properties else None
         data = encode_message(response)
         self._after.append(lambda: self._reply_on("mgmt", st.path, ev.link, data, reply_to))
+
+    def _session_lock_of(self, request: Message) -> uuid.UUID | None:
+        """The session lock of the receiver link a ``$management`` request names as its
+        associated link (the SDK names it on each request of a receiver): the session
+        operations then act only while that receiver still holds its session."""
+        app = request.application_properties or {}
+        name = app.get("associated-link-name")
+        if not isinstance(name, str):
+            return None
+        for st in self.links.values():
+            if st.session_lock is not None and st.link.name == name:
+                return st.session_lock
+        return None
 
     def _reply_on(
         self, kind: str, path: str | None, request_link: Link, data: bytes, reply_to: Any
@@ -664,7 +679,9 @@ class SbLinks:
             return
         try:
             room = min(link.credit, link.session.remote_incoming_window)
-            got = self.ns.receive(st.path, room, st.mode, session=st.session_id)
+            got = self.ns.receive(
+                st.path, room, st.mode, session=st.session_id, holder=st.session_lock
+            )
         except ServiceBusError as exc:
             if exc.code in (Code.SESSION_LOCK_LOST, Code.ENTITY_NOT_FOUND):
                 self.conn.detach(link, error_for(exc))
@@ -763,7 +780,7 @@ class SbLinks:
                     self._mark()
         if st.session_id is not None:
             with contextlib.suppress(ServiceBusError):
-                self.ns.release_session(st.path, st.session_id)
+                self.ns.release_session(st.path, st.session_id, st.session_lock)
                 self._mark()
 
     def close(self) -> None:

@@ -1272,18 +1272,24 @@ class Namespace:
     # ================================================================== receive
 
     def receive(
-        self, path: str, max_count: int, mode: ReceiveMode, *, session: str | None = None
+        self,
+        path: str,
+        max_count: int,
+        mode: ReceiveMode,
+        *,
+        session: str | None = None,
+        holder: uuid.UUID | None = None,
     ) -> list[Stored]:
         """Up to ``max_count`` messages in sequence order (fewer, or none, if fewer are
         available). Peek-lock locks each under a new lock token for the entity's
-        LockDuration; receive-and-delete removes them."""
+        LockDuration; receive-and-delete removes them. ``holder``: see ``_session_for``."""
         entity, store = self._receive_source(path)
         if isinstance(max_count, bool) or not isinstance(max_count, int) or max_count < 1:
             raise bad(f"max_count must be a positive integer, got {max_count!r}")
         if not isinstance(mode, ReceiveMode):
             raise bad(f"mode must be a ReceiveMode, got {mode!r}")
         now = self.clock.now()
-        sq = self._session_for(store, session, now)
+        sq = self._session_for(store, session, now, holder)
         entity.accessed_at = now
         src = sq if sq is not None else store
         fresh = src.fresh
@@ -1332,8 +1338,18 @@ class Namespace:
         return out
 
     def _session_for(
-        self, store: MessageStore, session: str | None, now: float
+        self,
+        store: MessageStore,
+        session: str | None,
+        now: float,
+        holder: uuid.UUID | None = None,
     ) -> SessionQueue | None:
+        """The locked session ``session`` of ``store`` (None when it is not session-enabled);
+        lock lost when it is not locked. ``holder``, when given, is the session lock the
+        caller was granted (``SessionLock.lock_token``): a receiver whose lock ran out, the
+        session since taken by another, has lost it, whatever the session's lock now is.
+        Without it, two receivers would act on one session at once, each overwriting what
+        the other recorded in its state."""
         if not store.sessions_enabled:
             if session is not None:
                 raise ServiceBusError(
@@ -1352,6 +1368,11 @@ class Namespace:
                 self._expire_session(store, sq, now)
             raise ServiceBusError(
                 Code.SESSION_LOCK_LOST, f"the lock on session '{session}' is not held"
+            )
+        if holder is not None and holder != sq.lock_token:
+            raise ServiceBusError(
+                Code.SESSION_LOCK_LOST,
+                f"the lock on session '{session}' was lost: another receiver holds it now",
             )
         return sq
 
@@ -1546,11 +1567,7 @@ class Namespace:
             raise bad(f"max_count must be a positive integer, got {max_count!r}")
         now = self.clock.now()
         out: list[Stored] = []
-        msgs = store.messages
-        values = msgs.values() if store.ordered else (msgs[s] for s in sorted(msgs))
-        for stored in values:
-            if stored.sequence_number < from_sequence:
-                continue
+        for stored in store.from_sequence(from_sequence):
             if stored.state is MessageState.ACTIVE and stored.expires_at <= now:
                 continue
             if session is not None and stored.message.session_id != session:
@@ -1566,13 +1583,15 @@ class Namespace:
         sequence_numbers: Sequence[int],
         mode: ReceiveMode,
         session: str | None = None,
+        holder: uuid.UUID | None = None,
     ) -> list[Stored]:
-        """Deferred messages by sequence number (all must exist and be deferred)."""
+        """Deferred messages by sequence number (all must exist and be deferred).
+        ``holder``: see ``_session_for``."""
         entity, store = self._receive_source(path)
         if not isinstance(mode, ReceiveMode):
             raise bad(f"mode must be a ReceiveMode, got {mode!r}")
         now = self.clock.now()
-        sq = self._session_for(store, session, now) if store.sessions_enabled else None
+        sq = self._session_for(store, session, now, holder) if store.sessions_enabled else None
         if session is not None and sq is None:
             raise ServiceBusError(Code.INVALID_OPERATION, f"'{path}' is not session-enabled")
         found: list[Stored] = []
@@ -1714,10 +1733,14 @@ class Namespace:
             heapq.heappop(sq.returned)
         return bool(sq.fresh or sq.returned)
 
-    def renew_session_lock(self, path: str, session_id: str) -> float:
+    def renew_session_lock(
+        self, path: str, session_id: str, holder: uuid.UUID | None = None
+    ) -> float:
+        """Extends the session's lock; ``holder``: see ``_session_for`` (a late renewal from a
+        receiver that lost the session must not extend the lock of the one that took it)."""
         entity, store = self._receive_source(path)
         now = self.clock.now()
-        sq = self._session_for(store, session_id, now)
+        sq = self._session_for(store, session_id, now, holder)
         assert sq is not None
         until = now + entity.props.lock_duration
         sq.locked_until = until
@@ -1726,12 +1749,14 @@ class Namespace:
         heapq.heappush(store.session_heap, (until, sq.session_id))
         return until
 
-    def release_session(self, path: str, session_id: str) -> None:
+    def release_session(self, path: str, session_id: str, holder: uuid.UUID | None = None) -> None:
         """Close a session: its unsettled messages are available again, their delivery count
-        unchanged. Releasing a session that is not locked does nothing."""
+        unchanged. Releasing a session that is not locked does nothing; nor does a receiver
+        that closes after its lock ran out (``holder``, the lock it was granted, is not the
+        session's lock): the session may be held by another receiver by then."""
         entity, store = self._resolve(path)
         sq = store.sessions.get(session_id) if store.sessions_enabled else None
-        if sq is None or sq.lock_token is None:
+        if sq is None or sq.lock_token is None or (holder is not None and holder != sq.lock_token):
             return
         now = self.clock.now()
         locked = list(sq.locked.items())
@@ -1770,14 +1795,20 @@ class Namespace:
         if sq.count <= 0 and sq.lock_token is None and sq.state is None:
             store.sessions.pop(sq.session_id, None)
 
-    def get_session_state(self, path: str, session_id: str) -> bytes | None:
+    def get_session_state(
+        self, path: str, session_id: str, holder: uuid.UUID | None = None
+    ) -> bytes | None:
+        """The state of a session this receiver holds (``holder``: see ``_session_for``)."""
         _, store = self._receive_source(path)
-        sq = self._session_for(store, session_id, self.clock.now())
+        sq = self._session_for(store, session_id, self.clock.now(), holder)
         assert sq is not None
         return sq.state
 
-    def set_session_state(self, path: str, session_id: str, state: bytes | None) -> None:
-        """Set (``None`` clears) the state of a session this receiver holds."""
+    def set_session_state(
+        self, path: str, session_id: str, state: bytes | None, holder: uuid.UUID | None = None
+    ) -> None:
+        """Set (``None`` clears) the state of a session this receiver holds (``holder``: see
+        ``_session_for``)."""
         entity, store = self._receive_source(path)
         if state is not None and not isinstance(state, bytes | bytearray):
             raise bad(f"session state must be bytes or None, got {type(state).__name__}")
@@ -1791,7 +1822,7 @@ class Namespace:
                 Code.MESSAGE_SIZE_EXCEEDED,
                 f"session state is {len(state)} bytes; at most {limit // 1024} KB",
             )
-        sq = self._session_for(store, session_id, self.clock.now())
+        sq = self._session_for(store, session_id, self.clock.now(), holder)
         assert sq is not None
         sq.state = None if state is None else bytes(state)
         self.journal.session_state_saved(store.path, session_id, sq.state)
