@@ -3,6 +3,11 @@
 Every operation is O(1) or O(log n) in the number of messages held; nothing scans them:
 
 - ``messages``: sequence number -> ``Stored`` (all states).
+- ``order``: the sequence numbers in ascending order, for a browse from a sequence number (a
+  binary search, then a walk); a removed message's number stays in it until removed ones
+  outnumber the messages held, when it is rebuilt (amortized O(1) per removal). Numbers are
+  given in ascending order, so an add is an append; one that comes lower (a restore) is
+  inserted in place.
 - the available messages: ``fresh`` (a deque of sequence numbers in arrival order, which is
   ascending) and ``returned`` (a heap of the sequence numbers handed back by abandon or lock
   expiry); the next message is the smaller head of the two, so order is by sequence number.
@@ -14,10 +19,12 @@ Every operation is O(1) or O(log n) in the number of messages held; nothing scan
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import uuid
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +70,8 @@ class MessageStore:
     wake_at: float = math.inf  # the deadline this store is registered under in the namespace
     dead: bool = False  # its entity was deleted
     seq_dirty: bool = False  # next_sequence changed since it was last journaled
-    ordered: bool = True  # ``messages`` is in ascending sequence order (peek walks it as is)
+    order: list[int] = field(default_factory=list)  # ascending; may hold removed numbers
+    removed_in_order: int = 0  # numbers in ``order`` whose message is gone
     max_sequence: int = 0
 
     # ------------------------------------------------------------------ counts
@@ -83,19 +91,32 @@ class MessageStore:
     def counted_add(self, stored: Stored, size: int) -> None:
         """Account for a message being added in its current state."""
         seq = stored.sequence_number
+        known = seq in self.messages
         self.messages[seq] = stored
         if seq > self.max_sequence:
             self.max_sequence = seq
-        else:
-            self.ordered = False
+            self.order.append(seq)
+        elif not known:
+            at = bisect.bisect_left(self.order, seq)
+            if at < len(self.order) and self.order[at] == seq:  # removed, now back
+                self.removed_in_order -= 1
+            else:
+                self.order.insert(at, seq)
         self.size_bytes += size
         self._count(stored.state, 1)
 
     def counted_remove(self, stored: Stored, size: int) -> None:
         del self.messages[stored.sequence_number]
         if not self.messages:
-            self.ordered = True
             self.max_sequence = 0
+            self.order.clear()
+            self.removed_in_order = 0
+        else:
+            self.removed_in_order += 1
+            if self.removed_in_order > len(self.messages) + 256:
+                msgs = self.messages
+                self.order = [seq for seq in self.order if seq in msgs]
+                self.removed_in_order = 0
         self.size_bytes -= size
         self._count(stored.state, -1)
 
@@ -104,6 +125,18 @@ class MessageStore:
             self._count(stored.state, -1)
             self._count(state, 1)
             stored.state = state
+
+    def from_sequence(self, first: int) -> Iterator[Stored]:
+        """The messages held from sequence number ``first`` on, in ascending order (a binary
+        search for the start: a browse costs what it returns, not what lies before it)."""
+        msgs = self.messages
+        order = self.order
+        i = bisect.bisect_left(order, first)
+        while i < len(order):
+            stored = msgs.get(order[i])
+            i += 1
+            if stored is not None:
+                yield stored
 
     # ------------------------------------------------------------------ availability
 

@@ -37,11 +37,11 @@ LOCK = 5  # seconds: the queue's lock duration
 def _queue(node: NodeProcess, messages: int) -> None:
     with _admin(node) as admin:
         admin.create_queue("q", requires_session=True, lock_duration=timedelta(seconds=LOCK))
-    with ServiceBusClient.from_connection_string(_conn(node)) as client:
-        with client.get_queue_sender("q") as sender:
-            sender.send_messages(
-                [ServiceBusMessage(f"m{i}", session_id="S") for i in range(messages)]
-            )
+    with (
+        ServiceBusClient.from_connection_string(_conn(node)) as client,
+        client.get_queue_sender("q") as sender,
+    ):
+        sender.send_messages([ServiceBusMessage(f"m{i}", session_id="S") for i in range(messages)])
 
 
 def _overdue(receiver: ServiceBusReceiver) -> None:
@@ -63,9 +63,11 @@ def test_a_closing_receiver_leaves_the_session_another_took(sb_node: NodeProcess
             assert sorted(str(m) for m in got) == ["m0", "m1", "m2"]
             first.__exit__(None, None, None)  # its close leaves the session to the second
             time.sleep(0.5)
-            with pytest.raises(SessionCannotBeLockedError):
-                with client.get_queue_receiver("q", session_id="S", max_wait_time=2) as third:
-                    third.receive_messages(max_message_count=1, max_wait_time=1)
+            with (
+                pytest.raises(SessionCannotBeLockedError),
+                client.get_queue_receiver("q", session_id="S", max_wait_time=2) as third,
+            ):
+                third.receive_messages(max_message_count=1, max_wait_time=1)
             for message in got:
                 second.complete_message(message)
             second.session.set_state(b"done")

@@ -32,6 +32,9 @@ def check_store(store: MessageStore) -> None:
         assert store.messages.get(stored.sequence_number) is stored
     locked = [s for s in store.messages.values() if s.lock_token is not None]
     assert len(locked) == len(store.locks)
+    assert [seq for seq in store.order if seq in store.messages] == sorted(store.messages)
+    assert store.order == sorted(set(store.order))
+    assert len(store.order) - len(store.messages) == store.removed_in_order
 
 
 def check_marks(ns: Namespace, journal: RecordingJournal, paths: list[str]) -> None:
