@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -38,6 +39,15 @@ STORE_FAULT_ENV = "QMGR_TEST_STORE_FAIL_AT_COMMIT"
 # the young generation is collected every GC_YOUNG allocations (the interpreter's default: 700)
 GC_YOUNG = 10_000
 GC_OLDER = 20  # collections of a generation per collection of the next one
+# allocated blocks (pymalloc's, of up to 512 bytes: about one object each) the heap grows by
+# before what has survived is frozen (see ``Collector``): about what a full collection walks
+# at most, some 0.2 s
+GC_FREEZE_STEP = 1_000_000
+GC_THAW_GROWTH = 16  # the heap grown so many times since the last thaw: thaw (see ``Collector``)
+# the heap (in blocks) that growth is counted from at least: a node that took a million
+# messages (some 3.5 GB) is not thawed while it grows, only a heap past 64,000,000 blocks
+GC_THAW_FLOOR = 4_000_000
+GC_SLOW = 1.0  # seconds: a collection this long is logged (every request waited for it)
 
 
 def settle_memory() -> None:
@@ -51,6 +61,57 @@ def settle_memory() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(GC_YOUNG, GC_OLDER, GC_OLDER)
+    if not any(isinstance(callback, Collector) for callback in gc.callbacks):
+        gc.callbacks.append(Collector())
+
+
+class Collector:
+    """Keeps full collections short in a node that holds millions of objects (a backlog of a
+    million messages): a full collection walks every object the collector tracks, seconds
+    for a few gigabytes, during which the node answers nothing. Each time the heap has grown by
+    ``GC_FREEZE_STEP`` blocks since the last freeze (checked after each collection of the
+    middle generation, where survivors pass to the oldest), what exists is frozen: out of the
+    collector's sight, so a full collection walks at most about a step's worth of objects.
+
+    A frozen object freed by its reference count is freed as usual; one that becomes garbage
+    in a reference cycle (or was already, uncollected, when frozen) waits until it is thawed.
+    So the frozen are thawed (collected as usual again: nothing is frozen until the next full
+    collection, one long one, has walked them) when the heap has fallen below half what it was
+    at the last freeze (a backlog drained) and when it has grown ``GC_THAW_GROWTH`` times since
+    the last thaw (from ``GC_THAW_FLOOR`` at least): what freezing keeps from collection stays within a fixed multiple of what
+    was live, at the cost of a full walk of the heap once per halving or sixteenfold growth. Allocated blocks are what the heap is counted in: reading
+    them costs next to nothing, unlike counting objects. Collections longer than ``GC_SLOW``
+    are logged."""
+
+    def __init__(self) -> None:
+        self._started = 0.0
+        self._frozen_at = sys.getallocatedblocks()  # blocks at the last freeze
+        self._thawed_at = self._frozen_at  # blocks at the last thaw (or start)
+        self._thawing = False  # thawed, no full collection since: none frozen until there is
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        generation = info.get("generation", 0)
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        took = time.perf_counter() - self._started
+        if took > GC_SLOW:
+            log.warning("a collection of generation %d held the node for %.1f s", generation, took)
+        if generation == 0:
+            return
+        if generation == 2:
+            self._thawing = False
+        blocks = sys.getallocatedblocks()
+        if self._thawing:
+            return
+        grown = blocks > max(self._thawed_at, GC_THAW_FLOOR) * GC_THAW_GROWTH
+        if blocks < self._frozen_at // 2 or grown:
+            gc.unfreeze()
+            self._frozen_at = self._thawed_at = blocks
+            self._thawing = True
+        elif blocks - self._frozen_at >= GC_FREEZE_STEP:
+            gc.freeze()
+            self._frozen_at = blocks
 
 
 GRPC_OPTIONS = [
