@@ -68,8 +68,8 @@ def settle_memory() -> None:
 class Collector:
     """Keeps full collections short in a node that holds millions of objects (a backlog of a
     million messages): a full collection walks every object the collector tracks, seconds
-    for a few gigabytes, during which the node answers nothing. Each time the heap has grown by
-    ``GC_FREEZE_STEP`` blocks since the last freeze (checked after each collection of the
+    for a few gigabytes, during which the node answers nothing. Each time the heap has grown
+    by ``GC_FREEZE_STEP`` blocks since the last freeze (checked after each collection of the
     middle generation, where survivors pass to the oldest), what exists is frozen: out of the
     collector's sight, so a full collection walks at most about a step's worth of objects.
 
@@ -78,39 +78,50 @@ class Collector:
     So the frozen are thawed (collected as usual again: nothing is frozen until the next full
     collection, one long one, has walked them) when the heap has fallen below half what it was
     at the last freeze (a backlog drained) and when it has grown ``GC_THAW_GROWTH`` times since
-    the last thaw (from ``GC_THAW_FLOOR`` at least): what freezing keeps from collection stays within a fixed multiple of what
-    was live, at the cost of a full walk of the heap once per halving or sixteenfold growth. Allocated blocks are what the heap is counted in: reading
+    the last thaw (from ``GC_THAW_FLOOR`` at least): what freezing keeps from collection stays
+    within a fixed multiple of what was live, at the cost of a full walk of the heap once per
+    halving or sixteenfold growth. Allocated blocks are what the heap is counted in: reading
     them costs next to nothing, unlike counting objects. Collections longer than ``GC_SLOW``
-    are logged."""
+    are logged.
 
-    def __init__(self) -> None:
+    ``blocks``, ``freeze``, ``unfreeze`` and ``clock`` are the interpreter's unless given (a
+    test gives its own)."""
+
+    def __init__(
+        self,
+        blocks: Callable[[], int] = sys.getallocatedblocks,
+        freeze: Callable[[], None] = gc.freeze,
+        unfreeze: Callable[[], None] = gc.unfreeze,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._blocks, self._freeze, self._unfreeze, self._clock = blocks, freeze, unfreeze, clock
         self._started = 0.0
-        self._frozen_at = sys.getallocatedblocks()  # blocks at the last freeze
+        self._frozen_at = blocks()  # blocks at the last freeze
         self._thawed_at = self._frozen_at  # blocks at the last thaw (or start)
         self._thawing = False  # thawed, no full collection since: none frozen until there is
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         generation = info.get("generation", 0)
         if phase == "start":
-            self._started = time.perf_counter()
+            self._started = self._clock()
             return
-        took = time.perf_counter() - self._started
+        took = self._clock() - self._started
         if took > GC_SLOW:
             log.warning("a collection of generation %d held the node for %.1f s", generation, took)
         if generation == 0:
             return
         if generation == 2:
             self._thawing = False
-        blocks = sys.getallocatedblocks()
+        blocks = self._blocks()
         if self._thawing:
             return
         grown = blocks > max(self._thawed_at, GC_THAW_FLOOR) * GC_THAW_GROWTH
         if blocks < self._frozen_at // 2 or grown:
-            gc.unfreeze()
+            self._unfreeze()
             self._frozen_at = self._thawed_at = blocks
             self._thawing = True
         elif blocks - self._frozen_at >= GC_FREEZE_STEP:
-            gc.freeze()
+            self._freeze()
             self._frozen_at = blocks
 
 
