@@ -6,15 +6,28 @@ entries, which :func:`received` turns into properties through a cache of entries
 seen. Copies of a publication and messages of one application mostly carry the same entries
 (the topic string, the application's own tags), and a map decoded entry by entry into Python
 costs as much as the rest of the message together; the cache makes a known entry a lookup.
+
+A delivery of many messages is read a second way as well, by columns: a view in which the
+delivery's messages field is one message whose fields are all repeated, so the parser merges
+every message into it and each field becomes one list of all the messages' values, made by the
+protobuf runtime in one call (reading a field of each message from Python costs a call per
+field per message, most of a message's conversion). A column holds a value for every message
+or for none (a field at its default is not on the wire); only then is it used: a column that
+some messages lack cannot tell which, and that delivery is read message by message. Property
+entries are used by columns when every message carries the same entries (one list repeated);
+otherwise each message's own are read. This relies on what every protobuf encoder does (a
+field of a message written once, a map key once), as the node's does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping
+from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
 
 from qmgr.client.types import MqscRecord, OutgoingMessage, PublishResult, ReceivedMessage
 from qmgr.core.values import Int32, PropertyValue, check_property
@@ -120,8 +133,9 @@ def from_wire(m: messages_pb2.Message, received_at: float = 0.0) -> ReceivedMess
 
 
 def _view_classes() -> dict[str, Any]:
-    """Delivery and Message as seen by a consumer (Message.properties as raw entries), and a
-    map entry on its own, in a pool of their own."""
+    """Delivery and Message as seen by a consumer (Message.properties as raw entries), a map
+    entry on its own, and the delivery by columns (Columns: Message with every field
+    repeated; DeliveryColumns: its messages field as one Columns), in a pool of their own."""
     field = descriptor_pb2.FieldDescriptorProto
     pool = descriptor_pool.DescriptorPool()
     pool.AddSerializedFile(messages_pb2.DESCRIPTOR.serialized_pb)
@@ -152,6 +166,21 @@ def _view_classes() -> dict[str, Any]:
             )
         else:
             delivery.field.add(name=f.name, number=f.number, type=f.type)
+    columns = view.message_type.add(name="Columns")
+    for f in messages_pb2.Message.DESCRIPTOR.fields:
+        kind = f.type
+        if f.name == "properties":
+            kind = field.TYPE_BYTES
+        elif f.type == field.TYPE_ENUM:
+            kind = field.TYPE_INT32
+        columns.field.add(name=f.name, number=f.number, type=kind, label=field.LABEL_REPEATED)
+    by_columns = view.message_type.add(name="DeliveryColumns")
+    by_columns.field.add(
+        name="messages",
+        number=messaging_pb2.Delivery.DESCRIPTOR.fields_by_name["messages"].number,
+        type=field.TYPE_MESSAGE,
+        type_name=".qmgr.client.view.Columns",
+    )
     entry = view.message_type.add(name="Entry")
     entry.field.add(name="key", number=1, type=field.TYPE_STRING)
     entry.field.add(name="value", number=2, type=field.TYPE_MESSAGE, type_name=".qmgr.wire.Value")
@@ -163,6 +192,7 @@ def _view_classes() -> dict[str, Any]:
 _VIEW = _view_classes()
 DeliveryView: Any = _VIEW["Delivery"]  # parses what the node sends as messaging_pb2.Delivery
 _Entry: Any = _VIEW["Entry"]
+_DeliveryColumns: Any = _VIEW["DeliveryColumns"]
 _ENTRY_CACHE: dict[bytes, tuple[str, PropertyValue]] = {}
 ENTRY_CACHE_SIZE = 4096  # entries kept (the cache starts again when full)
 ENTRY_CACHE_BYTES = 256  # longer entries are decoded each time
@@ -195,45 +225,156 @@ def _entry(raw: bytes) -> tuple[str, PropertyValue]:
     return kv
 
 
-def received(messages: Iterable[Any], received_at: float) -> list[ReceivedMessage]:
-    """Messages of a :data:`DeliveryView` as the application sees them. A message whose raw
-    property entries are those of the one before gets a copy of its properties."""
-    out: list[ReceivedMessage] = []
-    append = out.append
-    persistent = messages_pb2.PERSISTENT
+def _each_properties(raws: Iterable[Any]) -> Iterator[dict[str, PropertyValue]]:
+    """Each message's properties from its raw property entries; a message whose entries are
+    those of the one before gets a copy of its properties."""
     cached = _ENTRY_CACHE.get
     last_raw: Any = ()
     last: dict[str, PropertyValue] = {}
-    for mid, body, raw, pers, pri, cid, put, backout, topic, seq, exp, reply in map(
-        _fields, messages
-    ):
+    for raw in raws:
         if raw == last_raw:
-            props = last.copy()
-        else:
-            props = {}
-            for entry in raw:
-                kv = cached(entry)
-                k, v = kv if kv is not None else _entry(entry)
-                props[k] = v
-            last_raw, last = raw, props.copy()
-        append(
-            ReceivedMessage(
-                mid,
-                body,
-                props,
-                pers == persistent,
-                pri,
-                cid,
-                put,
-                backout,
-                topic,
-                seq,
-                exp,
-                reply,
-                received_at,
-            )
+            yield last.copy()
+            continue
+        props = {}
+        for entry in raw:
+            kv = cached(entry)
+            k, v = kv if kv is not None else _entry(entry)
+            props[k] = v
+        last_raw, last = raw, props
+        yield props.copy()
+
+
+def received(messages: Iterable[Any], received_at: float) -> list[ReceivedMessage]:
+    """Messages of a :data:`DeliveryView` as the application sees them, read one by one."""
+    rows = list(map(_fields, messages))
+    persistent = messages_pb2.PERSISTENT
+    return [
+        ReceivedMessage(
+            mid,
+            body,
+            props,
+            pers == persistent,
+            pri,
+            cid,
+            put,
+            backout,
+            topic,
+            seq,
+            exp,
+            reply,
+            received_at,
         )
-    return out
+        for (mid, body, _, pers, pri, cid, put, backout, topic, seq, exp, reply), props in zip(
+            rows, _each_properties(row[2] for row in rows), strict=True
+        )
+    ]
+
+
+class WireDelivery:
+    """A delivery as the node sent it (what the Subscribe and Consume streams decode to): its
+    :data:`DeliveryView` and its bytes, which :func:`delivered` may read again by columns."""
+
+    __slots__ = ("data", "view")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.view = DeliveryView.FromString(data)
+
+    @property
+    def size(self) -> int:
+        return int(self.view.size)
+
+    @property
+    def subscription(self) -> str:
+        return str(self.view.subscription)
+
+    @property
+    def sub_id(self) -> str:
+        return str(self.view.sub_id)
+
+    @property
+    def queue(self) -> str:
+        return str(self.view.queue)
+
+
+COLUMNS_FROM = 8  # a delivery of fewer messages is read message by message
+
+# ReceivedMessage's fields but the properties, as columns of the wire's fields: (field, the
+# value of a message that does not carry it)
+_COLUMNS = (
+    ("message_id", ""),
+    ("body", b""),
+    ("persistence", 0),
+    ("priority", 0),
+    ("correl_id", b""),
+    ("put_time_ms", 0),
+    ("backout_count", 0),
+    ("topic", ""),
+    ("sequence", 0),
+    ("expiry_ms", 0),
+    ("reply_to_queue", ""),
+)
+
+
+def _column(merged: Any, name: str, default: object, count: int) -> Iterable[Any] | None:
+    """One field of every message (None: some messages carry it and some do not)."""
+    values = getattr(merged, name)
+    have = len(values)
+    if have == count:
+        return values[:]
+    return repeat(default, count) if have == 0 else None
+
+
+def _same_properties(entries: list[bytes], count: int) -> dict[str, PropertyValue] | None:
+    """The properties of each of ``count`` messages whose raw entries, all together, are
+    ``entries``, when every message has the same (None: they may differ). With k distinct
+    entries repeated ``count`` times, no message has more than k (within k + 1 entries in a
+    row one repeats, and a message carries a key once), so each has exactly those k."""
+    if not entries:
+        return {}
+    k, rest = divmod(len(entries), count)
+    first = entries[:k]
+    if rest or len(set(first)) != k or entries != first * count:
+        return None
+    return next(_each_properties((first,)))
+
+
+def delivered(delivery: WireDelivery, received_at: float) -> list[ReceivedMessage]:
+    """A delivery's messages as the application sees them (the same as :func:`received`
+    gives): by columns when it has enough messages and each column suits, else one by one."""
+    messages = delivery.view.messages
+    count = len(messages)
+    if count < COLUMNS_FROM:
+        return received(messages, received_at)
+    try:
+        merged = _DeliveryColumns.FromString(delivery.data).messages
+    except DecodeError:
+        return received(messages, received_at)
+    columns: list[Iterable[Any]] = []
+    for name, default in _COLUMNS:
+        column = _column(merged, name, default, count)
+        if column is None:
+            return received(messages, received_at)
+        columns.append(column)
+    ids, bodies, persistence, *tail = columns
+    props = _same_properties(merged.properties[:], count)
+    each_props = (
+        map(dict.copy, repeat(props, count))
+        if props is not None
+        else _each_properties(m.properties for m in messages)
+    )
+    persistent = messages_pb2.PERSISTENT
+    return list(
+        map(
+            ReceivedMessage,
+            ids,
+            bodies,
+            each_props,
+            [p == persistent for p in persistence],
+            *tail,
+            repeat(received_at, count),
+        )
+    )
 
 
 def publication(

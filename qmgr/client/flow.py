@@ -14,6 +14,7 @@ from collections import deque
 from typing import Any
 
 from qmgr.client import convert
+from qmgr.client.convert import WireDelivery
 from qmgr.client.types import ReceivedMessage
 from qmgr.wire import messaging_pb2
 
@@ -71,12 +72,12 @@ class DeliveryBuffer:
         )
 
     @staticmethod
-    def convert(delivery: Any) -> list[ReceivedMessage]:
-        """A delivery's messages (a ``convert.DeliveryView``, see :class:`EncodedStreams`) as
-        the application sees them; needs no lock, as the buffer is not touched."""
-        return convert.received(delivery.messages, time.time())
+    def convert(delivery: WireDelivery) -> list[ReceivedMessage]:
+        """A delivery's messages (see :class:`EncodedStreams`) as the application sees them;
+        needs no lock, as the buffer is not touched."""
+        return convert.delivered(delivery, time.time())
 
-    def add(self, delivery: Any) -> bool:
+    def add(self, delivery: WireDelivery) -> bool:
         """Buffer a delivery; True when this made the buffer full (a slow consumer)."""
         return self.add_converted(self.convert(delivery), delivery.size)
 
@@ -217,7 +218,7 @@ def open_consumer(
 class EncodedStreams:
     """The streaming methods of ``channel`` (blocking or asyncio) whose messages the SDK
     encodes or decodes its own way, with the same bytes on the wire: Subscribe and Consume
-    with deliveries decoded as ``convert.DeliveryView`` (read the way
+    with deliveries decoded as :class:`WireDelivery` (read the way
     :meth:`DeliveryBuffer.convert` takes them), and PublishStream taking each
     ``PublishRequest`` already encoded (``pubwire.BatchEncoder``)."""
 
@@ -226,7 +227,7 @@ class EncodedStreams:
         self.Subscribe = channel.stream_stream(
             f"/{service}/Subscribe",
             request_serializer=messaging_pb2.SubscribeControl.SerializeToString,
-            response_deserializer=convert.DeliveryView.FromString,
+            response_deserializer=WireDelivery,
         )
         self.PublishStream = channel.stream_stream(
             f"/{service}/PublishStream",
@@ -236,5 +237,5 @@ class EncodedStreams:
         self.Consume = channel.stream_stream(
             f"/{service}/Consume",
             request_serializer=messaging_pb2.ConsumeControl.SerializeToString,
-            response_deserializer=convert.DeliveryView.FromString,
+            response_deserializer=WireDelivery,
         )

@@ -118,15 +118,110 @@ def test_a_delivery_read_through_the_view_gives_the_same_messages(
                 reply_to_queue=text,
             )
         )
-    view = convert.DeliveryView.FromString(delivery.SerializeToString())
-    assert (view.subscription, view.sub_id, view.queue, view.size) == ("S", "ID", "Q", 10)
+    wire = convert.WireDelivery(delivery.SerializeToString())
+    assert (wire.subscription, wire.sub_id, wire.queue, wire.size) == ("S", "ID", "Q", 10)
     expected = [convert.from_wire(m, 12.5) for m in delivery.messages]
-    got = convert.received(view.messages, 12.5)
+    assert_same_messages(convert.received(wire.view.messages, 12.5), expected)
+    assert_same_messages(convert.delivered(wire, 12.5), expected)
+
+
+def assert_same_messages(
+    got: list[convert.ReceivedMessage], expected: list[convert.ReceivedMessage]
+) -> None:
     assert got == expected
     for g, e in zip(got, expected, strict=True):  # Int32 stays Int32, bool stays bool
         assert [type(v) for v in g.properties.values()] == [
             type(e.properties[k]) for k in g.properties
         ]
+    assert len({id(g.properties) for g in got}) == len(got)  # each a dict of its own
+
+
+# a message's fields, drawn from few values so that messages often share them (and the
+# delivery is read by columns) or have them only in part (and it is not)
+FIELD_VALUES: dict[str, st.SearchStrategy[object]] = {
+    "message_id": st.sampled_from(["", "a" * 48, "b" * 48]),
+    "body": st.binary(max_size=8),
+    "persistence": st.sampled_from([0, messages_pb2.PERSISTENT, messages_pb2.NOT_PERSISTENT]),
+    "priority": st.integers(-1, 2),
+    "expiry_ms": st.integers(0, 2),
+    "correl_id": st.sampled_from([b"", b"c" * 24]),
+    "put_time_ms": st.integers(0, 2**40),
+    "backout_count": st.integers(0, 2),
+    "reply_to_queue": st.sampled_from(["", "R"]),
+    "topic": st.sampled_from(["", "a/b", "\u00e9/c"]),
+    "sequence": st.integers(0, 2**62),
+}
+few_properties: st.SearchStrategy[dict[str, PropertyValue]] = st.dictionaries(
+    st.sampled_from(["k", "MQTopicString", "n"]),
+    st.one_of(st.sampled_from(["v", "a/b"]), st.just(Int32(1)), st.just(1), st.just(True)),
+    max_size=3,
+)
+
+
+@st.composite
+def deliveries(draw: st.DrawFn) -> messaging_pb2.Delivery:
+    """Deliveries whose messages have each field (and their properties) absent, alike, each
+    their own, or (some deliveries) in some messages only."""
+    count = draw(st.integers(0, 3 * convert.COLUMNS_FROM))
+    rows: list[dict[str, object]] = [{} for _ in range(count)]
+    # "own": each message a value of its own, not the default; "any": maybe the default
+    hows = ["absent", "alike", "own"] + (["any"] if draw(st.booleans()) else [])
+    for name, values in FIELD_VALUES.items():
+        how = draw(st.sampled_from(hows))
+        alike = draw(values)
+        for row in rows:
+            if how == "alike":
+                row[name] = alike
+            elif how != "absent":
+                row[name] = draw(values.filter(bool) if how == "own" else values)
+    how = draw(st.sampled_from(["none", "alike", "own"]))
+    alike_props: dict[str, PropertyValue] = draw(st.one_of(properties, few_properties))
+    delivery = messaging_pb2.Delivery(size=count)
+    for row in rows:
+        props: dict[str, PropertyValue] = (
+            {} if how == "none" else alike_props if how == "alike" else draw(few_properties)
+        )
+        delivery.messages.append(wire_message(props, **row))
+    return delivery
+
+
+@settings(max_examples=300, deadline=None)
+@given(delivery=deliveries())
+def test_a_delivery_read_by_columns_gives_the_same_messages(
+    delivery: messaging_pb2.Delivery,
+) -> None:
+    expected = [convert.from_wire(m, 3.0) for m in delivery.messages]
+    got = convert.delivered(convert.WireDelivery(delivery.SerializeToString()), 3.0)
+    assert_same_messages(got, expected)
+
+
+def test_a_delivery_of_alike_messages_is_read_by_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    count = convert.COLUMNS_FROM
+    delivery = messaging_pb2.Delivery(
+        messages=[
+            wire_message(
+                {"MQTopicString": "a/b", "n": Int32(i % 2)},
+                message_id=f"{i:048x}",
+                body=b"x" * (i + 1),
+                persistence=messages_pb2.PERSISTENT,
+                put_time_ms=1000 + i,
+                sequence=i + 1,
+            )
+            for i in range(count)
+        ]
+    )
+    expected = [convert.from_wire(m, 1.0) for m in delivery.messages]
+
+    def one_by_one(messages: object, received_at: float) -> list[convert.ReceivedMessage]:
+        raise AssertionError("read one by one")
+
+    monkeypatch.setattr(convert, "received", one_by_one)
+    wire = convert.WireDelivery(delivery.SerializeToString())
+    assert_same_messages(convert.delivered(wire, 1.0), expected)  # properties each their own
+    for m in delivery.messages:
+        del m.properties["n"]
+    wire = convert.WireDelivery(delivery.SerializeToString())
+    assert convert.delivered(wire, 1.0) == [convert.from_wire(m, 1.0) for m in delivery.messages]
 
 
 def test_property_entries_are_cached_up_to_a_size() -> None:

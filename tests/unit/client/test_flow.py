@@ -10,11 +10,11 @@ from qmgr.client.flow import DeliveryBuffer
 from qmgr.wire import messages_pb2, messaging_pb2
 
 
-def delivery(first: int, count: int, size: int | None = None) -> object:
+def delivery(first: int, count: int, size: int | None = None) -> convert.WireDelivery:
     wire = messaging_pb2.Delivery(size=size if size is not None else 10 * count)
     for i in range(first, first + count):
         wire.messages.append(messages_pb2.Message(body=str(i).encode(), sequence=i))
-    return convert.DeliveryView.FromString(wire.SerializeToString())
+    return convert.WireDelivery(wire.SerializeToString())
 
 
 def bodies(msgs: list[convert.ReceivedMessage]) -> list[int]:
