@@ -7,19 +7,21 @@ way, changes keep accumulating and form the next group (one transaction, one flu
 them), taken as soon as it is done: the group's size follows the commit's latency, with no
 timer.
 
-Where a group is written follows what commits have been measured to cost. A flush to the disk
-(synchronous=FULL) takes from a fraction of a millisecond on a quiet disk to 10 ms and more on a
-busy one; committed on the event loop, it would stop the node for that long: no publication
-read, no channel batch sent or acknowledged, and the next group would not even start to
-collect. So a group goes to a dedicated writer thread (handed over directly, no executor) and
-the loop goes on serving meanwhile, unless the commits of its kind (with a flush, or only
-Service Bus completions and lock marks, written without one) have lately measured cheap (at most
-``cheap_commit`` seconds) and it is small (at most ``inline_max_ops`` changes): then it is
-committed on the event loop itself, because handing it to the thread and back (two thread
-wake-ups, a self-pipe write and read) costs more CPU and latency than such a commit does. The
+A commit has two parts. Writing the group's rows into the transaction is Python and SQLite work
+that holds the interpreter's lock row by row: it is done on the event loop, because in a thread
+it would run no faster and would trade the lock with the loop for every row (a group of a
+thousand rows took several times as long that way on a busy node). Committing the transaction
+(the write-ahead log written and flushed to the disk) holds no lock and is the part that waits:
+from a fraction of a millisecond on a quiet disk to 10 ms and more on a busy one. On the event
+loop it would stop the node for that long (no publication read, no channel batch sent or
+acknowledged), so it goes to a dedicated writer thread (handed over directly, no executor) and
+the loop goes on serving and collecting the next group, unless the commits of its kind (with a
+flush, or only Service Bus completions and lock marks, written without one) have lately measured
+cheap (at most ``cheap_commit`` seconds): then it is done on the loop, because handing it to the
+thread and back (two thread wake-ups, a self-pipe write and read) costs more than it does. The
 estimate of each kind rises at once with a slow commit and falls slowly with fast ones, so one
-slow flush sends the next groups to the thread; until a kind has been measured, its groups go
-to the thread. Changes that nobody waits for are committed within ``idle_interval``.
+slow flush sends the next ones to the thread; until a kind has been measured, its commits go to
+the thread. Changes that nobody waits for are committed within ``idle_interval``.
 
 A commit that fails is fail-stop: nothing collected since the last commit is durable, so every
 waiter gets ``StoreFailed``, so does every later ``durable`` call, no further commit is tried
@@ -37,14 +39,13 @@ import time
 from collections.abc import Callable
 
 from qmgr.store import StoreFailed
-from qmgr.store.sqlite import RELAXED, Op, SqliteStore
+from qmgr.store.sqlite import RELAXED, SqliteStore
 
 log = logging.getLogger("qmgr.store")
 
-_Job = tuple[list[Op], int, bool] | None  # the changes, the position they reach, whether
-# they flush; None: stop
-INLINE_MAX_OPS = 64  # a group this small may be committed on the event loop itself ...
-CHEAP_COMMIT = 0.0005  # ... when commits of its kind lately took at most this (seconds)
+_Job = tuple[int | None, int, bool] | None  # a written group to commit (see
+# ``SqliteStore.finish``), the position it reaches, whether it flushes; None: stop
+CHEAP_COMMIT = 0.0005  # seconds: a commit of a kind measured this fast is made on the loop
 FALL = 0.125  # how far a faster commit moves the estimate of its kind towards it
 
 
@@ -54,13 +55,11 @@ class Committer:
         store: SqliteStore,
         idle_interval: float = 0.05,
         on_failure: Callable[[StoreFailed], None] | None = None,
-        inline_max_ops: int = INLINE_MAX_OPS,
         cheap_commit: float = CHEAP_COMMIT,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._store = store
         self._idle = idle_interval
-        self._inline_max = inline_max_ops
         self._cheap = cheap_commit
         self._clock = clock
         # seconds a commit is expected to take, by kind (True: with a flush); none until one
@@ -144,15 +143,20 @@ class Committer:
         self._busy = True
         ops, upto = self._store.take()
         flushes = any(kind not in RELAXED for kind, _ in ops)
-        if self._thread is not None and not self._cheap_enough(ops, flushes):
-            self._jobs.put((ops, upto, flushes))
+        try:
+            written = self._store.write(ops)
+        except Exception as exc:
+            self._done(upto, flushes, 0.0, exc)
             return
-        self._done(upto, flushes, *self._commit(ops))
+        if self._thread is not None and not self._cheap_enough(flushes):
+            self._jobs.put((written, upto, flushes))
+            return
+        self._done(upto, flushes, *self._finish(written))
 
-    def _cheap_enough(self, ops: list[Op], flushes: bool) -> bool:
-        """Whether committing ``ops`` on the event loop costs less than the thread would."""
+    def _cheap_enough(self, flushes: bool) -> bool:
+        """Whether committing on the event loop costs less than the thread would."""
         cost = self._cost.get(flushes)
-        return len(ops) <= self._inline_max and cost is not None and cost <= self._cheap
+        return cost is not None and cost <= self._cheap
 
     def _measured(self, flushes: bool, seconds: float) -> None:
         cost = self._cost.get(flushes)
@@ -194,11 +198,11 @@ class Committer:
         if self.on_failure is not None:
             self.on_failure(failure)
 
-    def _commit(self, ops: list[Op]) -> tuple[float, BaseException | None]:
-        """Commit ``ops`` (on either side): how long it took, and what it raised."""
+    def _finish(self, written: int | None) -> tuple[float, BaseException | None]:
+        """Commit a written group (on either side): how long it took, and what it raised."""
         start = self._clock()
         try:
-            self._store.commit(ops)
+            self._store.finish(written)
         except Exception as exc:
             return self._clock() - start, exc
         return self._clock() - start, None
@@ -212,8 +216,8 @@ class Committer:
             job = self._jobs.get()
             if job is None:
                 return
-            ops, upto, flushes = job
-            seconds, error = self._commit(ops)
+            written, upto, flushes = job
+            seconds, error = self._finish(written)
             try:
                 loop.call_soon_threadsafe(self._done, upto, flushes, seconds, error)
             except RuntimeError:  # the loop is closed: nobody is left to tell

@@ -1,7 +1,8 @@
 """The SQLite store: a journal that collects durable changes and commits them in groups.
 
-The node's event loop appends changes (cheap: one tuple each); a single writer thread commits
-whatever has accumulated in one transaction. The running node holds the file in SQLite's
+The node's event loop appends changes (cheap: one tuple each) and writes whatever has
+accumulated into one transaction (``write``); a single writer thread commits it (``finish``: the
+flush, which needs no Python lock), see ``qmgr.node.committer``. The running node holds the file in SQLite's
 exclusive locking mode (no file lock taken and released per transaction; the log's index in the
 process's memory), so nothing else opens it while the node runs. WAL mode with
 synchronous=FULL: a committed group survives the process being killed and the machine losing
@@ -28,6 +29,7 @@ import json
 import os
 import sqlite3
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -279,11 +281,15 @@ class SqliteStore:
         return ops, self.appended
 
     def commit(self, ops: list[Op]) -> None:
-        """Write ``ops`` in one transaction (writer-thread side): one executemany per run of
-        one kind, without the messages the group both adds and removes (see
-        ``transient_messages``)."""
+        """Write ``ops`` in one transaction and commit it (``write``, then ``finish``)."""
+        self.finish(self.write(ops))
+
+    def write(self, ops: list[Op]) -> int | None:
+        """Open a transaction and write ``ops`` into it, not committed yet: one executemany
+        per run of one kind, without the messages the group both adds and removes (see
+        ``transient_messages``). Returns what ``finish`` takes (None: nothing to commit)."""
         if not ops:
-            return
+            return None
         self._commits += 1
         if self._commits == self._fail_at_commit:
             raise sqlite3.OperationalError("database or disk is full")
@@ -298,18 +304,32 @@ class SqliteStore:
             c.execute("PRAGMA synchronous=FULL" if full else "PRAGMA synchronous=NORMAL")
             self._full = full
         c.execute("BEGIN")
-        try:
+        with self._rolled_back_on_error():
             for kind, rows in runs(ops, skip):
                 c.executemany(_SQL[kind], rows)
-            c.execute("COMMIT")
+        return top
+
+    def finish(self, written: int | None) -> None:
+        """Commit the transaction ``write`` opened: its pages go to the write-ahead log, which
+        is flushed to the disk unless the group is only Service Bus completions. The flush is
+        the slow part of a commit, and SQLite holds no Python lock while it waits for it."""
+        if written is None:
+            return
+        with self._rolled_back_on_error():
+            self._conn.execute("COMMIT")
+        self._written_seq = written
+
+    @contextlib.contextmanager
+    def _rolled_back_on_error(self) -> Iterator[None]:
+        try:
+            yield
         except BaseException:
             # SQLite may have rolled back already (SQLITE_FULL, SQLITE_IOERR): a second
             # rollback would fail and hide the real error, which is what the caller must see.
-            if c.in_transaction:
+            if self._conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
-                    c.execute("ROLLBACK")
+                    self._conn.execute("ROLLBACK")
             raise
-        self._written_seq = top
 
     def close(self) -> None:
         self._conn.close()

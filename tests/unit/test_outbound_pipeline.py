@@ -26,7 +26,8 @@ BATCH = 4  # items per batch in these tests
 
 class _GatedStore(SqliteStore):
     """A store whose commits (by the writer thread) wait for the test to let each one go,
-    and which records the highest sent mark each commit made durable."""
+    and which records the highest sent mark each commit made durable (the rows of a group are
+    written on the event loop, its commit waits in the thread)."""
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -34,16 +35,20 @@ class _GatedStore(SqliteStore):
         self.entered = threading.Semaphore(0)
         self.durable_mark: Key = (0, 0)  # read on the event loop once a commit is told
         self.marks_per_commit: list[int] = []
+        self.marks: list[dict[str, int]] = []  # the sent marks of the group being committed
 
-    def commit(self, ops: list[Op]) -> None:
-        self.entered.release()
-        assert self.gate.acquire(timeout=30)
-        super().commit(ops)
-        marks = [
+    def write(self, ops: list[Op]) -> int | None:
+        self.marks = [
             json.loads(args[2]) for kind, args in ops if kind == "save" and args[0] == SENT_KIND
         ]
-        self.marks_per_commit.append(len(marks))
-        for data in marks:
+        return super().write(ops)
+
+    def finish(self, written: int | None) -> None:
+        self.entered.release()
+        assert self.gate.acquire(timeout=30)
+        super().finish(written)
+        self.marks_per_commit.append(len(self.marks))
+        for data in self.marks:
             self.durable_mark = max(self.durable_mark, (int(data["epoch"]), int(data["seq"])))
 
 
