@@ -2,9 +2,9 @@
 
 The node's event loop appends changes (cheap: one tuple each) and writes whatever has
 accumulated into one transaction (``write``); a single writer thread commits it (``finish``: the
-flush, which needs no Python lock), see ``qmgr.node.committer``. The running node holds the file in SQLite's
-exclusive locking mode (no file lock taken and released per transaction; the log's index in the
-process's memory), so nothing else opens it while the node runs. WAL mode with
+flush, which needs no Python lock), see ``qmgr.node.committer``. The running node holds the
+file in SQLite's exclusive locking mode (no file lock taken and released per transaction; the
+log's index in the process's memory), so nothing else opens it while the node runs. WAL mode with
 synchronous=FULL: a committed group survives the process being killed and the machine losing
 power. A group made only of Service Bus completions and lock marks is committed with
 synchronous=NORMAL: written to the write-ahead log before anyone is told (so it survives the
