@@ -21,6 +21,7 @@ field of a message written once, a map key once), as the node's does.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, MutableMapping
 from itertools import repeat
 from operator import attrgetter
@@ -134,8 +135,9 @@ def from_wire(m: messages_pb2.Message, received_at: float = 0.0) -> ReceivedMess
 
 def _view_classes() -> dict[str, Any]:
     """Delivery and Message as seen by a consumer (Message.properties as raw entries), a map
-    entry on its own, and the delivery by columns (Columns: Message with every field
-    repeated; DeliveryColumns: its messages field as one Columns), in a pool of their own."""
+    entry on its own, the delivery with its messages as bytes (DeliveryHead: they are
+    counted, not read), and by columns (Columns: Message with every field repeated;
+    DeliveryColumns: its messages field as one Columns), in a pool of their own."""
     field = descriptor_pb2.FieldDescriptorProto
     pool = descriptor_pool.DescriptorPool()
     pool.AddSerializedFile(messages_pb2.DESCRIPTOR.serialized_pb)
@@ -155,6 +157,7 @@ def _view_classes() -> dict[str, Any]:
             kind = field.TYPE_INT32 if f.type == field.TYPE_ENUM else f.type
             message.field.add(name=f.name, number=f.number, type=kind)
     delivery = view.message_type.add(name="Delivery")
+    head = view.message_type.add(name="DeliveryHead")
     for f in messaging_pb2.Delivery.DESCRIPTOR.fields:
         if f.name == "messages":
             delivery.field.add(
@@ -164,8 +167,12 @@ def _view_classes() -> dict[str, Any]:
                 label=field.LABEL_REPEATED,
                 type_name=".qmgr.client.view.Message",
             )
+            head.field.add(
+                name=f.name, number=f.number, type=field.TYPE_BYTES, label=field.LABEL_REPEATED
+            )
         else:
             delivery.field.add(name=f.name, number=f.number, type=f.type)
+            head.field.add(name=f.name, number=f.number, type=f.type)
     columns = view.message_type.add(name="Columns")
     for f in messages_pb2.Message.DESCRIPTOR.fields:
         kind = f.type
@@ -193,6 +200,7 @@ _VIEW = _view_classes()
 DeliveryView: Any = _VIEW["Delivery"]  # parses what the node sends as messaging_pb2.Delivery
 _Entry: Any = _VIEW["Entry"]
 _DeliveryColumns: Any = _VIEW["DeliveryColumns"]
+_DeliveryHead: Any = _VIEW["DeliveryHead"]
 _ENTRY_CACHE: dict[bytes, tuple[str, PropertyValue]] = {}
 ENTRY_CACHE_SIZE = 4096  # entries kept (the cache starts again when full)
 ENTRY_CACHE_BYTES = 256  # longer entries are decoded each time
@@ -272,29 +280,46 @@ def received(messages: Iterable[Any], received_at: float) -> list[ReceivedMessag
 
 class WireDelivery:
     """A delivery as the node sent it (what the Subscribe and Consume streams decode to): its
-    :data:`DeliveryView` and its bytes, which :func:`delivered` may read again by columns."""
+    fields but the messages, which are counted, and the messages read by columns (see
+    :func:`delivered`) or, when that does not suit, as a :data:`DeliveryView`. Both are read
+    as the delivery arrives, so a delivery that cannot be read fails the stream there."""
 
-    __slots__ = ("data", "view")
+    __slots__ = ("data", "head", "count", "columns", "_view")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.view = DeliveryView.FromString(data)
+        self.head = _DeliveryHead.FromString(data)
+        self.count = len(self.head.messages)
+        self.columns: Any = None  # every message merged into one _DeliveryColumns message
+        self._view: Any = None
+        if self.count >= COLUMNS_FROM:
+            with contextlib.suppress(DecodeError):
+                self.columns = _DeliveryColumns.FromString(data).messages
+        if self.columns is None:
+            self._view = DeliveryView.FromString(data)
+
+    @property
+    def view(self) -> Any:
+        """The delivery as a :data:`DeliveryView`."""
+        if self._view is None:
+            self._view = DeliveryView.FromString(self.data)
+        return self._view
 
     @property
     def size(self) -> int:
-        return int(self.view.size)
+        return int(self.head.size)
 
     @property
     def subscription(self) -> str:
-        return str(self.view.subscription)
+        return str(self.head.subscription)
 
     @property
     def sub_id(self) -> str:
-        return str(self.view.sub_id)
+        return str(self.head.sub_id)
 
     @property
     def queue(self) -> str:
-        return str(self.view.queue)
+        return str(self.head.queue)
 
 
 COLUMNS_FROM = 8  # a delivery of fewer messages is read message by message
@@ -321,7 +346,7 @@ def _column(merged: Any, name: str, default: object, count: int) -> Iterable[Any
     values = getattr(merged, name)
     have = len(values)
     if have == count:
-        return values[:]
+        return values
     return repeat(default, count) if have == 0 else None
 
 
@@ -342,39 +367,43 @@ def _same_properties(entries: list[bytes], count: int) -> dict[str, PropertyValu
 def delivered(delivery: WireDelivery, received_at: float) -> list[ReceivedMessage]:
     """A delivery's messages as the application sees them (the same as :func:`received`
     gives): by columns when it has enough messages and each column suits, else one by one."""
-    messages = delivery.view.messages
-    count = len(messages)
-    if count < COLUMNS_FROM:
-        return received(messages, received_at)
-    try:
-        merged = _DeliveryColumns.FromString(delivery.data).messages
-    except DecodeError:
-        return received(messages, received_at)
+    merged = delivery.columns
+    if merged is None:
+        return received(delivery.view.messages, received_at)
+    count = delivery.count
     columns: list[Iterable[Any]] = []
     for name, default in _COLUMNS:
         column = _column(merged, name, default, count)
         if column is None:
-            return received(messages, received_at)
+            return received(delivery.view.messages, received_at)
         columns.append(column)
     ids, bodies, persistence, *tail = columns
     props = _same_properties(merged.properties[:], count)
     each_props = (
         map(dict.copy, repeat(props, count))
         if props is not None
-        else _each_properties(m.properties for m in messages)
+        else _each_properties(m.properties for m in delivery.view.messages)
     )
-    persistent = messages_pb2.PERSISTENT
     return list(
         map(
             ReceivedMessage,
             ids,
             bodies,
             each_props,
-            [p == persistent for p in persistence],
+            _persistent(persistence, count),
             *tail,
             repeat(received_at, count),
         )
     )
+
+
+def _persistent(persistence: Iterable[int], count: int) -> Iterable[bool]:
+    """Each message's persistence as ``ReceivedMessage.persistent``."""
+    values = list(persistence)
+    persistent = values.count(messages_pb2.PERSISTENT)
+    if persistent in (0, count):
+        return repeat(persistent == count, count)
+    return [v == messages_pb2.PERSISTENT for v in values]
 
 
 def publication(

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Iterator
+from operator import length_hint
 from typing import Any
 
 from qmgr.client import convert
@@ -28,10 +30,11 @@ class DeliveryBuffer:
     """``ack="auto"``: a message is acknowledged once it has been handed to the application;
     ``ack="explicit"``: only by :meth:`acknowledge` (everything handed out so far).
 
-    Deliveries are kept whole, as converted batches, and handed out by position in the batch
-    at hand: taking a message costs an index step, and the counts the application sees
-    (:attr:`pending_messages`) are derived from two running totals instead of kept per
-    message."""
+    Deliveries are kept whole, as converted batches. The messages of the one at hand but its
+    last are handed out by an iterator (:attr:`taking`): a consumer holding the lock takes one
+    with ``next(buffer.taking, None)`` alone, a single call, and the count of messages handed
+    out (:attr:`handed`) is derived from the iterator's position instead of kept per message.
+    The last message of a delivery goes through :meth:`take_one`, which makes its credit due."""
 
     def __init__(self, max_messages: int, max_bytes: int, ack: str) -> None:
         if ack not in ACK_MODES:
@@ -42,12 +45,15 @@ class DeliveryBuffer:
         self.max_bytes = max_bytes
         self.auto = ack == "auto"
         self._deliveries: deque[tuple[list[ReceivedMessage], int]] = deque()
-        self._current: list[ReceivedMessage] = []  # the delivery being handed out
-        self._next = 0  # the position in it of the next message to hand out
+        # the delivery being handed out (empty once its last message is handed out), and an
+        # iterator over its messages but the last (_ahead of them)
+        self._current: list[ReceivedMessage] = []
+        self.taking: Iterator[ReceivedMessage] = iter(())
+        self._ahead = 0
         self._current_size = 0
         self.received = 0  # messages received (cumulative)
         self.pending_bytes = 0
-        self.handed = 0  # handed to the application (cumulative)
+        self._handed = 0  # handed to the application, less those taken from self.taking
         self.acknowledged = 0  # acknowledged by the application (explicit mode)
         self._credit_messages = 0
         self._credit_bytes = 0
@@ -57,6 +63,11 @@ class DeliveryBuffer:
         # more is owed to the node since the consumer last looked (it clears this): checked
         # on every message taken, so it is a plain attribute
         self.news = False
+
+    @property
+    def handed(self) -> int:
+        """Messages handed to the application (cumulative)."""
+        return self._handed + self._ahead - length_hint(self.taking)
 
     @property
     def pending_messages(self) -> int:
@@ -100,42 +111,53 @@ class DeliveryBuffer:
         return True
 
     def ready(self) -> bool:
-        return self._next < len(self._current) or bool(self._deliveries)
+        return bool(self._current or self._deliveries)
 
     def _delivery_taken(self) -> None:
         """The delivery at hand has been handed out whole: its credit is due."""
+        self._handed += len(self._current)
         self._credit_messages += len(self._current)
         self._credit_bytes += self._current_size
         self.pending_bytes -= self._current_size
         self._current = []
-        self._next = self._current_size = 0
+        self.taking = iter(())
+        self._ahead = self._current_size = 0
         self.full = False
         self.news = True
 
+    def _next_delivery(self) -> bool:
+        """Make the next delivery the one at hand; False when there is none."""
+        if not self._deliveries:
+            return False
+        current, self._current_size = self._deliveries.popleft()
+        self._current = current
+        self._ahead = len(current) - 1
+        self.taking = iter(current[:-1])
+        return True
+
     def take_one(self) -> ReceivedMessage | None:
-        current, i = self._current, self._next
-        if i >= len(current):
-            if not self._deliveries:
+        msg = next(self.taking, None)
+        if msg is not None:
+            return msg
+        if not self._current:
+            if not self._next_delivery():
                 return None
-            current, self._current_size = self._deliveries.popleft()
-            self._current, i = current, 0
-        msg = current[i]
-        self.handed += 1
-        if i + 1 < len(current):
-            self._next = i + 1
-        else:
-            self._delivery_taken()
+            msg = next(self.taking, None)
+            if msg is not None:
+                return msg
+        msg = self._current[-1]  # the delivery's last
+        self._delivery_taken()
         return msg
 
     def take_all(self) -> list[ReceivedMessage]:
-        out = self._current[self._next :]
+        out: list[ReceivedMessage] = []
         if self._current:
+            out += self.taking
+            out.append(self._current[-1])
             self._delivery_taken()
-        while self._deliveries:
-            self._current, self._current_size = self._deliveries.popleft()
+        while self._next_delivery():
             out += self._current
             self._delivery_taken()
-        self.handed += len(out)
         return out
 
     def acknowledge(self) -> None:

@@ -200,6 +200,10 @@ class Subscription(BufferedConsumer):
         """The next message, or None after ``timeout`` seconds (or when closed)."""
         buf = self._buf
         with self._lock:
+            if not self._closed:  # a message that is not its delivery's last: nothing owed
+                msg = next(buf.taking, None)
+                if msg is not None:
+                    return msg
             msg = None if self._closed else buf.take_one()
             if msg is None:
                 if not self._wait(timeout):

@@ -3,7 +3,11 @@ counts the application sees, and the acknowledgements and credit owed to the nod
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qmgr.client import convert
 from qmgr.client.flow import DeliveryBuffer
@@ -101,3 +105,51 @@ def test_an_empty_delivery_returns_its_bytes_at_once() -> None:
 def test_an_unknown_ack_mode_is_refused(ack: str) -> None:
     with pytest.raises(ValueError, match="ack must be one of"):
         DeliveryBuffer(10, 10, ack)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.integers(0, 5)),
+            st.tuples(st.sampled_from(["one", "next", "all"]), st.just(0)),
+        ),
+        max_size=40,
+    )
+)
+def test_messages_taken_any_way_come_out_once_in_order_with_credit_per_delivery(
+    steps: list[tuple[str, int]],
+) -> None:
+    """take_one, take_all and ``next(buffer.taking)`` (a receiver's short way) mixed: every
+    message once, in order, ``handed`` counting them, and a delivery's credit owed exactly
+    when its last message has been taken."""
+    buf = DeliveryBuffer(10_000, 10**9, "auto")
+    added: list[int] = []
+    sizes: list[int] = []  # each delivery's message count, in order
+    out: list[int] = []
+    credited = 0  # deliveries whose credit was returned
+    for what, count in steps:
+        if what == "add":
+            buf.add(delivery(len(added) + 1, count))
+            added += range(len(added) + 1, len(added) + 1 + count)
+            if count:
+                sizes.append(count)
+        elif what == "one":
+            msg = buf.take_one()
+            assert (msg is None) == (len(out) == len(added))
+            out += [] if msg is None else bodies([msg])
+        elif what == "next":
+            msg = next(buf.taking, None)
+            out += [] if msg is None else bodies([msg])
+        else:
+            out += bodies(buf.take_all())
+        assert out == added[: len(out)]
+        assert buf.handed == len(out) and buf.pending_messages == len(added) - len(out)
+        assert buf.ready() == (len(out) < len(added))
+        whole = sum(1 for end in accumulate(sizes) if end <= len(out))
+        owed, credited = sum(sizes[credited:whole]), whole
+        ack = buf.control()
+        if ack is None:
+            assert owed == 0
+        else:
+            assert (ack.credit_messages, ack.handed, ack.acknowledged) == (owed, len(out), len(out))
