@@ -73,7 +73,8 @@ def synthetic(spark: SparkSession, receipts: int) -> tuple[DataFrame, DataFrame,
         seq.alias("seq"),
         F.lit("Prices/A").alias("topic"),
         F.timestamp_micros(((sent_ns / 1000) + latency_us).cast("long")).alias("enqueue_time"),
-        F.timestamp_micros(((sent_ns / 1000) + latency_us + 300).cast("long")).alias(
+        # read in arrival order (the swapped pairs too), a message every microsecond
+        F.timestamp_micros((F.lit(SENT_NS // 1000 + 20_800) + k).cast("long")).alias(
             "receive_time"
         ),
         F.when(k % 2 == 0, F.lit("PUB1,HOSTA1,SUB1"))
@@ -85,8 +86,13 @@ def synthetic(spark: SparkSession, receipts: int) -> tuple[DataFrame, DataFrame,
         k.alias("_k"),
     )
     kept = base.where(k % LOSE_EVERY != LOSE_EVERY - 1)
-    dups = base.where(k % DUPLICATE_EVERY == 7).withColumn(
-        "arrival", F.col("arrival") + F.lit(per_stream // 2)
+    later = per_stream // 2  # a duplicate arrives this many places after its first copy
+    dups = (
+        base.where(k % DUPLICATE_EVERY == 7)
+        .withColumn("arrival", F.col("arrival") + F.lit(later))
+        .withColumn(
+            "receive_time", F.timestamp_micros(F.unix_micros("receive_time") + F.lit(later))
+        )
     )
     out = kept.unionByName(dups).drop("_k")
     return sent, acked, out

@@ -8,8 +8,9 @@ Inputs, all DataFrames:
   ``ack_ns``, ``sent_ns``); a message may appear more than once (a retried task);
 - ``receipts``: what the measured subscriptions received, as :func:`receipts_from` shapes the
   rows of ``spark.read.format("qmgr")``: ``subscriber``, ``arrival`` (increasing in arrival
-  order within a subscriber), ``publisher``, ``seq``, ``topic``, ``enqueue_time``, ``route``,
-  ``sent_ns``...;
+  order within each partition the subscription was read in), ``publisher``, ``seq``,
+  ``topic``, ``enqueue_time``, ``receive_time`` (when the reader received or, for sequenced
+  delivery, handled the message), ``route``, ``sent_ns``...;
 - ``subscriptions``: ``subscriber`` and ``pattern``, the MQ topic pattern (``#``, ``+``) that
   says which publications the subscriber should receive (:func:`subscriptions_frame`).
 
@@ -21,7 +22,9 @@ in total (both ``*``), :func:`delivery_metrics` gives:
 - ``lost``: acknowledged but never received; ``duplicated``: copies beyond the first;
   ``unexpected``: received but never sent (by this run's publishers);
 - ``out_of_order``: first copies whose sequence number is lower than one received before them
-  in the stream; ``out_of_order_ratio`` = out_of_order / unique;
+  in the stream (in ``ARRIVAL_ORDER``: by receive time, then by arrival within a partition, so
+  a session read first by one Spark task and then by another is in the order it was read);
+  ``out_of_order_ratio`` = out_of_order / unique;
 - ``max_displacement``: the largest distance between a message's place in arrival order and its
   place in sequence order (first copies only);
 - ``latency_p50_ms`` ... ``latency_max_ms``: destination enqueue time minus send time
@@ -55,6 +58,10 @@ ACCURACY = 10_000  # percentile_approx accuracy: relative error 1/ACCURACY
 
 
 STREAM = ("subscriber", "publisher")
+# the order a subscriber received its messages in: by receive time (comparable between the
+# partitions a subscription is read in at once), then by arrival within a partition (the
+# messages of one batch share a receive time)
+ARRIVAL_ORDER = ("receive_time", "arrival")
 
 METRIC_COLUMNS = (
     "subscriber",
@@ -143,9 +150,10 @@ def expected(messages: DataFrame, subscriptions: DataFrame) -> DataFrame:
 
 
 def receipts_from(rows: DataFrame, subscriber: str, run: str | None = None) -> DataFrame:
-    """The rows one measured subscription gave ``spark.read.format("qmgr")`` (one partition,
+    """The rows one measured subscription gave ``spark.read.format("qmgr")`` (each partition
     in arrival order), as receipts of ``subscriber``: the load properties taken out, the arrival
-    order numbered. Rows of another run (``LoadRun`` differs) or without the load properties are
+    order numbered within each partition (``ARRIVAL_ORDER`` orders the partitions' rows
+    together). Rows of another run (``LoadRun`` differs) or without the load properties are
     left out when ``run`` is given. Call it on the source's DataFrame itself, before anything
     reorders the rows."""
     props = F.col("properties")
@@ -189,8 +197,8 @@ def annotate(receipts: DataFrame) -> DataFrame:
     ``latency_ms`` and ``host``. Two windows over the same partitioning (one shuffle): in
     sequence order (first copies, rank in sequence order) and in arrival order (the highest
     sequence number before, rank in arrival order)."""
-    by_seq = Window.partitionBy(*STREAM).orderBy("seq", "arrival")
-    by_arrival = Window.partitionBy(*STREAM).orderBy("arrival")
+    by_seq = Window.partitionBy(*STREAM).orderBy("seq", *ARRIVAL_ORDER)
+    by_arrival = Window.partitionBy(*STREAM).orderBy(*ARRIVAL_ORDER)
     before = by_arrival.rowsBetween(Window.unboundedPreceding, -1)
     so_far = by_arrival.rowsBetween(Window.unboundedPreceding, 0)
     first = F.coalesce(F.lag("seq").over(by_seq) != F.col("seq"), F.lit(True))

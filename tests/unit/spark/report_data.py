@@ -58,11 +58,13 @@ def _receipts(
     for subscriber, (node, how, latency_ms) in plan.items():
         for p in range(load.publishers):
             publisher = publisher_id(p, run)
+            received = _ts(0)  # read in arrival order, each once it is there
             for seq, host in _arrivals(list(range(1, load.messages + 1)), how):
                 sent = T0_NS + seq * GAP_NS
                 enqueued = _ts(sent + latency_ms * 1_000_000 + (seq % 7) * 100_000)
+                received = max(received, enqueued)
                 rows.append(
-                    (subscriber, len(rows), publisher, seq, load.topic_of(p), enqueued, enqueued)
+                    (subscriber, len(rows), publisher, seq, load.topic_of(p), enqueued, received)
                     + (f"PUB1,{host},{node}", sent, 1, None)
                 )
     return rows

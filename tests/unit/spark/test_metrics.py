@@ -29,7 +29,8 @@ def _receipts(spark: Any, rows: list[tuple[Any, ...]]) -> Any:
         enqueued = dt.datetime.fromtimestamp(
             (sent_ns + latency * 1_000_000) / 1e9, tz=dt.UTC
         ).replace(tzinfo=None)
-        out.append((sub, arrival, pub, seq, topic, enqueued, enqueued, route, sent_ns, 1, None))
+        received = dt.datetime(2026, 1, 1) + dt.timedelta(milliseconds=arrival)
+        out.append((sub, arrival, pub, seq, topic, enqueued, received, route, sent_ns, 1, None))
     return spark.createDataFrame(out, m.RECEIPT_SCHEMA)
 
 
@@ -112,6 +113,31 @@ def test_an_ordered_stream_has_no_disorder_and_streams_do_not_mix(spark: Any) ->
         assert table[key]["out_of_order"] == 0, key
         assert table[key]["max_displacement"] == 0, key
     assert table[("S1", m.ALL)]["received"] == 10
+
+
+def test_a_session_read_by_one_task_then_another_is_in_the_order_it_was_read(spark: Any) -> None:
+    """Two Spark tasks read a subscription's sessions at once; a session read first by the
+    second task (its rows numbered from 2**33) and then by the first is in order: the tasks'
+    rows are ordered by when they were received, a batch's rows (one receive time) by arrival."""
+    at = dt.datetime(2026, 1, 1)
+    second, first = 2**33, 0
+
+    def row(arrival: int, seq: int, ms: int) -> tuple[Any, ...]:
+        received = at + dt.timedelta(milliseconds=ms)
+        sent_ns = T0_NS + seq * 1_000_000
+        return ("S1", arrival, "P1", seq, "T/a", received, received, "A,H,B", sent_ns, 1, "P1")
+
+    rows = [row(second + i, seq, 0) for i, seq in enumerate([1, 2, 3])]  # one batch
+    rows += [row(second + 3, 4, 5)]
+    rows += [row(first + i, seq, 10 + i) for i, seq in enumerate([5, 6, 7])]
+    got = _metrics(spark, _sent(spark, "P1", 7), spark.createDataFrame(rows, m.RECEIPT_SCHEMA))
+    assert (got[("S1", "P1")]["out_of_order"], got[("S1", "P1")]["max_displacement"]) == (0, 0)
+    # the same rows with the tasks' times swapped: 5, 6, 7 were read first
+    swapped = [
+        row(a, seq, 20 + n if a >= second else n) for n, (_, a, _, seq, *_) in enumerate(rows)
+    ]
+    got = _metrics(spark, _sent(spark, "P1", 7), spark.createDataFrame(swapped, m.RECEIPT_SCHEMA))
+    assert got[("S1", "P1")]["out_of_order"] == 4
 
 
 # -- loss, duplicates, unexpected -----------------------------------------------------------------
