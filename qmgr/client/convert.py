@@ -280,30 +280,29 @@ def received(messages: Iterable[Any], received_at: float) -> list[ReceivedMessag
 
 class WireDelivery:
     """A delivery as the node sent it (what the Subscribe and Consume streams decode to): its
-    fields but the messages, which are counted, and the messages read by columns (see
-    :func:`delivered`) or, when that does not suit, as a :data:`DeliveryView`. Both are read
-    as the delivery arrives, so a delivery that cannot be read fails the stream there."""
+    fields but the messages, which are counted, and the messages by columns (see
+    :func:`delivered`), with their properties when every message has the same, or else (also)
+    as a :data:`DeliveryView`. All of it is read as the delivery arrives, so a delivery that
+    cannot be read fails the stream there, as any other message would."""
 
-    __slots__ = ("data", "head", "count", "columns", "_view")
+    __slots__ = ("data", "head", "count", "columns", "properties", "view")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.head = _DeliveryHead.FromString(data)
         self.count = len(self.head.messages)
-        self.columns: Any = None  # every message merged into one _DeliveryColumns message
-        self._view: Any = None
+        # every message merged into one Columns message, when each column suits
+        self.columns: Any = None
+        self.properties: dict[str, PropertyValue] | None = None  # each message's, if alike
         if self.count >= COLUMNS_FROM:
             with contextlib.suppress(DecodeError):
-                self.columns = _DeliveryColumns.FromString(data).messages
-        if self.columns is None:
-            self._view = DeliveryView.FromString(data)
-
-    @property
-    def view(self) -> Any:
-        """The delivery as a :data:`DeliveryView`."""
-        if self._view is None:
-            self._view = DeliveryView.FromString(self.data)
-        return self._view
+                merged = _DeliveryColumns.FromString(data).messages
+                if all(len(getattr(merged, name)) in (0, self.count) for name, _ in _COLUMNS):
+                    self.columns = merged
+                    self.properties = _same_properties(merged.properties[:], self.count)
+        self.view: Any = None
+        if self.columns is None or self.properties is None:
+            self.view = DeliveryView.FromString(data)
 
     @property
     def size(self) -> int:
@@ -341,15 +340,6 @@ _COLUMNS = (
 )
 
 
-def _column(merged: Any, name: str, default: object, count: int) -> Iterable[Any] | None:
-    """One field of every message (None: some messages carry it and some do not)."""
-    values = getattr(merged, name)
-    have = len(values)
-    if have == count:
-        return values
-    return repeat(default, count) if have == 0 else None
-
-
 def _same_properties(entries: list[bytes], count: int) -> dict[str, PropertyValue] | None:
     """The properties of each of ``count`` messages whose raw entries, all together, are
     ``entries``, when every message has the same (None: they may differ). With k distinct
@@ -366,19 +356,16 @@ def _same_properties(entries: list[bytes], count: int) -> dict[str, PropertyValu
 
 def delivered(delivery: WireDelivery, received_at: float) -> list[ReceivedMessage]:
     """A delivery's messages as the application sees them (the same as :func:`received`
-    gives): by columns when it has enough messages and each column suits, else one by one."""
-    merged = delivery.columns
+    gives): by columns when the delivery could be read so, else one by one."""
+    merged, count = delivery.columns, delivery.count
     if merged is None:
         return received(delivery.view.messages, received_at)
-    count = delivery.count
-    columns: list[Iterable[Any]] = []
-    for name, default in _COLUMNS:
-        column = _column(merged, name, default, count)
-        if column is None:
-            return received(delivery.view.messages, received_at)
-        columns.append(column)
+    columns: list[Iterable[Any]] = [
+        getattr(merged, name) if len(getattr(merged, name)) else repeat(default, count)
+        for name, default in _COLUMNS
+    ]
     ids, bodies, persistence, *tail = columns
-    props = _same_properties(merged.properties[:], count)
+    props = delivery.properties
     each_props = (
         map(dict.copy, repeat(props, count))
         if props is not None
