@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sys
 import threading
 import zlib
@@ -48,6 +49,8 @@ from enum import Enum
 from typing import Any
 
 from azure.servicebus.exceptions import MessageNotFoundError
+
+log = logging.getLogger("qmgr.client.sequenced")
 
 DEFAULT_PROPERTY = "SequenceNumber"
 LAST_PROPERTY = "SequenceLast"
@@ -673,6 +676,13 @@ def take_sessions(
                 result = SessionStats(session_id=session_id, handed_back=True, lock_lost=True)
             with lock:
                 lost = losses[session_id] = losses.get(session_id, 0) + 1 if result.lock_lost else 0
+            if result.lock_lost:  # the reason a message may be handled twice: say so
+                log.warning(
+                    "session %s: its lock was lost (%d in a row); taking it again: a message "
+                    "whose settlement failed with it is delivered again",
+                    session_id,
+                    lost,
+                )
             if lost >= MAX_LOCK_LOSSES:
                 raise SessionLockLostError(
                     message=f"the lock of session {session_id} was lost {lost} times in a row"
