@@ -12,7 +12,7 @@ from qmgr.rpc.convert import message_to_wire, own_fields_to_wire
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import messages_pb2 as mpb
 
-_PURPOSE_TO_WIRE = {Purpose.ROUTE: cpb.ROUTE, Purpose.DELIVER: cpb.DELIVER}
+PURPOSE_TO_WIRE = {Purpose.ROUTE: cpb.ROUTE, Purpose.DELIVER: cpb.DELIVER}
 _PURPOSE_FROM_WIRE = {cpb.ROUTE: Purpose.ROUTE, cpb.DELIVER: Purpose.DELIVER}
 
 MAX_EXPIRY_MS = (2**31 - 1) * 100  # MQ's Expiry is an MQLONG in tenths of a second
@@ -102,7 +102,7 @@ def item_to_wire(item: Item, out: cpb.ChannelItem) -> None:
             message_to_peer(pub.message, wire.message)
             pub.wire = wire.message
         wire.route.extend(pub.route)
-        wire.purpose = _PURPOSE_TO_WIRE[pub.purpose]
+        wire.purpose = PURPOSE_TO_WIRE[pub.purpose]
         if pub.retain:
             wire.retain = True
         if pub.retained_copy:
@@ -130,16 +130,17 @@ def item_from_wire(w: cpb.ChannelItem) -> Item:
         if not topic or not route:
             raise ChannelInputError(f"item {epoch}.{seq}: a publication without topic or route")
         m = p.message
-        fwd = Forwarded(
+        fwd = Forwarded(  # positional: a call with keywords costs more, once per item
             topic,
             None,
             route,
             purpose,
             p.retain,
-            wire=m,
-            decode=message_from_peer,
-            persistent=m.persistence == mpb.PERSISTENT,
-            retained_copy=p.retained_copy,
+            "",
+            m,
+            message_from_peer,
+            m.persistence == mpb.PERSISTENT,
+            p.retained_copy,
         )
         problem = _problem(m.priority, m.expiry_ms, m.put_time_ms, m.backout_count)
         return Item((epoch, seq), fwd, None, False, None, problem)

@@ -20,6 +20,7 @@ from typing import Any
 from cluster.channel import Key
 from cluster.routing import Purpose
 from qmgr.core.message import Message
+from qmgr.core.values import Properties
 
 XMITQ_PREFIX = "SYSTEM.CLUSTER.TRANSMIT."
 XMIT_PROPERTY = "qmgr.xmit"
@@ -45,6 +46,22 @@ def xmitq(peer: str) -> str:
     return XMITQ_PREFIX + peer
 
 
+_ROUTE_ONLY: dict[str, Properties] = {}  # route text -> properties holding only it
+_ROUTE_ONLY_MAX = 4096
+
+
+def _route_only(route_text: str) -> Properties:
+    """The properties of a delivered publication that had none: only ``ROUTE_PROPERTY``. One
+    dict per route, shared by the messages that came that way (properties are never changed
+    in place), so the store encodes it once for a run of them instead of once each."""
+    props = _ROUTE_ONLY.get(route_text)
+    if props is None:
+        if len(_ROUTE_ONLY) >= _ROUTE_ONLY_MAX:
+            _ROUTE_ONLY.clear()
+        props = _ROUTE_ONLY[route_text] = {ROUTE_PROPERTY: route_text}
+    return props
+
+
 class Forwarded:
     """A publication sent to (or received from) a peer.
 
@@ -64,6 +81,7 @@ class Forwarded:
         "retained_copy",
         "persistent",
         "wire",
+        "encoded",
         "_msg",
         "_decode",
     )
@@ -76,7 +94,6 @@ class Forwarded:
         purpose: Purpose,
         retain: bool = False,
         group: str = "",
-        *,
         wire: Any = None,
         decode: Callable[[Any], Message] | None = None,
         persistent: bool | None = None,
@@ -91,6 +108,7 @@ class Forwarded:
         # publication: it goes only to the receiver's subscriptions that do not have it yet
         self.retained_copy = retained_copy
         self.wire = wire
+        self.encoded: bytes | None = None  # the message's bytes for a peer, once encoded
         self._msg = message
         self._decode = decode
         if persistent is None:
@@ -110,14 +128,20 @@ class Forwarded:
         property dict, not a decoded message and then a changed copy of it)."""
         if self._msg is None and self._decode is not None:
             msg = self._decode(self.wire)  # a message of its own: changed in place
-            msg.properties = {**msg.properties, ROUTE_PROPERTY: route_text}
+            props = msg.properties
+            msg.properties = (
+                {**props, ROUTE_PROPERTY: route_text} if props else _route_only(route_text)
+            )
             return msg
         msg = self.message
-        return msg.with_properties({**msg.properties, ROUTE_PROPERTY: route_text})
+        props = msg.properties
+        return msg.with_properties(
+            {**props, ROUTE_PROPERTY: route_text} if props else _route_only(route_text)
+        )
 
     def passed_on(self, route: tuple[str, ...], purpose: Purpose, group: str) -> Forwarded:
         """The same publication sent on by this node (wire form reused)."""
-        return Forwarded(
+        out = Forwarded(
             self.topic,
             self._msg,
             route,
@@ -129,6 +153,8 @@ class Forwarded:
             persistent=self.persistent,
             retained_copy=self.retained_copy,
         )
+        out.encoded = self.encoded
+        return out
 
 
 @dataclass(slots=True)
