@@ -47,7 +47,7 @@ from cluster.records import (
     WorkloadAttrs,
 )
 from cluster.repository import ApplyResult, ClusterRepository, Cmd, ErrorCode, RepoError
-from cluster.routing import DeliveryPlan, Purpose, branch_candidates, publication_refused
+from cluster.routing import DeliveryPlan, Purpose, branch_candidates
 from cluster.topics import TopicObject, TopicObjects, topic_matches
 from cluster.topology import TopologyIndex
 from cluster.workload import QueuedPublication, SendState, WorkloadBalancer, redrive
@@ -85,6 +85,7 @@ XMITQ_KIND = "xmitq"  # transmission queue attributes (MAXDEPTH)
 REFRESH_WAIT = 5.0  # REFRESH CLUSTER answers once the new snapshot is in, or after this long
 RETRY_MIN = 0.5  # pending definitions are sent again after this long, doubling up to RETRY_MAX
 RETRY_MAX = 5.0
+ROUTE_TEXTS_MAX = 4096  # routes kept as the text of a delivered copy's route property
 BACKGROUND_WAIT = 3.0  # a join from channel definitions waits this long before going on
 
 
@@ -119,6 +120,7 @@ class ClusterAgent:
         self.table = ProxyTable()
         self.receiver = ChannelReceiver()
         self.dropped = 0  # non-persistent publications not passed on (full transmission queue)
+        self._route_texts: dict[tuple[str, ...], str] = {}  # a plan's route, joined
         self.workload = WorkloadAttrs()
         self.clusrcvr: dict[str, str] = {}
         saved = runtime.loaded_objects
@@ -603,7 +605,7 @@ class ClusterAgent:
     def check_publish(self, topic: str, *, scope_qmgr: bool) -> None:
         """Raise MQRC_PUT_INHIBITED if ``publish`` would refuse ``topic`` (checked for a whole
         batch before any of it is published)."""
-        if publication_refused(self.topology, topic, scope_qmgr=scope_qmgr):
+        if self.plans.refused(topic, scope_qmgr):
             raise self._put_inhibited(topic)
 
     def _put_inhibited(self, topic: str) -> MQError:
@@ -619,7 +621,7 @@ class ClusterAgent:
         """The peers whose transmission queue takes a publication from an application. A full
         one fails the publication (MQRC_Q_FULL) unless the topic's PMSGDLV (persistent) or
         NPMSGDLV is ALLAVAIL, which delivers to the others only."""
-        full = [p for p in peers if self.channels.full(p)]
+        full = self.channels.full_among(peers)
         if not full:
             return peers
         policy = self.qm.pubsub.policy(topic)
@@ -799,7 +801,12 @@ class ClusterAgent:
         if fwd.retained_copy:
             return self._receive_retained(fwd, plan)
         if plan.deliver_locally and (fwd.retain or self.qm.pubsub.subscribers(fwd.topic)):
-            local = fwd.delivered(",".join(plan.route))
+            route_text = self._route_texts.get(plan.route)
+            if route_text is None:
+                if len(self._route_texts) >= ROUTE_TEXTS_MAX:
+                    self._route_texts.clear()
+                route_text = self._route_texts[plan.route] = ",".join(plan.route)
+            local = fwd.delivered(route_text)
             try:
                 self.qm.deliver_publication(fwd.topic, local, retain=fwd.retain)
             except MQError as exc:

@@ -313,6 +313,16 @@ class ChannelManager:
         ch = self.channels.get(peer)
         return ch is not None and ch.sm.full
 
+    def full_among(self, peers: Iterable[str]) -> list[str]:
+        """The peers among ``peers`` whose transmission queue is full (``full``), in order."""
+        channels = self.channels
+        out: list[str] = []
+        for peer in peers:
+            ch = channels.get(peer)
+            if ch is not None and ch.sm.full:
+                out.append(peer)
+        return out
+
     def send_publication(self, peer: str, pub: Forwarded) -> Item:
         item = Item(self.next_key(), publication=pub)
         if pub.persistent:

@@ -11,11 +11,20 @@ from collections.abc import Callable, Mapping
 
 from cluster.proxies import ProxyTable
 from cluster.records import ChannelStatus, ClusterTopology
-from cluster.routing import DeliveryPlan, Purpose, Reason, branch_candidates, plan_publication
+from cluster.routing import (
+    DeliveryPlan,
+    Purpose,
+    Reason,
+    branch_candidates,
+    plan_publication,
+    publication_refused,
+)
 from cluster.workload import HostCandidate, WorkloadBalancer
 
 _LIMIT = 50_000
-PlanKey = tuple[str, tuple[str, ...], Purpose | None, bool]
+# the purpose received as: None, or whether ROUTE (an enum member hashes in Python, a bool
+# does not, and the key is hashed for every publication)
+PlanKey = tuple[str, tuple[str, ...], bool | None, bool]
 
 
 class PlanCache:
@@ -33,11 +42,25 @@ class PlanCache:
         self._fixed: dict[PlanKey, DeliveryPlan] = {}
         self._to_host: dict[PlanKey, tuple[DeliveryPlan, list[HostCandidate], str]] = {}
         self._groups: dict[str, str] = {}
+        self._refused: dict[tuple[str, bool], bool] = {}
 
     def invalidate(self) -> None:
         self._fixed.clear()
         self._to_host.clear()
         self._groups.clear()
+        self._refused.clear()
+
+    def refused(self, topic: str, scope_qmgr: bool) -> bool:
+        """Whether ``plan`` would reject an application's publication on ``topic``
+        (``publication_refused``: it depends on the topology only, and moves no balancer)."""
+        key = (topic, scope_qmgr)
+        refused = self._refused.get(key)
+        if refused is None:
+            if len(self._refused) > _LIMIT:
+                self._refused.clear()
+            refused = publication_refused(self._topology(), topic, scope_qmgr=scope_qmgr)
+            self._refused[key] = refused
+        return refused
 
     def group(self, topic: str) -> str:
         """The clustered topic object ``topic`` belongs to ("" if none)."""
@@ -58,7 +81,12 @@ class PlanCache:
         received_as: Purpose | None = None,
         scope_qmgr: bool = False,
     ) -> DeliveryPlan:
-        key = (topic, route, received_as, scope_qmgr)
+        key = (
+            topic,
+            route,
+            None if received_as is None else received_as is Purpose.ROUTE,
+            scope_qmgr,
+        )
         fixed = self._fixed.get(key)
         if fixed is not None:
             return fixed
