@@ -67,9 +67,9 @@ class Forwarded:
 
     A publication received from a peer keeps its wire form: a host that only passes it on
     sends that form again and never decodes the message (``message`` decodes on first use).
-    One published here is encoded for the first peer it is sent to and keeps that form too, so
-    the copies for the other peers (which share this object) copy it instead of encoding the
-    message again.
+    Its message is encoded for the first peer it is sent to and kept as bytes (``encoded``), so
+    the copies for the other peers (which share this object), the copies a host passes on and
+    a batch sent again after a reconnect reuse them instead of encoding the message again.
     """
 
     __slots__ = (
