@@ -22,8 +22,7 @@ import grpc
 from cluster.records import RepoEvent
 from cluster.repository import ApplyResult
 from qmgr.node.cluster.items import Item, Key
-from qmgr.rpc.peer_convert import result_from_wire
-from qmgr.rpc.peer_wire import ChannelEncoder
+from qmgr.rpc.peer_convert import item_to_wire, result_from_wire
 from qmgr.security.member import (
     CHANNEL,
     PROPOSE,
@@ -59,7 +58,6 @@ class NotAMember(Refusal):
 
 
 REFUSALS = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
-CHANNEL_METHOD = "/qmgr.wire.Peer/Channel"
 
 
 @dataclass(frozen=True)
@@ -130,23 +128,18 @@ def describe(exc: BaseException) -> str:
 
 
 class PeerConnection:
-    """One open channel stream to a peer: send batches, read acknowledgements. Its requests
-    travel as the bytes of their ``ChannelRequest`` (batches laid out by ``ChannelEncoder``,
-    the hello serialized by the runtime)."""
+    """One open channel stream to a peer: send batches, read acknowledgements."""
 
     def __init__(self, address: str, dialer: Dialer) -> None:
         self.address = address
         self.dialer = dialer
         self._channel = dialer.channel(address)
-        self._open_stream = self._channel.stream_stream(
-            CHANNEL_METHOD, response_deserializer=cpb.ChannelAck.FromString
-        )
-        self._requests: asyncio.Queue[bytes | None] = asyncio.Queue()
-        self._encoder = ChannelEncoder()
+        self._stub = crpc.PeerStub(self._channel)
+        self._requests: asyncio.Queue[cpb.ChannelRequest | None] = asyncio.Queue()
         self._call: Any = None
         self.receiver = ""
 
-    async def _iter(self) -> AsyncIterator[bytes]:
+    async def _iter(self) -> AsyncIterator[cpb.ChannelRequest]:
         while True:
             req = await self._requests.get()
             if req is None:
@@ -173,8 +166,8 @@ class PeerConnection:
             sender=me.name, address=address, cluster=me.cluster, qmid=qmid, proof=proof
         )
         hello.proxies.extend(sorted(proxies))
-        self._requests.put_nowait(cpb.ChannelRequest(hello=hello).SerializeToString())
-        self._call = self._open_stream(self._iter())
+        self._requests.put_nowait(cpb.ChannelRequest(hello=hello))
+        self._call = self._stub.Channel(self._iter())
         try:
             ack = await asyncio.wait_for(self._call.read(), timeout)
         except grpc.RpcError as exc:
@@ -189,9 +182,19 @@ class PeerConnection:
         return (ack.epoch, ack.seq)
 
     def send(self, items: Sequence[Item]) -> list[tuple[Item, Exception]]:
-        """Send one batch; returns the items left out because they cannot be encoded."""
-        request, bad = self._encoder.batch(items)
-        if request is not None:
+        """Send one batch; returns the items left out because they cannot be encoded. The
+        batch is built inside its request (not built apart and copied into it)."""
+        request = cpb.ChannelRequest()
+        out = request.batch.items
+        add = out.add
+        bad: list[tuple[Item, Exception]] = []
+        for item in items:
+            try:
+                item_to_wire(item, add())
+            except (ValueError, OverflowError, TypeError) as exc:
+                del out[-1]
+                bad.append((item, exc))
+        if out:
             self._requests.put_nowait(request)
         return bad
 

@@ -12,7 +12,7 @@ from qmgr.rpc.convert import message_to_wire, own_fields_to_wire
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import messages_pb2 as mpb
 
-PURPOSE_TO_WIRE = {Purpose.ROUTE: cpb.ROUTE, Purpose.DELIVER: cpb.DELIVER}
+_PURPOSE_TO_WIRE = {Purpose.ROUTE: cpb.ROUTE, Purpose.DELIVER: cpb.DELIVER}
 _PURPOSE_FROM_WIRE = {cpb.ROUTE: Purpose.ROUTE, cpb.DELIVER: Purpose.DELIVER}
 
 MAX_EXPIRY_MS = (2**31 - 1) * 100  # MQ's Expiry is an MQLONG in tenths of a second
@@ -102,7 +102,7 @@ def item_to_wire(item: Item, out: cpb.ChannelItem) -> None:
             message_to_peer(pub.message, wire.message)
             pub.wire = wire.message
         wire.route.extend(pub.route)
-        wire.purpose = PURPOSE_TO_WIRE[pub.purpose]
+        wire.purpose = _PURPOSE_TO_WIRE[pub.purpose]
         if pub.retain:
             wire.retain = True
         if pub.retained_copy:

@@ -67,9 +67,9 @@ class Forwarded:
 
     A publication received from a peer keeps its wire form: a host that only passes it on
     sends that form again and never decodes the message (``message`` decodes on first use).
-    Its message is encoded for the first peer it is sent to and kept as bytes (``encoded``), so
-    the copies for the other peers (which share this object), the copies a host passes on and
-    a batch sent again after a reconnect reuse them instead of encoding the message again.
+    One published here is encoded for the first peer it is sent to and keeps that form too, so
+    the copies for the other peers (which share this object) copy it instead of encoding the
+    message again.
     """
 
     __slots__ = (
@@ -81,7 +81,6 @@ class Forwarded:
         "retained_copy",
         "persistent",
         "wire",
-        "encoded",
         "_msg",
         "_decode",
     )
@@ -108,7 +107,6 @@ class Forwarded:
         # publication: it goes only to the receiver's subscriptions that do not have it yet
         self.retained_copy = retained_copy
         self.wire = wire
-        self.encoded: bytes | None = None  # the message's bytes for a peer, once encoded
         self._msg = message
         self._decode = decode
         if persistent is None:
@@ -141,7 +139,7 @@ class Forwarded:
 
     def passed_on(self, route: tuple[str, ...], purpose: Purpose, group: str) -> Forwarded:
         """The same publication sent on by this node (wire form reused)."""
-        out = Forwarded(
+        return Forwarded(
             self.topic,
             self._msg,
             route,
@@ -153,8 +151,6 @@ class Forwarded:
             persistent=self.persistent,
             retained_copy=self.retained_copy,
         )
-        out.encoded = self.encoded
-        return out
 
 
 @dataclass(slots=True)
