@@ -614,6 +614,19 @@ SESSION_QUIET = 0.5  # seconds without a new message before a drain leaves a ses
 MAX_LOCK_LOSSES = 3
 
 
+def renewal_failed(session: Any, error: BaseException | None) -> None:
+    """Called by the SDK's lock renewer when a session's lock ran out before it was renewed:
+    logged, since the session's next settlement fails with it and what it had in hand is
+    delivered again (``take_sessions`` takes the session up again)."""
+    log.warning(
+        "session %s: its lock ran out before it was renewed (%s)",
+        getattr(session, "session_id", "?"),
+        "no renewal error"
+        if error is None
+        else repr(getattr(error, "inner_exception", None) or error),
+    )
+
+
 def take_sessions(
     open_receiver: Callable[[str | None], Any],
     work: Callable[[Any, bool], SessionStats],
@@ -741,7 +754,9 @@ def take_sessions(
             stop.set()
 
     renewer = AutoLockRenewer(
-        max_lock_renewal_duration=max_lock_renewal, max_workers=max(2, receivers)
+        max_lock_renewal_duration=max_lock_renewal,
+        max_workers=max(2, receivers),
+        on_lock_renew_failure=renewal_failed,
     )
     try:
         if receivers == 1:

@@ -4,10 +4,13 @@ predecessor died in the middle of the run) moves past."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qmgr.client.sequenced import SequenceState
+from qmgr.client.sequenced import SequenceState, renewal_failed
 
 
 def test_the_run_goes_from_next_through_held_and_deferred_numbers_up_to_a_gap() -> None:
@@ -60,3 +63,22 @@ def test_after_a_crash_in_a_run_only_the_message_in_hand_is_handled_again(
     assert stored.next == at and stored.processed == at - 1
     assert stored.taken == {}
     assert sorted(stored.deferred) == sorted(n for n in deferred_ones if n >= at)
+
+
+def test_a_lock_that_ran_out_before_its_renewal_is_logged_with_the_renewal_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What the SDK's lock renewer hands its failure callback: the session and the error
+    (``AutoLockRenewFailed`` wrapping the renewal's own, or none)."""
+    from azure.servicebus.exceptions import AutoLockRenewFailed
+
+    class Session:
+        session_id = "P002"
+
+    with caplog.at_level(logging.WARNING, logger="qmgr.client.sequenced"):
+        renewal_failed(Session(), AutoLockRenewFailed("failed", error=TimeoutError("no answer")))
+        renewal_failed(Session(), None)
+    assert [r.getMessage() for r in caplog.records] == [
+        "session P002: its lock ran out before it was renewed (TimeoutError('no answer'))",
+        "session P002: its lock ran out before it was renewed (no renewal error)",
+    ]
