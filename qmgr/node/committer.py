@@ -174,10 +174,10 @@ class Committer:
         """A group was committed in ``seconds`` (on the event loop, or by the writer thread
         and told on the event loop)."""
         self._busy = False
-        self._measured(flushes, seconds)
         if error is not None:  # the store is broken: fail everyone waiting, stop committing
             self._failed(error)
         else:
+            self._measured(flushes, seconds)
             self._store.committed = upto
             ready = [cb for target, cb in self._waiters if target <= upto]
             self._waiters = still = [(t, cb) for t, cb in self._waiters if t > upto]
