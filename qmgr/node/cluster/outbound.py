@@ -315,13 +315,7 @@ class ChannelManager:
 
     def full_among(self, peers: Iterable[str]) -> list[str]:
         """The peers among ``peers`` whose transmission queue is full (``full``), in order."""
-        channels = self.channels
-        out: list[str] = []
-        for peer in peers:
-            ch = channels.get(peer)
-            if ch is not None and ch.sm.full:
-                out.append(peer)
-        return out
+        return [peer for peer in peers if self.full(peer)]
 
     def send_publication(self, peer: str, pub: Forwarded) -> Item:
         item = Item(self.next_key(), publication=pub)
