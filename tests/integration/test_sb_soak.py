@@ -39,6 +39,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 N = 100_000
 BATCH = 100
+# The SDK's renewer renews a lock once it has 10 s or less to run, so with 15 s it renews every
+# few seconds and the lock survives a renewer starved for 10 s: on a loaded 2-core machine a
+# 5-second lock once ran out client-side (the SDK checks it against its own clock) before the
+# renewer's thread had its turn, which says nothing about the node.
+SESSION_LOCK = timedelta(seconds=15)
 
 
 def _fill_session(node: NodeProcess, queue: str, session: str, count: int) -> None:
@@ -64,11 +69,11 @@ def test_sync_100k_management_calls_and_100k_transfers_each_on_one_connection(
     sb_node: NodeProcess,
 ) -> None:
     """Sync: one session receiver (one connection) makes 100,000 ``$management`` calls
-    (``set_state``/``get_state``) while ``AutoLockRenewer`` renews its 5-second session lock on
+    (``set_state``/``get_state``) while ``AutoLockRenewer`` renews its 15-second session lock on
     the same connection; another receiver (one connection) takes 100,000 messages, peek-lock,
     and completes each. Every call answered, every message once, in order."""
     with _admin(sb_node) as admin:
-        admin.create_queue("soak", requires_session=True, lock_duration=timedelta(seconds=5))
+        admin.create_queue("soak", requires_session=True, lock_duration=SESSION_LOCK)
         admin.create_queue("soak-q")
     _fill_session(sb_node, "soak", "s1", 1)
     with (
@@ -117,7 +122,7 @@ def test_async_sender_receiver_and_management_100k_each(sb_node: NodeProcess) ->
     lock ``AutoLockRenewer`` keeps; every message once, every call answered."""
     with _admin(sb_node) as admin:
         admin.create_queue("soak-q")
-        admin.create_queue("soak-s", requires_session=True, lock_duration=timedelta(seconds=5))
+        admin.create_queue("soak-s", requires_session=True, lock_duration=SESSION_LOCK)
     _fill_session(sb_node, "soak-s", "s1", 1)
 
     async def run() -> tuple[list[int], int]:
