@@ -325,15 +325,11 @@ class PubSub:
         except TopicStringError as exc:
             raise MQError("MQRC_TOPIC_STRING_ERROR", str(exc)) from exc
 
-    def prepare(self, topic: str, msg: Message) -> TopicPolicy:
-        """Validate a publication and resolve its persistence and priority in place."""
+    def open_policy(self, topic: str) -> TopicPolicy:
+        """The policy of a topic an application publishes to, which must be PUB(ENABLED)."""
         policy = self.policy(topic)
         if not policy.pub_enabled:
             raise MQError("MQRC_PUT_INHIBITED", f"publications to '{topic}' are PUB(DISABLED)")
-        if msg.persistent is None:
-            msg.persistent = policy.defpsist
-        if msg.priority < 0:
-            msg.priority = policy.defprty
         return policy
 
     def publish(self, topic: str, msg: Message, now: float, *, retain: bool = False) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -567,10 +567,20 @@ class QueueManager:
 
     def accept_publication(self, topic: str, msg: Message) -> Message:
         """Check a publication from an application and stamp it (id, time, defaults)."""
+        self.accept_publications(topic, (msg,))
+        return msg
+
+    def accept_publications(self, topic: str, msgs: Sequence[Message]) -> None:
+        """Check publications from an application to one topic and stamp them (id, time,
+        defaults): the topic is checked once for the run, each message on its own (``accept``).
+        The first refused raises; those before it are stamped but published by nobody."""
         limits.check_topic_string(topic)
-        limits.check_priority(msg.priority)
-        policy = self.pubsub.prepare(topic, msg)
-        return self.accept(msg, policy.defpsist, policy.defprty)
+        if msgs:  # a publication's own checks come before its topic's
+            limits.check_priority(msgs[0].priority)
+        policy = self.pubsub.open_policy(topic)
+        defpsist, defprty = policy.defpsist, policy.defprty
+        for msg in msgs:
+            self.accept(msg, defpsist, defprty)
 
     def publish(self, topic: str, msg: Message, *, retain: bool = False) -> int:
         """Publish one message; returns the number of copies delivered locally."""

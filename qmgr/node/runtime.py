@@ -229,10 +229,10 @@ class NodeRuntime:
         carries the error."""
         qm = self.qm
         agent = self.agent
-        for p in batch:
-            qm.accept_publication(p.topic, p.message)
+        for topic, scope_qmgr, msgs in _runs(batch):
+            qm.accept_publications(topic, msgs)
             if agent is not None:
-                agent.check_publish(p.topic, scope_qmgr=p.scope_qmgr)
+                agent.check_publish(topic, scope_qmgr=scope_qmgr)
         result = PublishResult(cluster=agent.cluster if agent is not None else "")
         forwarded_to: set[str] = set()
         for p in batch:
@@ -307,3 +307,18 @@ class NodeRuntime:
             await self.committer.stop()
         if self.store is not None:
             self.store.close()
+
+
+def _runs(batch: list[Publication]) -> list[tuple[str, bool, list[Message]]]:
+    """The batch's messages in runs of one topic and scope, in order (a publisher often sends
+    many to one topic: the topic's checks are made once per run)."""
+    runs: list[tuple[str, bool, list[Message]]] = []
+    topic: str | None = None
+    scope = False
+    msgs: list[Message] = []
+    for p in batch:
+        if p.topic != topic or p.scope_qmgr != scope:
+            topic, scope, msgs = p.topic, p.scope_qmgr, []
+            runs.append((topic, scope, msgs))
+        msgs.append(p.message)
+    return runs
