@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import queue as _queue
+import functools
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 
-from qmgr.client import convert
+from qmgr.client import convert, direct
 from qmgr.client.connect import PathLike, WithMetadata, call_metadata, open_channel
 from qmgr.client.errors import (
     ConnectionFailed,
@@ -261,17 +261,17 @@ class StreamPublisher:
 
     def __init__(
         self,
-        streams: Any,
+        open_stream: Callable[[], Any],
         batch_size: int,
         window: int,
         timeout: float = 30.0,
         on_ack: AckCallback | None = None,
     ) -> None:
+        """``open_stream`` opens the publish stream (see :mod:`qmgr.client.direct`)."""
         self._batch_size = batch_size
         self._on_ack = on_ack
         self._timeout = timeout  # the longest wait for an acknowledgement before giving up
         self._acks = 0
-        self._requests: _queue.SimpleQueue[bytes | None] = _queue.SimpleQueue()
         self._window = window
         self._next_id = 1  # the id the pending batch will be sent with
         self._batch = BatchEncoder()
@@ -285,13 +285,13 @@ class StreamPublisher:
         self.forwarded_to: set[str] = set()
         self.cluster = ""
         self._error: BaseException | None = None
-        self._responses = streams.PublishStream(iter(self._requests.get, None))
+        self._stream = open_stream()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
         try:
-            for resp in self._responses:
+            for resp in self._stream:
                 if self._on_ack is not None:
                     try:
                         self._on_ack(resp.batch_id, resp.accepted)
@@ -356,7 +356,7 @@ class StreamPublisher:
             raise self._error
         if not free:
             self._unanswered()
-        self._requests.put(self._batch.request(self._next_id))
+        self._stream.send(self._batch.request(self._next_id))
         self._next_id += 1
         self._count = 0
 
@@ -371,7 +371,7 @@ class StreamPublisher:
             self._error = self._error or ConnectionFailed(
                 2009, "MQRC_CONNECTION_BROKEN", f"no acknowledgement in {self._timeout} s"
             )
-        self._responses.cancel()
+        self._stream.cancel()
         raise self._error
 
     def _progress(self, acks: int) -> Callable[[], bool]:
@@ -400,7 +400,7 @@ class StreamPublisher:
         try:
             return self.flush()
         finally:
-            self._requests.put(None)
+            self._stream.done_sending()
             self._reader.join(timeout=5)
 
 
@@ -427,7 +427,9 @@ class QueueManagerClient:
         self._channel = open_channel(grpc, address, CHANNEL_OPTIONS, tls_ca, tls_cert, tls_key)
         self._msg: Any = WithMetadata(messaging_pb2_grpc.MessagingStub(self._channel), metadata)
         self._admin: Any = WithMetadata(admin_pb2_grpc.AdminStub(self._channel), metadata)
-        self._streams: Any = WithMetadata(EncodedStreams(self._channel), metadata)
+        self._direct = direct.available(self._channel)
+        streams = (direct.DirectStreams if self._direct else EncodedStreams)(self._channel)
+        self._streams: Any = WithMetadata(streams, metadata)
         self._connect_lock = threading.Lock()
         self._connection: Any = None
         self._connection_id = ""
@@ -636,7 +638,11 @@ class QueueManagerClient:
     ) -> StreamPublisher:
         """A :class:`StreamPublisher`; ``on_ack(batch_id, accepted)`` is told of each batch
         the node answers."""
-        return StreamPublisher(self._streams, batch_size, window, self.timeout, on_ack)
+        if self._direct:
+            open_stream = self._streams.PublishStream
+        else:
+            open_stream = functools.partial(direct.QueuedStream, self._streams.PublishStream)
+        return StreamPublisher(open_stream, batch_size, window, self.timeout, on_ack)
 
     def subscribe(
         self,
