@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import multiprocessing
+import os
 import random
 import sys
 import time
@@ -193,6 +194,13 @@ def drain_rows(
     return seen, last - start, ended - start, counts
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a process and its ended children have used so far (Linux
+    ``/proc``): the drain's partitions are such children."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=4)
@@ -204,6 +212,10 @@ def main() -> None:
     parser.add_argument("--drain-module", default=None, help="another qmgr/spark/drain.py")
     parser.add_argument("--partitions", type=int, default=1, help="--drain in P processes")
     parser.add_argument("--max-held", type=int, default=None, help="the helper's max_held")
+    parser.add_argument("--batch", type=int, default=None, help="the helper's max_message_count")
+    parser.add_argument(
+        "--no-look-ahead", action="store_true", help="drain_sessions(look_ahead=False)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     helper = load_module(args.helper, qmgr.client.sequenced, "bench_sequenced_helper")
@@ -220,6 +232,7 @@ def main() -> None:
         node.admin.create_topic(TOPIC)
         node.admin.create_subscription(TOPIC, SUBSCRIPTION, requires_session=True)
         publish(node.conn, args.sessions, args.messages, args.window, args.seed)
+        cpu = (cpu_seconds(os.getpid()), cpu_seconds(node.node.proc.pid))
         if args.drain is not None:
             seen, seconds, ended, counts = drain_rows(args, node.conn)
             takes = f"ended after {ended:.2f} s (a wait of 1 s for more included)"
@@ -227,6 +240,10 @@ def main() -> None:
             extra: dict[str, Any] = {} if args.receivers is None else {"receivers": args.receivers}
             if args.max_held is not None:
                 extra["max_held"] = args.max_held
+            if args.batch is not None:
+                extra["max_message_count"] = args.batch
+            if args.no_look_ahead:
+                extra["look_ahead"] = False
             with ServiceBusClient.from_connection_string(node.conn) as client, counting() as counts:
                 start = time.perf_counter()
                 stats = helper.drain_sessions(
@@ -238,7 +255,9 @@ def main() -> None:
                     **extra,
                 )
                 seconds = last[0] - start  # to the last message handled: the idle wait left out
-            takes = f"{len(stats.sessions)} session takes"
+            ahead = sum(getattr(t, "opened_ahead", False) for t in stats.sessions)
+            takes = f"{len(stats.sessions)} session takes ({ahead} opened ahead)"
+        used = (cpu_seconds(os.getpid()) - cpu[0], cpu_seconds(node.node.proc.pid) - cpu[1])
     expected = {f"S{k}": list(range(1, args.messages + 1)) for k in range(args.sessions)}
     if args.drain == "all" or args.partitions > 1:  # each partition's rows of a session are
         # in order; partitions that held one session in turn interleave them
@@ -258,6 +277,11 @@ def main() -> None:
         f"  {total / seconds:8.0f} msg/s ({seconds:.2f} s to the last one), "
         f"{counts['management'] / total:.3f} management calls/msg, "
         f"{counts['settle'] / total:.3f} link settlements/msg: {ok}"
+    )
+    print(
+        f"  CPU per message: {used[0] / total * 1e6:.0f} us in the "
+        f"drain's process{'es' if args.drain else ''}, "
+        f"{used[1] / total * 1e6:.0f} us in the node"
     )
 
 

@@ -314,6 +314,7 @@ class SessionStats:
     closed: bool = False
     handed_back: bool = False  # left with messages to come, for a fresh connection
     lock_lost: bool = False  # the session's lock was lost (SessionLockLostError): taken again
+    opened_ahead: bool = False  # its receiver was opened while another session was worked
 
 
 class SequencedSession:
@@ -627,6 +628,50 @@ def renewal_failed(session: Any, error: BaseException | None) -> None:
     )
 
 
+class _Ahead:
+    """A next-available session receiver opened on a thread of its own while a session is
+    worked, so that the next take need not wait for it: the SDK opens a receiver in about half
+    a second whatever the node does (it polls the handshake every 50 ms), which a drain of many
+    short sessions otherwise waits once per session. A session it is granted is renewed from
+    then on; what it finds none or fails leaves the next take to open a receiver of its own
+    (which then waits, or raises, as it always did)."""
+
+    def __init__(
+        self,
+        open_receiver: Callable[[str | None], Any],
+        renewer: Any,
+        got: tuple[Any, Any] | None = None,
+    ) -> None:
+        self._open_receiver = open_receiver
+        self._renewer = renewer
+        self._got = got  # (context manager, receiver) with a session; given: opened already
+        self._thread: threading.Thread | None = None
+        if got is None:
+            self._thread = threading.Thread(target=self._open, daemon=True)
+            self._thread.start()
+
+    def _open(self) -> None:
+        try:
+            opened = self._open_receiver(None)
+            receiver = opened.__enter__()
+        except Exception:  # noqa: BLE001 - no session for now: the next take opens its own
+            log.debug("no session opened ahead", exc_info=True)
+            return
+        if receiver.session.locked_until_utc is None:  # none came within the wait
+            with contextlib.suppress(Exception):
+                opened.__exit__(None, None, None)
+            return
+        self._renewer.register(receiver, receiver.session)
+        self._got = (opened, receiver)
+
+    def take(self) -> tuple[Any, Any] | None:
+        """The receiver and its session, once it is open (None: no session came)."""
+        if self._thread is not None:
+            self._thread.join()
+        got, self._got = self._got, None
+        return got
+
+
 def take_sessions(
     open_receiver: Callable[[str | None], Any],
     work: Callable[[Any, bool], SessionStats],
@@ -635,6 +680,7 @@ def take_sessions(
     max_sessions: int | None = None,
     stop: threading.Event | None = None,
     max_lock_renewal: float = 600.0,
+    look_ahead: bool = True,
 ) -> list[SessionStats]:
     """Takes sessions again and again on ``receivers`` receivers at once (threads; the calling
     thread when 1) and runs ``work(receiver, again)`` on each (``again``: a session handed
@@ -653,7 +699,14 @@ def take_sessions(
     last one waits a whole wait after the last session); also after ``max_sessions`` takes in
     all, or once ``stop`` is set. A receiver is closed on a thread of its own (the SDK takes
     about half a second), so the next session need not wait for it. An error in one receiver
-    stops them all and is raised."""
+    stops them all and is raised.
+    With ``look_ahead``, while a session is worked one next-available receiver more is opened
+    (one for all the receivers, on a thread of its own) and the next take that wants any
+    session uses it (its stats marked ``opened_ahead``; a take of a session handed back uses it
+    when it was granted that session, released meanwhile): the SDK takes about half a second to
+    open a receiver, which a drain of many sessions otherwise waits between two of them. That
+    session is held (its lock renewed) until a receiver is free for it; one still unused at the
+    end is released. Without a session granted, the take opens a receiver as before."""
     from azure.servicebus import AutoLockRenewer
     from azure.servicebus.exceptions import (
         OperationTimeoutError,
@@ -671,22 +724,50 @@ def take_sessions(
     errors: list[BaseException] = []
     closing: list[threading.Thread] = []
     losses: dict[str, int] = {}  # session -> its lock lost so many times in a row
+    spare: list[_Ahead] = []  # the receiver opened ahead (at most one), not yet taken
+
+    def open_ahead() -> None:
+        """Opens the next receiver ahead, unless one is open or no more takes are to come."""
+        with lock:
+            if (
+                look_ahead
+                and not spare
+                and not stop.is_set()
+                and (max_sessions is None or busy[1] < max_sessions)
+            ):
+                spare.append(_Ahead(open_receiver, renewer))
+
+    def from_spare() -> tuple[Any, Any] | None:
+        with lock:
+            ahead = spare.pop() if spare else None
+        return None if ahead is None else ahead.take()
 
     def take(target: str | None) -> SessionStats | None:
-        opened = open_receiver(target)
-        receiver = opened.__enter__()
-        if receiver.session.locked_until_utc is None:  # no session came within the wait (the
-            opened.__exit__(None, None, None)  # SDK says so after as long again)
-            return None
+        ahead = from_spare()
+        if ahead is not None and target is not None and ahead[1].session.session_id != target:
+            with lock:  # granted another session: kept for a later take
+                spare.append(_Ahead(open_receiver, renewer, ahead))
+            ahead = None
+        if ahead is not None:
+            opened, receiver = ahead  # its lock renewed since it was granted
+        else:
+            opened = open_receiver(target)
+            receiver = opened.__enter__()
+            if receiver.session.locked_until_utc is None:  # no session came within the wait
+                opened.__exit__(None, None, None)  # (the SDK says so after as long again)
+                return None
         with lock:
             busy[0] += 1
         session_id = str(receiver.session.session_id)
         try:
-            renewer.register(receiver, receiver.session)  # the session's lock, not messages'
+            if ahead is None:
+                renewer.register(receiver, receiver.session)  # the session's lock, not messages'
+            open_ahead()
             try:
                 result = work(receiver, target is not None)
             except SessionLockLostError:
                 result = SessionStats(session_id=session_id, handed_back=True, lock_lost=True)
+            result.opened_ahead = ahead is not None
             with lock:
                 lost = losses[session_id] = losses.get(session_id, 0) + 1 if result.lock_lost else 0
             if result.lock_lost:  # the reason a message may be handled twice: say so
@@ -768,6 +849,11 @@ def take_sessions(
             for thread in threads:
                 thread.join()
     finally:
+        for ahead in spare:  # a session granted ahead and never taken is released
+            got = ahead.take()
+            if got is not None:
+                with contextlib.suppress(Exception):
+                    got[0].__exit__(None, None, None)
         renewer.close()
         for closer in closing:
             closer.join()
@@ -793,6 +879,7 @@ def drain_sessions(
     receivers: int = 1,
     max_message_count: int = 100,
     max_held: int = MAX_HELD,
+    look_ahead: bool = True,
 ) -> DrainStats:
     """Accepts the next available session of a queue or subscription again and again and runs
     :class:`SequencedSession` on each, until no session has messages for ``idle_timeout``
@@ -808,7 +895,9 @@ def drain_sessions(
     ``receivers`` sessions are held at once, each on a receiver of its own (see
     :func:`take_sessions`): then ``handler`` is called from as many threads, never at once for
     one session. ``max_message_count`` is the receive batch; ``max_held`` how many early
-    arrivals a session receiver keeps locked before it defers the furthest ahead."""
+    arrivals a session receiver keeps locked before it defers the furthest ahead. With
+    ``look_ahead`` the next session's receiver is opened while one is worked (see
+    :func:`take_sessions`)."""
     from azure.servicebus import NEXT_AVAILABLE_SESSION
 
     if (queue_name is None) == (topic_name is None):
@@ -852,6 +941,7 @@ def drain_sessions(
         receivers=receivers,
         max_sessions=max_sessions,
         max_lock_renewal=max_lock_renewal,
+        look_ahead=look_ahead,
     )
     return DrainStats(sessions)
 
