@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -553,7 +553,7 @@ class QueueManagerClient:
         *,
         max_pending_messages: int = DEFAULT_PENDING_MESSAGES,
         max_pending_bytes: int = DEFAULT_PENDING_BYTES,
-    ) -> Iterator[list[ReceivedMessage]]:
+    ) -> Generator[list[ReceivedMessage], None, None]:
         """Batches of messages from ``queue`` as they arrive. Each batch is acknowledged once
         the next one is asked for (or the iteration ends): a consumer that dies while it
         handles one gets it again; what was not handed out goes back on the queue."""
