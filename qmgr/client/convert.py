@@ -291,15 +291,18 @@ class WireDelivery:
         self.data = data
         self.head = _DeliveryHead.FromString(data)
         self.count = len(self.head.messages)
-        # every message merged into one Columns message, when each column suits
-        self.columns: Any = None
+        # the columns of every message merged into one Columns message (in the order of
+        # _COLUMNS), when each suits
+        self.columns: list[Any] | None = None
         self.properties: dict[str, PropertyValue] | None = None  # each message's, if alike
-        if self.count >= COLUMNS_FROM:
+        count = self.count
+        if count >= COLUMNS_FROM:
             with contextlib.suppress(DecodeError):
                 merged = _DeliveryColumns.FromString(data).messages
-                if all(len(getattr(merged, name)) in (0, self.count) for name, _ in _COLUMNS):
-                    self.columns = merged
-                    self.properties = _same_properties(merged.properties[:], self.count)
+                columns = list(map(getattr, repeat(merged), _COLUMN_NAMES))
+                if all(len(column) in (0, count) for column in columns):
+                    self.columns = columns
+                    self.properties = _same_properties(merged.properties[:], count)
         self.view: Any = None
         if self.columns is None or self.properties is None:
             self.view = DeliveryView.FromString(data)
@@ -338,6 +341,7 @@ _COLUMNS = (
     ("expiry_ms", 0),
     ("reply_to_queue", ""),
 )
+_COLUMN_NAMES = tuple(name for name, _ in _COLUMNS)
 
 
 def _same_properties(entries: list[bytes], count: int) -> dict[str, PropertyValue] | None:
@@ -348,8 +352,13 @@ def _same_properties(entries: list[bytes], count: int) -> dict[str, PropertyValu
     if not entries:
         return {}
     k, rest = divmod(len(entries), count)
+    if rest:
+        return None
     first = entries[:k]
-    if rest or len(set(first)) != k or entries != first * count:
+    if k == 1:  # the usual case (one property, or the topic string alone): no list made
+        if entries.count(first[0]) != count:
+            return None
+    elif len(set(first)) != k or entries != first * count:
         return None
     return next(_each_properties((first,)))
 
@@ -361,8 +370,8 @@ def delivered(delivery: WireDelivery, received_at: float) -> list[ReceivedMessag
     if merged is None:
         return received(delivery.view.messages, received_at)
     columns: list[Iterable[Any]] = [
-        getattr(merged, name) if len(getattr(merged, name)) else repeat(default, count)
-        for name, default in _COLUMNS
+        column if len(column) else repeat(default, count)
+        for column, (_, default) in zip(merged, _COLUMNS, strict=True)
     ]
     ids, bodies, persistence, *tail = columns
     props = delivery.properties
