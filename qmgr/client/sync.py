@@ -78,7 +78,10 @@ class Subscription(BufferedConsumer):
         queue: str = "",
         on_slow_consumer: SlowConsumerCallback | None = None,
         open_timeout: float = 30.0,
+        background: bool = True,
     ) -> None:
+        """``background=False``: no reader thread; the application's thread reads the stream
+        itself whenever it waits for messages (see :meth:`_pull`), with no time-out."""
         self._control_type = control_type
         self._buf = buffer
         self._lock = threading.Lock()
@@ -110,8 +113,10 @@ class Subscription(BufferedConsumer):
             self.name = first.subscription
             self.sub_id = first.sub_id
             self.queue = first.queue
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self._reader: threading.Thread | None = None
+        if background:
+            self._reader = threading.Thread(target=self._read, daemon=True)
+            self._reader.start()
 
     def _control_stream(self, opening: Any) -> Iterator[Any]:
         """The messages to the node: the opening one, then acknowledgements and credit. What is
@@ -176,7 +181,10 @@ class Subscription(BufferedConsumer):
         raising the error that ended the stream, once."""
         if self._closed:  # what was not handed out went back to the queue
             return False
-        if not self._buf.ready():
+        if self._reader is None:
+            while not (self._buf.ready() or self._ended):
+                self._pull()
+        elif not self._buf.ready():
             self._arrived.wait_for(lambda: self._buf.ready() or self._ended, timeout)
         if self._buf.ready():
             return True
@@ -184,6 +192,29 @@ class Subscription(BufferedConsumer):
         if error is not None:
             raise error
         return False
+
+    def _pull(self) -> None:
+        """Read the next delivery into the buffer (holding the lock, released meanwhile),
+        as the reader thread would: a consumer with no reader thread waits on the stream
+        itself, so a delivery wakes the thread that takes it and no other."""
+        delivery: Any = None
+        error: BaseException | None = None
+        self._lock.release()
+        try:
+            delivery = next(self._call, None)
+            batch = self._buf.convert(delivery) if delivery is not None else []
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.CANCELLED:
+                error = from_rpc_error(exc)
+        finally:
+            self._lock.acquire()
+        if delivery is None:
+            self._ended = True
+            self._error = self._error or error
+            return
+        self._buf.add_converted(batch, delivery.size)
+        if self._buf.news:
+            self._poke()
 
     def receive_batch(self, timeout: float | None = None) -> list[ReceivedMessage]:
         """Every message already received (at least one, waiting up to ``timeout``); an empty
@@ -238,9 +269,29 @@ class Subscription(BufferedConsumer):
         with self._lock:
             self._closed = True
         self._end_controls("final")
+        if self._reader is None:
+            self._drain(timeout)
+            return
         self._reader.join(timeout=timeout)
         self._call.cancel()
         self._reader.join(timeout=5)
+
+    def _drain(self, timeout: float) -> None:
+        """Read the stream to its end (the node ends it once it has the final report),
+        dropping what still arrives, within ``timeout`` seconds; then cancel it."""
+        timer = threading.Timer(timeout, self._call.cancel)
+        timer.start()
+        try:
+            if not self._ended:
+                for _ in self._call:
+                    pass
+        except grpc.RpcError:
+            pass
+        finally:
+            timer.cancel()
+            self._call.cancel()
+            with self._lock:
+                self._ended = True
 
     def __enter__(self) -> Subscription:
         return self
@@ -556,13 +607,11 @@ class QueueManagerClient:
     ) -> Generator[list[ReceivedMessage], None, None]:
         """Batches of messages from ``queue`` as they arrive. Each batch is acknowledged once
         the next one is asked for (or the iteration ends): a consumer that dies while it
-        handles one gets it again; what was not handed out goes back on the queue."""
-        consumer = self.consumer(
-            queue,
-            max_batch,
-            ack="explicit",
-            max_pending_messages=max_pending_messages,
-            max_pending_bytes=max_pending_bytes,
+        handles one gets it again; what was not handed out goes back on the queue. The
+        iterating thread reads the stream itself while it waits for a batch (no reader
+        thread: nothing but that thread takes the messages)."""
+        consumer = self._consumer(
+            queue, max_batch, "explicit", max_pending_messages, max_pending_bytes, None, False
         )
         try:
             while True:
@@ -589,6 +638,20 @@ class QueueManagerClient:
         on_slow_consumer: SlowConsumerCallback | None = None,
     ) -> Subscription:
         """A streaming consumer of ``queue`` with the interface of a :class:`Subscription`."""
+        return self._consumer(
+            queue, max_batch, ack, max_pending_messages, max_pending_bytes, on_slow_consumer, True
+        )
+
+    def _consumer(
+        self,
+        queue: str,
+        max_batch: int,
+        ack: str,
+        max_pending_messages: int,
+        max_pending_bytes: int,
+        on_slow_consumer: SlowConsumerCallback | None,
+        background: bool,
+    ) -> Subscription:
         buffer = DeliveryBuffer(max_pending_messages, max_pending_bytes, ack)
         return Subscription(
             self._streams.Consume,
@@ -598,6 +661,7 @@ class QueueManagerClient:
             named=False,
             queue=queue,
             on_slow_consumer=on_slow_consumer,
+            background=background,
         )
 
     # -- publish/subscribe ------------------------------------------------------------------

@@ -70,6 +70,9 @@ def test_a_stream_refused_by_the_node_raises_the_same_error(
             consumer.receive(timeout=10)
         consumer.close()
         assert caught.value.reason_name == "MQRC_UNKNOWN_OBJECT_NAME"
+        with pytest.raises(MQClientError) as unknown:  # consume(): raised where it iterates
+            next(client.consume("NO.SUCH.QUEUE"))
+        assert unknown.value.reason_name == "MQRC_UNKNOWN_OBJECT_NAME"
         with pytest.raises(MQClientError) as bad:
             client.subscribe("")
         assert bad.value.reason != 0
