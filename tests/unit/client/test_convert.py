@@ -248,3 +248,15 @@ def test_the_entry_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         view = convert.DeliveryView.FromString(delivery.SerializeToString())
         assert convert.received(view.messages, 0.0)[0].properties == {"n": i}
         assert len(convert._ENTRY_CACHE) <= 8
+
+
+@pytest.mark.parametrize("values", [["a/b"] * 9, ["a/b"] * 8 + ["a/c"], ["a/c"] + ["a/b"] * 8])
+def test_one_property_is_alike_only_when_every_message_has_it_the_same(values: list[str]) -> None:
+    delivery = messaging_pb2.Delivery(
+        messages=[wire_message({"MQTopicString": v}, sequence=i + 1) for i, v in enumerate(values)]
+    )
+    wire = convert.WireDelivery(delivery.SerializeToString())
+    alike = len(set(values)) == 1
+    assert wire.properties == ({"MQTopicString": "a/b"} if alike else None)
+    got = convert.delivered(wire, 2.0)
+    assert_same_messages(got, [convert.from_wire(m, 2.0) for m in delivery.messages])
