@@ -2,7 +2,7 @@
 real node through Microsoft's azure-servicebus SDK, alone or as the load job's session drain.
 
 Run: .venv/bin/python bench/bench_sequenced.py [--sessions S] [--messages N] [--window W]
-     [--receivers R] [--max-held H] [--helper FILE]
+     [--receivers R] [--max-held H] [--batch B] [--no-look-ahead] [--helper FILE]
      [--drain all|sequenced [--drain-module FILE] [--partitions P]]
 
 Starts one node (``qmgr start --servicebus`` with a data directory), makes a topic with a
@@ -12,8 +12,12 @@ within consecutive windows of W numbers, as two routes of a bridge mix them; the
 interleaved) and drains them with ``drain_sessions``. Prints messages per second through the
 helper, the ``$management`` calls per message (session state get/set, receive by sequence
 number, settling a deferred message, peek) and the link settlements per message (complete,
-defer, dead-letter on the receive link), counted in the SDK, and checks each session came out
-1..N in order, once.
+defer, dead-letter on the receive link), counted in the SDK, the CPU time per message of the
+drain's process (its partitions' with ``--drain``) and of the node (a figure less sensitive than
+the rate to other work on a shared machine), and checks each session came out 1..N in order,
+once. The session takes say how many sessions came from a receiver opened ahead
+(``look_ahead``; ``--no-look-ahead`` turns it off). ``--batch B`` is the helper's
+``max_message_count`` (the receive batch).
 
 ``--helper FILE`` loads another version of the helper from a file (e.g. an older one:
 ``git show REV:qmgr/client/sequenced.py > /tmp/old.py``) to compare on the same machine.

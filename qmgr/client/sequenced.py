@@ -26,6 +26,11 @@ that finds such a record peeks which of them are gone: those were handled); an e
 stays locked in memory while the session is held and is deferred only when the session is left
 (or when more than ``MAX_HELD`` wait); deferred messages are fetched many at a time. A message
 fetched from deferral is still settled through ``$management``, one call each (the SDK's way).
+While a session is worked, the next one's receiver is opened on a thread of its own (the SDK
+takes about half a second to open one; see :func:`take_sessions`). Within a session, messages
+are handled and settled one at a time: each completion waits for the node's answer, which is
+what lets a restart hand over at most the message in hand; most of a message's cost is the
+SDK's receiving and settling it, little is this module's bookkeeping.
 
 :class:`SequenceState` is the bookkeeping alone (pure, no I/O); :class:`SequencedSession`
 drives it with a session receiver; :func:`create_sequenced_topology` builds the publishing side
