@@ -121,8 +121,9 @@ def wire_message(pub: Forwarded) -> mpb.Message:
     it into every batch)."""
     wire = pub.wire
     if wire is None:
-        wire = pub.wire = mpb.Message()
-        message_to_peer(pub.message, wire)
+        wire = mpb.Message()
+        message_to_peer(pub.message, wire)  # raises as item_to_wire does: nothing kept
+        pub.wire = wire
     return wire
 
 
