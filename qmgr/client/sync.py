@@ -65,7 +65,8 @@ class Subscription(BufferedConsumer):
     taking the lock, then buffers it whole) and the control stream's, which sends what the
     buffer owes the node. The application's thread only tells the control stream that
     something is owed (once, or again when it became urgent), so taking a message wakes no
-    other thread."""
+    other thread. Without a reader thread (``consume()``), the application's thread reads the
+    stream itself when it has nothing to take, the lock released meanwhile."""
 
     def __init__(
         self,
