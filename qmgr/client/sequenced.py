@@ -638,8 +638,8 @@ class _Ahead:
     worked, so that the next take need not wait for it: the SDK opens a receiver in about half
     a second whatever the node does (it polls the handshake every 50 ms), which a drain of many
     short sessions otherwise waits once per session. A session it is granted is renewed from
-    then on; what it finds none or fails leaves the next take to open a receiver of its own
-    (which then waits, or raises, as it always did)."""
+    then on (``max_lock_renewal`` counts from then); when it finds none or fails, the next take
+    opens a receiver of its own (which then waits, or raises, as it always did)."""
 
     def __init__(
         self,
@@ -685,7 +685,7 @@ def take_sessions(
     max_sessions: int | None = None,
     stop: threading.Event | None = None,
     max_lock_renewal: float = 600.0,
-    look_ahead: bool = True,
+    look_ahead: bool = False,
 ) -> list[SessionStats]:
     """Takes sessions again and again on ``receivers`` receivers at once (threads; the calling
     thread when 1) and runs ``work(receiver, again)`` on each (``again``: a session handed
@@ -711,7 +711,9 @@ def take_sessions(
     when it was granted that session, released meanwhile): the SDK takes about half a second to
     open a receiver, which a drain of many sessions otherwise waits between two of them. That
     session is held (its lock renewed) until a receiver is free for it; one still unused at the
-    end is released. Without a session granted, the take opens a receiver as before."""
+    end is released. Without a session granted, the take opens a receiver as before. Off when
+    consumers in other processes share few sessions: one held ahead here waits for a receiver of
+    this process while theirs may be idle."""
     from azure.servicebus import AutoLockRenewer
     from azure.servicebus.exceptions import (
         OperationTimeoutError,
@@ -902,7 +904,8 @@ def drain_sessions(
     one session. ``max_message_count`` is the receive batch; ``max_held`` how many early
     arrivals a session receiver keeps locked before it defers the furthest ahead. With
     ``look_ahead`` the next session's receiver is opened while one is worked (see
-    :func:`take_sessions`)."""
+    :func:`take_sessions`; a drain of many sessions one at a time saves about half a second
+    per session; consumers in several processes sharing a few sessions should turn it off)."""
     from azure.servicebus import NEXT_AVAILABLE_SESSION
 
     if (queue_name is None) == (topic_name is None):

@@ -428,6 +428,7 @@ def _drain_sequenced(sb: Any, src: SbSource, idle: float) -> Iterator[Row]:
             idle_timeout=idle,
             receivers=src.receivers,
             max_lock_renewal=SESSION_LOCK_RENEWAL,
+            look_ahead=False,  # partitions share the sessions: none held here while one idles
         )
     )
 

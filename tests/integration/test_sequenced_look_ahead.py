@@ -1,5 +1,5 @@
-"""The sequenced-delivery helper's look-ahead (``take_sessions(look_ahead=True)``, the default)
-with the real azure-servicebus SDK against a real node: while a session is worked, the next
+"""The sequenced-delivery helper's look-ahead (``look_ahead``: on by default in
+``drain_sessions``, asked for in ``take_sessions``) with the real azure-servicebus SDK against a real node: while a session is worked, the next
 session's receiver is opened, its lock renewed while it waits, used by the next take, and
 released when the drain stops before taking it."""
 
@@ -46,7 +46,7 @@ def _take(node: NodeProcess, work: Any, **options: Any) -> list[SessionStats]:
                 max_wait_time=2,
             )
 
-        return take_sessions(open_receiver, work, max_lock_renewal=60, **options)
+        return take_sessions(open_receiver, work, max_lock_renewal=60, look_ahead=True, **options)
 
 
 def test_each_session_after_the_first_is_taken_from_a_receiver_opened_ahead(
