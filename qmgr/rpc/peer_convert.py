@@ -121,9 +121,8 @@ def wire_message(pub: Forwarded) -> mpb.Message:
     it into every batch)."""
     wire = pub.wire
     if wire is None:
-        wire = mpb.Message()
-        message_to_peer(pub.message, wire)  # raises as item_to_wire does: nothing kept
-        pub.wire = wire
+        wire = pub.wire = mpb.Message()
+        message_to_peer(pub.message, wire)
     return wire
 
 

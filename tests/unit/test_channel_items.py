@@ -52,17 +52,10 @@ class _Copies(NullJournal):
         self.copies.append((queue, StoredCopy(sequence, message_id, body, topic, routing)))
 
 
-def _manager(
-    journal: Journal,
-    *peers: str,
-    epoch: int = 3,
-    first: int = 1,
-    dead: list[tuple[str, Item, str]] | None = None,
-) -> ChannelManager:
+def _manager(journal: Journal, *peers: str, epoch: int = 3, first: int = 1) -> ChannelManager:
     """Channels that queue items and send nothing (stopped: no task of their own); the copies
-    stored get sequences from ``first`` on; publications dead-lettered go to ``dead``."""
+    stored get sequences from ``first`` on."""
     seq = iter(range(first, 1_000_000))
-    dead = [] if dead is None else dead
     manager = ChannelManager(
         Identity("HOST1", "127.0.0.1:1", "C"),
         journal,
@@ -72,7 +65,7 @@ def _manager(
         lambda peer: (),
         lambda peer, status, reason: None,
         _never,
-        lambda peer, item, reason, text: dead.append((peer, item, reason)),
+        lambda peer, item, reason, text: None,
         cast(Dialer, None),
     )
     for peer in peers:
@@ -219,17 +212,6 @@ def test_a_non_persistent_publication_stores_nothing() -> None:
         "SUB1", Forwarded("T", msg, ("PUB1",), Purpose.DELIVER)
     )
     assert journal.copies == [] and item.stored is None and not item.persistent
-
-
-def test_a_persistent_publication_the_wire_cannot_carry_is_dead_lettered_not_stored() -> None:
-    journal = _Copies()
-    dead: list[tuple[str, Item, str]] = []
-    manager = _manager(journal, "SUB1", dead=dead)
-    msg = Message("AB" * 24, b"poison", {}, True, 2**40)  # no MQLONG priority
-    item = manager.send_publication("SUB1", Forwarded("T", msg, ("PUB1",), Purpose.DELIVER))
-    assert dead == [("SUB1", item, "MQRC_MD_ERROR")]
-    assert journal.copies == [] and item.stored is None and manager.channel("SUB1").depth == 0
-    assert item.publication is not None and item.publication.wire is None
 
 
 def test_rows_of_every_form_come_back_from_the_store(tmp_path: Path) -> None:

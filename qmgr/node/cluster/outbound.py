@@ -325,21 +325,13 @@ class ChannelManager:
         return [peer for peer in peers if self.full(peer)]
 
     def send_publication(self, peer: str, pub: Forwarded) -> Item:
-        """Queue ``pub`` for ``peer``; a persistent one is stored on the transmission queue
-        first. One whose message cannot be encoded for the wire (values out of range) is
-        dead-lettered at once, as it would be when its batch is sent."""
         item = Item(self.next_key(), publication=pub)
         if pub.persistent:
+            item.stored = sequence = self._next_sequence()
             wire = pub.wire
             if wire is None or wire is not self._copied:
-                try:
-                    wire = wire_message(pub)
-                except (ValueError, OverflowError, TypeError) as exc:
-                    self.undeliverable(peer, item, "MQRC_MD_ERROR", describe(exc))
-                    return item
-                self._copied = wire
+                wire = self._copied = wire_message(pub)
                 self._copy = copy_body(wire)
-            item.stored = sequence = self._next_sequence()
             message_id, body = self._copy
             routing = routing_text(item)
             self.journal.copy_added(xmitq(peer), sequence, message_id, body, pub.topic, routing)
