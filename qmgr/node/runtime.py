@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from qmgr.core.admin import execute
 from qmgr.core.admin.records import Record
 from qmgr.core.errors import MQError
-from qmgr.core.journal import NullJournal, StoredCopy
+from qmgr.core.journal import NullJournal
 from qmgr.core.message import Message
 from qmgr.core.qmgr import DEAD_LETTER_QUEUE, QueueManager
 from qmgr.core.queue import QueueDef
@@ -119,8 +119,7 @@ class NodeRuntime:
         self.agent: ClusterAgent | None = None
         self.loaded_objects: dict[str, dict[str, dict[str, Any]]] = {}
         self.loaded_kv: dict[str, str] = {}
-        # transmission-queue rows: copies, or whole messages stored by an earlier version
-        self.restored_xmit: list[tuple[str, Message | StoredCopy]] = []
+        self.restored_xmit: list[tuple[str, Message]] = []
         self.servicebus: ServiceBusHost | None = None
         clock = SystemClock()
         os.umask(PRIVATE_UMASK)
@@ -142,7 +141,6 @@ class NodeRuntime:
             self.loaded_objects = loaded.objects
             self.loaded_kv = loaded.kv
             self._restore(loaded.objects, loaded.messages, loaded.retained)
-            self.restored_xmit += (c for c in loaded.copies if c[0].startswith(XMITQ_PREFIX))
             self.servicebus = self._host_servicebus(clock, loaded.servicebus)
         else:
             self.qm = QueueManager(config.name, clock, NullJournal())

@@ -1,17 +1,13 @@
-"""Channel items and repository results to and from the wire (node-to-node traffic), and
-transmission-queue copies to and from the wire form they are stored in."""
+"""Channel items and repository results to and from the wire (node-to-node traffic)."""
 
 from __future__ import annotations
-
-from google.protobuf.message import DecodeError
 
 from cluster.repository import ApplyResult, ErrorCode, RepoError
 from cluster.routing import Purpose
 from qmgr.client.convert import value_from_wire, value_to_wire
-from qmgr.core.journal import StoredCopy
 from qmgr.core.message import MAX_PRIORITY, Message
 from qmgr.core.values import Properties
-from qmgr.node.cluster.items import Forwarded, Item, item_from_copy, item_from_stored
+from qmgr.node.cluster.items import Forwarded, Item
 from qmgr.rpc.convert import message_to_wire, own_fields_to_wire
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import messages_pb2 as mpb
@@ -113,36 +109,6 @@ def item_to_wire(item: Item, out: cpb.ChannelItem) -> None:
             wire.retained_copy = True
     elif item.proxy is not None:
         out.proxy.topic, out.proxy.add = item.proxy
-
-
-def wire_message(pub: Forwarded) -> mpb.Message:
-    """The message of ``pub`` as a channel carries it: the one received, or the one encoded
-    for the first peer; one not encoded yet is encoded now and kept (``item_to_wire`` copies
-    it into every batch)."""
-    wire = pub.wire
-    if wire is None:
-        wire = pub.wire = mpb.Message()
-        message_to_peer(pub.message, wire)
-    return wire
-
-
-def copy_body(wire: mpb.Message) -> tuple[str, bytes]:
-    """The message id and body of a transmission-queue copy of ``wire``: the message
-    serialized (by protobuf's C encoder)."""
-    return wire.message_id, wire.SerializeToString()
-
-
-def stored_item(stored: Message | StoredCopy) -> Item:
-    """The channel item a transmission-queue row holds, in either form: a copy (its body read
-    back into the wire message it was serialized from) or a whole message stored by an earlier
-    version."""
-    if isinstance(stored, Message):
-        return item_from_stored(stored)
-    try:
-        wire = mpb.Message.FromString(stored.body)
-    except DecodeError as exc:
-        raise ValueError(f"transmission-queue copy {stored.sequence}: {exc}") from None
-    return item_from_copy(stored, wire, message_from_peer)
 
 
 def item_from_wire(w: cpb.ChannelItem) -> Item:

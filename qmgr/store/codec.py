@@ -16,13 +16,6 @@ project already depends on.
 Rows written before the binary form hold their header as JSON text; SQLite keeps a value's
 type (TEXT or BLOB) per row, so ``decode_message`` tells the two apart per row and reads both:
 old data directories load unchanged and rows converge to the binary form as they are rewritten.
-
-A third form holds a *copy*: a message the store keeps for its writer without knowing what is
-in it (a transmission-queue copy of a publication, whose body is the message as the channel
-carries it, see ``qmgr.node.cluster.items``). Its header is the format byte ``COPY_FORMAT``,
-the length of the topic, the topic and the writer's routing text; the writer reads the body
-itself (``decode_copy`` gives the row back as a ``StoredCopy``). Writing one costs a
-``struct.pack`` and a join, and the message is never decoded or encoded for it.
 """
 
 from __future__ import annotations
@@ -31,12 +24,10 @@ import json
 import struct
 from typing import Any
 
-from qmgr.core.journal import StoredCopy
 from qmgr.core.message import Message
 from qmgr.core.values import INT64_MAX, INT64_MIN, Int32, Properties, PropertyValue
 
 FORMAT_VERSION = 1
-COPY_FORMAT = 2  # first byte of a copy's header (see the module docstring)
 
 # version, flags, priority, backout count, expiry, put time, then the byte lengths of the
 # correlation id, reply-to queue, topic, subscriber user data and properties
@@ -51,8 +42,6 @@ _LEN = struct.Struct("<I")
 _I32S = struct.Struct("<i")
 _I64S = struct.Struct("<q")
 _F64S = struct.Struct("<d")
-_COPY = struct.Struct("<BI")  # COPY_FORMAT, length of the topic (then the topic, the routing)
-_COPY_BYTE = bytes((COPY_FORMAT,))
 
 
 class HeaderError(ValueError):
@@ -155,31 +144,6 @@ def encode_header(msg: Message, encoded_properties: bytes | None = None) -> byte
         len(props),
     )
     return b"".join((fixed, correl, reply_to, topic, user_data, props))
-
-
-def encode_copy_header(topic: str, routing: str) -> bytes:
-    """The header of a copy (see the module docstring)."""
-    raw_topic = topic.encode()
-    return b"".join((_COPY.pack(COPY_FORMAT, len(raw_topic)), raw_topic, routing.encode()))
-
-
-def is_copy(header: str | bytes) -> bool:
-    """Whether a row's header is a copy's (else ``decode_message`` reads it)."""
-    return isinstance(header, bytes) and header[:1] == _COPY_BYTE
-
-
-def decode_copy(seq: int, message_id: str, body: bytes, header: bytes) -> StoredCopy:
-    """A copy's row as written (``is_copy``); the body stays as the writer gave it."""
-    try:
-        version, n_topic = _COPY.unpack_from(header)
-        if version != COPY_FORMAT or _COPY.size + n_topic > len(header):
-            raise HeaderError("copy header cut short")
-        end = _COPY.size + n_topic
-        topic = header[_COPY.size : end].decode()
-        routing = header[end:].decode()
-    except (struct.error, UnicodeDecodeError, ValueError) as exc:
-        raise HeaderError(f"message {seq} ({message_id}): unreadable copy header: {exc}") from None
-    return StoredCopy(seq, message_id, bytes(body), topic, routing)
 
 
 def decode_message(seq: int, message_id: str, body: bytes, header: str | bytes) -> Message:

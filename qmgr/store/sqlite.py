@@ -19,10 +19,7 @@ adds and removes (a persistent publication delivered, or a transmission-queue ro
 the peer, before the group was written: most of them on a busy node) is left out: the
 transaction is atomic, so the file ends as it would had both been written, and such a message
 costs no row, no log page and, when a whole group is like that, no flush. Message headers are
-binary (``qmgr.store.codec``); rows written with JSON headers still load. A copy (see
-``qmgr.core.journal``: a transmission-queue copy holding the message as its channel carries
-it) is a row of the same table with a header of its own form; it loads as a ``StoredCopy`` in
-``Loaded.copies``, beside the messages.
+binary (``qmgr.store.codec``); rows written with JSON headers still load.
 """
 
 from __future__ import annotations
@@ -37,17 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qmgr.core.journal import StoredCopy
 from qmgr.core.message import Message
 from qmgr.store import StoreInUse
-from qmgr.store.codec import (
-    decode_copy,
-    decode_message,
-    encode_copy_header,
-    encode_header,
-    encode_properties,
-    is_copy,
-)
+from qmgr.store.codec import decode_message, encode_header, encode_properties
 from qmgr.store.servicebus import (
     SB_SCHEMA,
     SB_SQL,
@@ -150,7 +139,6 @@ class Loaded:
     epoch: int
     objects: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     messages: list[tuple[str, Message]] = field(default_factory=list)
-    copies: list[tuple[str, StoredCopy]] = field(default_factory=list)  # in sequence order
     retained: list[Message] = field(default_factory=list)
     max_sequence: int = 0
     kv: dict[str, str] = field(default_factory=dict)
@@ -224,10 +212,7 @@ class SqliteStore:
         for seq, queue, mid, body, header in c.execute(
             "SELECT seq, queue, message_id, body, header FROM messages ORDER BY seq"
         ):
-            if is_copy(header):
-                loaded.copies.append((queue, decode_copy(seq, mid, body, header)))
-            else:
-                loaded.messages.append((queue, decode_message(seq, mid, body, header)))
+            loaded.messages.append((queue, decode_message(seq, mid, body, header)))
         for seq, mid, body, header in c.execute(
             "SELECT seq, message_id, body, header FROM retained"
         ):
@@ -264,17 +249,6 @@ class SqliteStore:
 
     def message_removed(self, queue: str, msg: Message) -> None:
         self._pending.append(("del", (msg.sequence,)))
-        self.appended += 1
-
-    def copy_added(
-        self, queue: str, sequence: int, message_id: str, body: bytes, topic: str, routing: str
-    ) -> None:
-        header = encode_copy_header(topic, routing)
-        self._pending.append(("add", (sequence, queue, message_id, body, header)))
-        self.appended += 1
-
-    def copy_removed(self, queue: str, sequence: int) -> None:
-        self._pending.append(("del", (sequence,)))
         self.appended += 1
 
     def message_updated(self, queue: str, msg: Message) -> None:

@@ -62,6 +62,7 @@ from qmgr.node.cluster.items import (
     Forwarded,
     Item,
     Key,
+    item_from_stored,
     xmitq,
 )
 from qmgr.node.cluster.outbound import SENT_KIND, STOPPED_KIND, ChannelManager, Identity
@@ -70,7 +71,6 @@ from qmgr.node.cluster.repolink import RaftLink, WatchLink
 from qmgr.node.cluster.viewstore import load_view, save_view
 from qmgr.node.config import ClusterSettings, TlsSettings
 from qmgr.rpc.peer_client import Dialer
-from qmgr.rpc.peer_convert import stored_item
 from qmgr.security.member import Challenger, member_key
 
 if TYPE_CHECKING:
@@ -220,8 +220,8 @@ class ClusterAgent:
         # item queued after such an item was sent would go out below the key its receiver
         # already applied, and be dropped there as a duplicate: acknowledged, then lost.
         by_peer: dict[str, list[Item]] = {}
-        for queue, stored in self.rt.restored_xmit:
-            by_peer.setdefault(queue[len(XMITQ_PREFIX) :], []).append(stored_item(stored))
+        for queue, msg in self.rt.restored_xmit:
+            by_peer.setdefault(queue[len(XMITQ_PREFIX) :], []).append(item_from_stored(msg))
         marks = self.rt.loaded_objects.get(SENT_KIND, {})
         for peer, items in by_peer.items():
             mark = marks.get(peer, {})

@@ -5,29 +5,20 @@ node's incarnation (its store's start count, so it grows across restarts) and ``
 items within it. The receiver remembers the highest key it applied per sender and drops any
 item at or below it, so a batch resent after a reconnect is never delivered twice.
 
-A persistent publication waiting on a channel is journaled on the channel's transmission queue
-``SYSTEM.CLUSTER.TRANSMIT.<peer>`` as a copy (``Journal.copy_added``): the message as the channel
-carries it (its wire form, serialized), the topic, and the routing data (``routing_text``). So
-it comes back after a restart and is sent again (``item_from_copy``), and storing it never
-decodes the message nor encodes a store header from one: a topic host passing a publication
-on stores what it received, and the publishing node what it sends anyway.
-
-Copies stored by earlier versions are whole messages (``item_from_stored`` reads them): the
-publication with the topic in ``topic`` and the routing data in ``sub_user_data``, or, earlier
-still, with the routing data in the ``qmgr.xmit`` property. A node upgraded with such items in
-doubt sends them after its restart like any other.
+A persistent publication waiting on a channel is journaled as a message on the channel's
+transmission queue ``SYSTEM.CLUSTER.TRANSMIT.<peer>`` with its routing data beside it (see
+``stored_copy``), so it comes back after a restart and is sent again.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.channel import Key
 from cluster.routing import Purpose
-from qmgr.core.journal import StoredCopy
 from qmgr.core.message import Message
 from qmgr.core.values import Properties
 
@@ -45,9 +36,8 @@ __all__ = [
     "Forwarded",
     "Item",
     "Key",
-    "item_from_copy",
     "item_from_stored",
-    "routing_text",
+    "stored_copy",
     "xmitq",
 ]
 
@@ -171,7 +161,7 @@ class Item:
     publication: Forwarded | None = None
     proxy: tuple[str, bool] | None = None
     sent: bool = False  # handed to the transport at least once (in doubt until acknowledged)
-    stored: int | None = None  # sequence of its copy on the transmission queue (persistent)
+    stored: Message | None = field(default=None, repr=False)  # journaled copy on the xmitq
     # why a received item cannot be delivered: (MQRC reason name, text); it is dead-lettered
     problem: tuple[str, str] | None = None
 
@@ -189,7 +179,7 @@ _TAILS: dict[_Tail, str] = {}  # the routing data items share, encoded once
 _TAILS_MAX = 4096
 
 
-def routing_text(item: Item) -> str:
+def _routing_text(item: Item) -> str:
     """The routing data of a publication item as stored: ``epoch,seq,`` then the JSON list
     ``[route, purpose, retain, group, retained_copy]``, which the items of one route share
     (encoded once, not once per item)."""
@@ -204,55 +194,38 @@ def routing_text(item: Item) -> str:
     return f"{item.key[0]},{item.key[1]},{tail}"
 
 
-def _item(
-    routing: str,
-    topic: str,
-    message: Message | None,
-    stored: int,
-    wire: Any = None,
-    decode: Callable[[Any], Message] | None = None,
-) -> Item:
-    """The item whose routing data is ``routing`` (``routing_text``), its copy stored with
-    sequence ``stored``."""
-    try:
-        epoch, seq, tail = routing.split(",", 2)
-        route, purpose, retain, group, retained_copy = json.loads(tail)
-        key = (int(epoch), int(seq))
-        pub = Forwarded(
-            topic,
-            message,
-            tuple(route),
-            Purpose(purpose),
-            bool(retain),
-            group,
-            wire,
-            decode,
-            True,
-            bool(retained_copy),
-        )
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"transmission-queue copy {stored}: unreadable routing data") from exc
-    return Item(key, publication=pub, stored=stored)
-
-
-def item_from_copy(copy: StoredCopy, wire: Any, decode: Callable[[Any], Message]) -> Item:
-    """Rebuild a channel item from its copy on a transmission queue (after a restart): ``wire``
-    is the copy's body read back into the channel's message, sent again as it is; ``decode``
-    makes a ``Message`` of it only if this node needs one (to dead-letter it)."""
-    return _item(copy.routing, copy.topic, None, copy.sequence, wire, decode)
+def stored_copy(item: Item, sequence: int) -> Message:
+    """The message journaled on the transmission queue for a persistent publication item: the
+    publication itself (its properties shared, not copied, so the store encodes them once for
+    all the copies of a publication) with the topic string in ``topic`` and the routing data
+    in ``sub_user_data`` (a transmission-queue copy has no subscriber). A publication received
+    from a peer and not decoded here is decoded into the stored copy itself, nothing else."""
+    pub = item.publication
+    assert pub is not None
+    if pub._msg is None and pub._decode is not None:
+        stored = pub._decode(pub.wire)  # a message of its own: set in place
+    else:
+        msg = pub.message
+        stored = msg.with_properties(msg.properties)
+    stored.sequence = sequence
+    stored.topic = pub.topic
+    stored.sub_user_data = _routing_text(item)
+    return stored
 
 
 def item_from_stored(msg: Message) -> Item:
-    """Rebuild a channel item from a copy stored as a whole message by an earlier version (see
-    the module docstring): routing data in ``sub_user_data``, or in the ``qmgr.xmit``
-    property."""
-    if XMIT_PROPERTY not in msg.properties:
-        original = msg.copy(topic="", sub_user_data="")
-        return _item(msg.sub_user_data, msg.topic, original, msg.sequence)
-    props = dict(msg.properties)
-    meta = json.loads(str(props.pop(XMIT_PROPERTY)))
-    epoch, seq, topic, route, purpose, retain, group = meta[:7]
-    retained_copy = bool(meta[7]) if len(meta) > 7 else False
+    """Rebuild a channel item from its journaled copy (after a restart); a copy stored before
+    the routing data moved out of the properties carries it in the ``qmgr.xmit`` property."""
+    if XMIT_PROPERTY in msg.properties:
+        props = dict(msg.properties)
+        meta = json.loads(str(props.pop(XMIT_PROPERTY)))
+        epoch, seq, topic, route, purpose, retain, group = meta[:7]
+        retained_copy = bool(meta[7]) if len(meta) > 7 else False
+    else:
+        props = msg.properties
+        epoch, seq, tail = msg.sub_user_data.split(",", 2)
+        route, purpose, retain, group, retained_copy = json.loads(tail)
+        topic = msg.topic
     original = msg.copy(properties=props, topic="", sub_user_data="")
     pub = Forwarded(
         topic,
@@ -261,6 +234,6 @@ def item_from_stored(msg: Message) -> Item:
         Purpose(purpose),
         bool(retain),
         group,
-        retained_copy=retained_copy,
+        retained_copy=bool(retained_copy),
     )
-    return Item((int(epoch), int(seq)), publication=pub, stored=msg.sequence)
+    return Item((int(epoch), int(seq)), publication=pub, stored=msg)

@@ -3,9 +3,7 @@ batches on a long-lived stream, driven by the pure state machine ``cluster.chann
 
 - A persistent publication is journaled on the channel's transmission queue when it is queued
   (before the publisher is acknowledged) and removed when the receiver acknowledges it, that is
-  after the receiver committed it. It is stored as a copy of its wire form (see ``items``): the
-  message serialized once per publication (the copies for several peers share it), whatever
-  number of peers it goes to.
+  after the receiver committed it.
 - Before a batch with a persistent item goes out, the channel's sent mark (the highest key sent)
   is stored and committed: after a crash, the stored items at or below it are in doubt and wait
   for their receiver; only items never sent may be re-driven to another host. The state machine
@@ -39,9 +37,8 @@ from typing import Any
 from cluster.channel import MAXDEPTH, ChannelSender, Key, Remove, StatusChange
 from cluster.records import ChannelStatus
 from qmgr.core.journal import Journal
-from qmgr.node.cluster.items import Forwarded, Item, routing_text, xmitq
+from qmgr.node.cluster.items import Forwarded, Item, stored_copy, xmitq
 from qmgr.rpc.peer_client import ChannelLost, Dialer, PeerConnection, TransportError, describe
-from qmgr.rpc.peer_convert import copy_body, wire_message
 
 log = logging.getLogger("qmgr.node.channels")
 
@@ -136,7 +133,7 @@ class OutboundChannel:
         if action is None:
             return
         if isinstance(action, Remove):
-            removed = self.manager.journal.copy_removed
+            removed = self.manager.journal.message_removed
             queue = self.xmitq
             for item in action.items:
                 if item.stored is not None:
@@ -290,10 +287,6 @@ class ChannelManager:
         self.maxdepths: dict[str, int] = {}  # altered per transmission queue
         self.undeliverable = undeliverable
         self.stopping = False
-        # the wire message last stored and its copy's id and body: the copies of a publication
-        # for several peers are serialized once (the reference keeps the identity unique)
-        self._copied: Any = None
-        self._copy: tuple[str, bytes] = ("", b"")
 
     def next_key(self) -> Key:
         self._seq += 1
@@ -327,21 +320,15 @@ class ChannelManager:
     def send_publication(self, peer: str, pub: Forwarded) -> Item:
         item = Item(self.next_key(), publication=pub)
         if pub.persistent:
-            item.stored = sequence = self._next_sequence()
-            wire = pub.wire
-            if wire is None or wire is not self._copied:
-                wire = self._copied = wire_message(pub)
-                self._copy = copy_body(wire)
-            message_id, body = self._copy
-            routing = routing_text(item)
-            self.journal.copy_added(xmitq(peer), sequence, message_id, body, pub.topic, routing)
+            item.stored = stored_copy(item, self._next_sequence())
+            self.journal.message_added(xmitq(peer), item.stored)
         self.channel(peer).enqueue(item)
         return item
 
     def move(self, item: Item, source: str, target: str) -> None:
         """Re-queue a never-sent publication item for another peer (a new key)."""
         if item.stored is not None:
-            self.journal.copy_removed(xmitq(source), item.stored)
+            self.journal.message_removed(xmitq(source), item.stored)
         assert item.publication is not None
         self.send_publication(target, item.publication)
 

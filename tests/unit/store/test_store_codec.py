@@ -1,31 +1,23 @@
 """The store's row codec and its group coalescing, as pure functions: binary headers keep
-every field and property type, JSON headers of older rows still read, a copy's header keeps
-its topic and routing text and is told apart from a message's, a damaged header says which
-message it is, and a group leaves out exactly the messages it both adds and removes."""
+every field and property type, JSON headers of older rows still read, a damaged header says
+which message it is, and a group leaves out exactly the messages it both adds and removes."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from qmgr.core.journal import StoredCopy
 from qmgr.core.message import Message
 from qmgr.core.values import Int32, Properties
 from qmgr.store.codec import (
-    COPY_FORMAT,
     FORMAT_VERSION,
     HeaderError,
-    decode_copy,
     decode_message,
     decode_properties,
-    encode_copy_header,
     encode_header,
     encode_json_header,
     encode_properties,
-    is_copy,
 )
 from qmgr.store.sqlite import Op, runs, transient_messages
 
@@ -113,30 +105,6 @@ def test_a_json_header_of_an_older_row_reads_the_same() -> None:
 def test_a_damaged_header_is_a_clear_error_naming_the_message(header: bytes | str) -> None:
     with pytest.raises(HeaderError, match=r"message 9 \(m9\): unreadable header"):
         decode_message(9, "m9", b"", header)
-
-
-@given(st.text(), st.text(), st.binary(), st.integers(1, 2**62))
-def test_a_copy_header_brings_its_topic_and_routing_back(
-    topic: str, routing: str, body: bytes, seq: int
-) -> None:
-    header = encode_copy_header(topic, routing)
-    assert header[0] == COPY_FORMAT and is_copy(header)
-    assert decode_copy(seq, "m", body, header) == StoredCopy(seq, "m", body, topic, routing)
-
-
-def test_only_a_copy_header_reads_as_a_copy() -> None:
-    assert not is_copy(encode_header(_message()))
-    assert not is_copy(encode_json_header(_message()))
-    assert not is_copy(b"") and not is_copy(bytes([COPY_FORMAT]).decode())
-
-
-@pytest.mark.parametrize(
-    "header",
-    [bytes([COPY_FORMAT]), encode_copy_header("Prices/Gold", "")[:-2], b"\x02\x01\0\0\0\xff"],
-)
-def test_a_damaged_copy_header_is_a_clear_error_naming_the_row(header: bytes) -> None:
-    with pytest.raises(HeaderError, match=r"message 9 \(m9\): unreadable copy header"):
-        decode_copy(9, "m9", b"", header)
 
 
 def test_a_property_of_an_unsupported_type_is_refused() -> None:
