@@ -68,6 +68,7 @@ from qmgr.servicebus.names import (
 )
 from qmgr.servicebus.rules import CompiledRule, Router, compile_rule
 from qmgr.servicebus.store import MessageStore, SessionQueue
+from qmgr.servicebus.tokens import LockTokens
 
 MAX_HOPS = 4  # auto-forwarding chain limit
 
@@ -360,6 +361,7 @@ class Namespace:
         self._dirty: list[MessageStore] = []  # stores whose sequence counter must be journaled
         self._idle: list[tuple[float, int, Any]] = []  # (auto-delete deadline, n, entity)
         self._lost_locks: list[tuple[Any, MessageStore, Stored]] = []  # restored, were locked
+        self._lock_token = LockTokens()  # message and session lock tokens
 
     def _changed(self) -> None:
         self._paths.clear()
@@ -1301,6 +1303,7 @@ class Namespace:
             until = sq.locked_until if sq is not None else now + entity.props.lock_duration
         active = MessageState.ACTIVE
         locked = self.journal.message_locked
+        new_token = self._lock_token
         try:
             while len(out) < max_count:
                 if returned and (not fresh or returned[0] < fresh[0]):
@@ -1316,7 +1319,7 @@ class Namespace:
                     self._expire(entity, store, stored, now)
                     continue
                 if peek_lock:
-                    token = uuid.uuid4()
+                    token = new_token()
                     stored.lock_token = token
                     stored.locked_until = until
                     store.locks[token] = stored
@@ -1612,7 +1615,7 @@ class Namespace:
             found.append(stored)
         for stored in found:
             if mode is ReceiveMode.PEEK_LOCK:
-                token = uuid.uuid4()
+                token = self._lock_token()
                 stored.lock_token = token
                 store.locks[token] = stored
                 self.journal.message_locked(store.path, stored.sequence_number)
@@ -1708,7 +1711,7 @@ class Namespace:
                     return None
         finally:
             self._flush()
-        token = uuid.uuid4()
+        token = self._lock_token()
         until = now + entity.props.lock_duration
         sq.lock_token = token
         sq.locked_until = until
