@@ -94,6 +94,21 @@ def _left(node: NodeProcess) -> int:
         return props.total_message_count - props.dead_letter_message_count
 
 
+def _session_receivers(client: ServiceBusClient) -> Any:
+    """What ``take_sessions`` opens receivers with: the session-enabled subscription's next
+    available session, or the one named."""
+
+    def open_receiver(session_id: str | None) -> Any:
+        return client.get_subscription_receiver(
+            "sequenced",
+            "ordered",
+            session_id=NEXT_AVAILABLE_SESSION if session_id is None else session_id,
+            max_wait_time=2,
+        )
+
+    return open_receiver
+
+
 def _drain(node: NodeProcess, handle: Any, **options: Any) -> Any:
     """``drain_sessions`` of the session-enabled subscription, idle after 2 s."""
     with ServiceBusClient.from_connection_string(_conn(node)) as client:
@@ -502,16 +517,7 @@ def test_a_session_held_longer_than_its_lock_duration_keeps_its_lock(
         return stats
 
     with ServiceBusClient.from_connection_string(_conn(sb_node)) as client:
-
-        def open_receiver(session_id: str | None) -> Any:
-            return client.get_subscription_receiver(
-                "sequenced",
-                "ordered",
-                session_id=NEXT_AVAILABLE_SESSION if session_id is None else session_id,
-                max_wait_time=2,
-            )
-
-        results = take_sessions(open_receiver, work, max_lock_renewal=60)
+        results = take_sessions(_session_receivers(client), work, max_lock_renewal=60)
     assert sorted(seen) == list(range(1, 21))  # each once, settled under a lock still held
     assert sum(r.processed for r in results) == 20
     assert _left(sb_node) == 0

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("azure.servicebus")
 
-from azure.servicebus import NEXT_AVAILABLE_SESSION, ServiceBusClient  # noqa: E402
+from azure.servicebus import ServiceBusClient  # noqa: E402
 
 from qmgr.client.sequenced import SessionStats, take_sessions  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
@@ -23,6 +23,7 @@ from tests.integration.test_sb_sequenced import (  # noqa: E402
     _drain,
     _left,
     _send_shuffled,
+    _session_receivers,
     _topology,
 )
 
@@ -37,16 +38,9 @@ def _number(message: Any) -> int:
 def _take(node: NodeProcess, work: Any, **options: Any) -> list[SessionStats]:
     """``take_sessions`` on next-available receivers of the session-enabled subscription."""
     with ServiceBusClient.from_connection_string(_conn(node)) as client:
-
-        def open_receiver(session_id: str | None) -> Any:
-            return client.get_subscription_receiver(
-                "sequenced",
-                "ordered",
-                session_id=NEXT_AVAILABLE_SESSION if session_id is None else session_id,
-                max_wait_time=2,
-            )
-
-        return take_sessions(open_receiver, work, max_lock_renewal=60, look_ahead=True, **options)
+        return take_sessions(
+            _session_receivers(client), work, max_lock_renewal=60, look_ahead=True, **options
+        )
 
 
 def test_each_session_after_the_first_is_taken_from_a_receiver_opened_ahead(
