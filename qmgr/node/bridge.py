@@ -26,13 +26,14 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from qmgr.core.admin.dispatch import CommandHandler, MqscTable, guarded
 from qmgr.core.admin.queues import name_matches
-from qmgr.core.admin.records import Record, date_time, error_record, select
+from qmgr.core.admin.records import Record, date_time, select
 from qmgr.core.bridge import BridgeDef, check_topic, subscription_name, to_mq, to_servicebus
 from qmgr.core.deadletter import dead_letter
 from qmgr.core.errors import MQError
 from qmgr.core.message import Message
-from qmgr.mqsc import MqscCommand, MqscError, parse_command
+from qmgr.mqsc import MqscCommand
 from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
 
@@ -306,25 +307,12 @@ class Bridges:
 
     # ------------------------------------------------------------------ MQSC
 
-    def mqsc(self, text: str) -> tuple[bool, list[Record]] | None:
-        """Run ``text`` if it is a BRIDGE command; None for any other command (and for text
-        that does not parse, which the ordinary path reports)."""
-        try:
-            cmd = parse_command(text)
-        except MqscError:
-            return None
-        if cmd.obj != "BRIDGE":
-            return None
-        handler = {
-            "DEFINE": self._define,
-            "ALTER": self._alter,
-            "DELETE": self._delete,
-            "DISPLAY": self._display,
-        }[cmd.verb]
-        try:
-            return True, handler(cmd)
-        except MQError as exc:
-            return False, [error_record(exc, cmd.name or "")]
+    def register(self, table: MqscTable[CommandHandler]) -> None:
+        """DEFINE, ALTER, DELETE and DISPLAY BRIDGE."""
+        table.register("DEFINE", "BRIDGE", guarded(self._define))
+        table.register("ALTER", "BRIDGE", guarded(self._alter))
+        table.register("DELETE", "BRIDGE", guarded(self._delete))
+        table.register("DISPLAY", "BRIDGE", guarded(self._display))
 
     def _check_entity(self, bridge: BridgeDef) -> None:
         """The entity must exist and suit the direction (a queue or topic to send to; a queue

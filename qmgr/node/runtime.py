@@ -14,11 +14,12 @@ import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qmgr.core.admin import execute
-from qmgr.core.admin.records import Record
+from qmgr.core.admin.dispatch import CommandHandler, MqscTable, Reply, Route
+from qmgr.core.admin.execute import CORE, bound
 from qmgr.core.errors import MQError
 from qmgr.core.journal import NullJournal
 from qmgr.core.message import Message
@@ -26,6 +27,7 @@ from qmgr.core.qmgr import DEAD_LETTER_QUEUE, QueueManager
 from qmgr.core.queue import QueueDef
 from qmgr.core.subscription import Subscription
 from qmgr.node.bridge import Bridges
+from qmgr.node.cluster import admin as cluster_admin
 from qmgr.node.cluster.chlcmds import ClusterChannels
 from qmgr.node.cluster.items import XMITQ_PREFIX
 from qmgr.node.committer import Committer
@@ -150,6 +152,11 @@ class NodeRuntime:
         self.qm.set_message_listener(self.signals.notify)
         self.channels = ClusterChannels(self)
         self.bridges = Bridges(self)
+        # every MQSC command this node runs: the queue manager's, then what the node adds
+        self.commands: MqscTable[CommandHandler] = CORE.mapped(partial(bound, self.qm))
+        self.bridges.register(self.commands)
+        self.channels.register(self.commands)
+        cluster_admin.register(self.commands, self)
 
     def _restore(
         self,
@@ -254,17 +261,13 @@ class NodeRuntime:
         result.forwarded_to = tuple(sorted(forwarded_to))
         return result
 
-    async def mqsc(self, text: str) -> tuple[bool, list[Record]]:
-        """Run one MQSC command (cluster commands too when in a cluster)."""
-        bridged = self.bridges.mqsc(text)
-        if bridged is not None:
-            return bridged
-        if self.agent is not None:
-            return await self.agent.admin.run(text)
-        handled = await self.channels.run(text)
-        if handled is not None:
-            return handled
-        return execute(self.qm, text)
+    async def mqsc(self, text: str) -> Reply:
+        """Run one MQSC command: parsed once, run by the handler the node's table has for it."""
+        routed = self.commands.route(text)
+        if not isinstance(routed, Route):
+            return routed
+        reply = routed.handler(routed.command)
+        return reply if isinstance(reply, tuple) else await reply
 
     def start(self) -> None:
         if self.store is not None:

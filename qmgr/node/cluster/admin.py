@@ -24,13 +24,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from cluster.local_defs import clroute_change
 from cluster.records import ChannelStatus, Member
 from cluster.repository import ApplyResult, Cmd, ErrorCode, RepoError
 from cluster.topics import TopicObject
+from qmgr.core.admin.dispatch import CommandHandler, MqscTable, Reply, guarded, not_supported
 from qmgr.core.admin.execute import execute_command
 from qmgr.core.admin.manager import display_qmgr
 from qmgr.core.admin.queues import name_matches
@@ -38,13 +40,13 @@ from qmgr.core.admin.records import Record, date_time, select, yes_no
 from qmgr.core.admin.subs import display_sub
 from qmgr.core.admin.topics import display_topic
 from qmgr.core.errors import MQError
-from qmgr.core.qmgr import QueueManager
-from qmgr.mqsc import MqscCommand, MqscError, parse_command
+from qmgr.mqsc import MqscCommand
 from qmgr.node.cluster.items import XMITQ_PREFIX
 from qmgr.node.cluster.repolink import RaftLink
 
 if TYPE_CHECKING:
     from qmgr.node.cluster.agent import ClusterAgent
+    from qmgr.node.runtime import NodeRuntime
 
 PROXY_DEST = "SYSTEM.INTER.QMGR.PUBS"
 
@@ -76,48 +78,18 @@ def channel_name(cluster: str, qmgr: str) -> str:
 
 
 class ClusterAdmin:
+    """The cluster's MQSC commands on one member (see :func:`register`)."""
+
     def __init__(self, agent: ClusterAgent) -> None:
         self.agent = agent
-        self.display: dict[tuple[str, str], Callable[[QueueManager, MqscCommand], list[Record]]]
-        self.display = {
-            ("DISPLAY", "CLUSQMGR"): self.display_clusqmgr,
-            ("DISPLAY", "CHSTATUS"): self.display_chstatus,
-            ("DISPLAY", "TCLUSTER"): self.display_tcluster,
-            ("DISPLAY", "TOPIC"): self.display_topic,
-            ("DISPLAY", "CHANNEL"): self.display_channel,
-            ("DISPLAY", "SUB"): self.display_sub,
-            ("DISPLAY", "QMGR"): self.display_qmgr,
-        }
 
-    async def run(self, text: str) -> tuple[bool, list[Record]]:
-        try:
-            cmd = parse_command(text)
-        except MqscError as exc:
-            return False, [Record(exc.code, exc.message, [("POSITION", str(exc.position))])]
-        key = (cmd.verb, cmd.obj or "")
-        agent = self.agent
-        if key in (("SUSPEND", "QMGR"), ("RESUME", "QMGR")):
-            return await self._suspend(cmd, key[0] == "SUSPEND")
-        if key in (("DEFINE", "CHANNEL"), ("ALTER", "CHANNEL")):
-            return await agent.rt.channels.define(cmd)
-        if key == ("DELETE", "CHANNEL"):
-            return agent.rt.channels.delete(cmd)
-        if key in (("STOP", "CHANNEL"), ("START", "CHANNEL")):
-            return await self._stop_start(cmd, key[0] == "STOP")
-        if key == ("REFRESH", "QMGR"):
-            n = agent.refresh_proxies()
-            return True, [Record("AMQ8726I", f"Refresh queue manager accepted ({n} proxies).")]
-        if key == ("REFRESH", "CLUSTER"):
-            return await self._refresh(cmd)
-        if key == ("RESET", "CLUSTER"):
-            return await self._reset(cmd)
-        if key[1] == "TOPIC" and cmd.verb in ("DEFINE", "ALTER", "DELETE"):
-            return await self._topic(cmd)
-        if key == ("ALTER", "QLOCAL") and (cmd.name or "").startswith(XMITQ_PREFIX):
+    def alter_qlocal(self, cmd: MqscCommand) -> Reply:
+        """ALTER QLOCAL: a transmission queue's MAXDEPTH here, any other queue as usual."""
+        if (cmd.name or "").startswith(XMITQ_PREFIX):
             return self._xmitq(cmd)
-        return execute_command(agent.qm, cmd, self.display)
+        return execute_command(self.agent.qm, cmd)
 
-    def _xmitq(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
+    def _xmitq(self, cmd: MqscCommand) -> Reply:
         """ALTER QLOCAL(SYSTEM.CLUSTER.TRANSMIT.<peer>) MAXDEPTH(n): the only attribute of a
         transmission queue that can be changed here."""
         other = sorted(k for k in cmd.params if k != "MAXDEPTH")
@@ -138,7 +110,13 @@ class ClusterAdmin:
 
     # ---------------------------------------------------------------- changes
 
-    async def _suspend(self, cmd: MqscCommand, suspend: bool) -> tuple[bool, list[Record]]:
+    async def suspend(self, cmd: MqscCommand) -> Reply:
+        return await self._suspend(cmd, True)
+
+    async def resume(self, cmd: MqscCommand) -> Reply:
+        return await self._suspend(cmd, False)
+
+    async def _suspend(self, cmd: MqscCommand, suspend: bool) -> Reply:
         agent = self.agent
         if cmd.params.get("CLUSTER") != agent.cluster:
             return False, _error(
@@ -156,7 +134,13 @@ class ClusterAdmin:
             )
         ]
 
-    async def _stop_start(self, cmd: MqscCommand, stop: bool) -> tuple[bool, list[Record]]:
+    async def stop_channel(self, cmd: MqscCommand) -> Reply:
+        return await self._stop_start(cmd, True)
+
+    async def start_channel(self, cmd: MqscCommand) -> Reply:
+        return await self._stop_start(cmd, False)
+
+    async def _stop_start(self, cmd: MqscCommand, stop: bool) -> Reply:
         """STOP / START CHANNEL for a cluster-sender channel (``<cluster>.<member>``)."""
         agent = self.agent
         name = cmd.name or ""
@@ -182,7 +166,12 @@ class ClusterAdmin:
         await agent.channels.start_operator(peer)
         return True, [Record("AMQ8018I", "Start IBM MQ channel accepted.")]
 
-    async def _refresh(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
+    def refresh_qmgr(self, cmd: MqscCommand) -> Reply:
+        """REFRESH QMGR TYPE(PROXYSUB): the proxy subscriptions sent to the members again."""
+        n = self.agent.refresh_proxies()
+        return True, [Record("AMQ8726I", f"Refresh queue manager accepted ({n} proxies).")]
+
+    async def refresh_cluster(self, cmd: MqscCommand) -> Reply:
         agent = self.agent
         if not name_matches(cmd.name or "", agent.cluster):
             return False, _error(
@@ -209,7 +198,7 @@ class ClusterAdmin:
             )
         return True, [accepted, Record("AMQ8726I", f"{n} proxy subscriptions sent again.")]
 
-    async def _reset(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
+    async def reset_cluster(self, cmd: MqscCommand) -> Reply:
         agent = self.agent
         if not agent.settings.full_repository:
             return False, _error(
@@ -222,12 +211,13 @@ class ClusterAdmin:
             return False, _rejected(result)
         return True, [Record("AMQ8559I", "Reset Cluster command accepted.")]
 
-    async def _topic(self, cmd: MqscCommand) -> tuple[bool, list[Record]]:
+    async def change_topic(self, cmd: MqscCommand) -> Reply:
+        """DEFINE, ALTER or DELETE TOPIC, then its clustered definition to the repository."""
         agent = self.agent
         qm = agent.qm
         name = cmd.name or ""
         before: TopicObject | None = qm.topics.get(name)
-        ok, records = execute_command(qm, cmd, self.display)
+        ok, records = execute_command(qm, cmd)
         if not ok:
             return ok, records
         refusal = clroute_change(before, qm.topics.get(name), agent.cluster)
@@ -266,11 +256,11 @@ class ClusterAdmin:
 
     # ---------------------------------------------------------------- displays
 
-    def display_qmgr(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+    def display_qmgr(self, cmd: MqscCommand) -> list[Record]:
         """DISPLAY QMGR, plus (qmgr's own extension, on full repositories) RAFTSTATE,
         RAFTLEADER and RAFTRELAYED: this replica's Raft role, the leader's Raft address and
         how many changes it relayed to the members without a quorum, not committed yet."""
-        records = display_qmgr(qm, cmd)
+        records = display_qmgr(self.agent.qm, cmd)
         link = self.agent.link
         if isinstance(link, RaftLink) and ("ALL" in cmd.params or not cmd.requested):
             status = link.status()
@@ -281,7 +271,7 @@ class ClusterAdmin:
             ]
         return records
 
-    def display_clusqmgr(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+    def display_clusqmgr(self, cmd: MqscCommand) -> list[Record]:
         agent = self.agent
         pattern = cmd.name or "*"
         statuses = agent.channel_statuses()
@@ -339,7 +329,7 @@ class ClusterAdmin:
             raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"cluster queue manager {pattern} not found")
         return out
 
-    def display_chstatus(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+    def display_chstatus(self, cmd: MqscCommand) -> list[Record]:
         agent = self.agent
         pattern = cmd.name or "*"
         out = []
@@ -384,10 +374,7 @@ class ClusterAdmin:
             raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"no status found for channel {pattern}")
         return out
 
-    def display_channel(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
-        return self.agent.rt.channels.display(cmd)
-
-    def display_tcluster(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+    def display_tcluster(self, cmd: MqscCommand) -> list[Record]:
         agent = self.agent
         pattern = cmd.name or "*"
         out = []
@@ -432,21 +419,23 @@ class ClusterAdmin:
             raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"clustered topic {pattern} not found")
         return out
 
-    def display_topic(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+    def display_topic(self, cmd: MqscCommand) -> list[Record]:
         """DISPLAY TOPIC; with CLUSINFO also the clustered definitions that match, as
         TYPE(CLUSTER) records with their CLUSQMGR and CLSTATE (as DISPLAY TCLUSTER)."""
+        qm = self.agent.qm
         if "CLUSINFO" not in cmd.params:
             return display_topic(qm, cmd)
         out: list[Record] = []
-        for part in (display_topic, self.display_tcluster):
+        for part in (partial(display_topic, qm), self.display_tcluster):
             with contextlib.suppress(MQError):
-                out += part(qm, cmd)
+                out += part(cmd)
         pattern = cmd.name or "*"
         if not out and not pattern.endswith("*"):
             raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"topic object {pattern} does not exist")
         return out
 
-    def display_sub(self, qm: QueueManager, cmd: MqscCommand) -> list[Record]:
+    def display_sub(self, cmd: MqscCommand) -> list[Record]:
+        qm = self.agent.qm
         subtype = cmd.params.get("SUBTYPE") or "USER"
         if subtype not in ("PROXY", "ALL") or cmd.params.get("DURABLE") == "YES":
             return display_sub(qm, cmd)
@@ -477,3 +466,53 @@ class ClusterAdmin:
         if not out and not pattern.endswith("*"):
             raise MQError("MQRC_NO_SUBSCRIPTION", f"subscription {pattern} does not exist")
         return out
+
+
+_Act = Callable[[ClusterAdmin, MqscCommand], Reply | Awaitable[Reply]]
+
+
+def _shown(display: Callable[[ClusterAdmin, MqscCommand], list[Record]]) -> _Act:
+    return lambda admin, cmd: guarded(partial(display, admin))(cmd)
+
+
+# the cluster's own commands: not supported on a queue manager outside a cluster
+_CLUSTER_ONLY: dict[tuple[str, str], _Act] = {
+    ("SUSPEND", "QMGR"): ClusterAdmin.suspend,
+    ("RESUME", "QMGR"): ClusterAdmin.resume,
+    ("STOP", "CHANNEL"): ClusterAdmin.stop_channel,
+    ("START", "CHANNEL"): ClusterAdmin.start_channel,
+    ("REFRESH", "QMGR"): ClusterAdmin.refresh_qmgr,
+    ("REFRESH", "CLUSTER"): ClusterAdmin.refresh_cluster,
+    ("RESET", "CLUSTER"): ClusterAdmin.reset_cluster,
+    ("DISPLAY", "CHSTATUS"): _shown(ClusterAdmin.display_chstatus),
+    ("DISPLAY", "TCLUSTER"): _shown(ClusterAdmin.display_tcluster),
+}
+
+# commands a member runs its own way; outside a cluster they do what they did before
+_IN_CLUSTER: dict[tuple[str, str], _Act] = {
+    ("DEFINE", "TOPIC"): ClusterAdmin.change_topic,
+    ("ALTER", "TOPIC"): ClusterAdmin.change_topic,
+    ("DELETE", "TOPIC"): ClusterAdmin.change_topic,
+    ("ALTER", "QLOCAL"): ClusterAdmin.alter_qlocal,
+    ("DISPLAY", "TOPIC"): _shown(ClusterAdmin.display_topic),
+    ("DISPLAY", "SUB"): _shown(ClusterAdmin.display_sub),
+    ("DISPLAY", "QMGR"): _shown(ClusterAdmin.display_qmgr),
+    ("DISPLAY", "CLUSQMGR"): _shown(ClusterAdmin.display_clusqmgr),
+}
+
+
+def register(table: MqscTable[CommandHandler], rt: NodeRuntime) -> None:
+    """The cluster's commands in a node's table. Whether the node is in a cluster is looked
+    up when a command runs: a node joins one later when its cluster channels are defined."""
+
+    def clustered(act: _Act, otherwise: CommandHandler) -> CommandHandler:
+        def handler(cmd: MqscCommand) -> Reply | Awaitable[Reply]:
+            agent = rt.agent
+            return otherwise(cmd) if agent is None else act(agent.admin, cmd)
+
+        return handler
+
+    for (verb, obj), act in _CLUSTER_ONLY.items():
+        table.register(verb, obj, clustered(act, not_supported))
+    for (verb, obj), act in _IN_CLUSTER.items():
+        table.wrap(verb, obj, partial(clustered, act))

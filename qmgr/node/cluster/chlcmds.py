@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 
 from cluster.chldefs import CLUSRCVR, CLUSSDR, WORKLOAD, ChannelDef, ChannelDefError, ChannelDefs
 from cluster.records import WorkloadAttrs
-from qmgr.core.admin.execute import execute_command
+from qmgr.core.admin.dispatch import CommandHandler, MqscTable, guarded
 from qmgr.core.admin.queues import name_matches
 from qmgr.core.admin.records import Record
 from qmgr.core.errors import MQError
-from qmgr.mqsc import MqscCommand, MqscError, parse_command
+from qmgr.mqsc import MqscCommand
 
 if TYPE_CHECKING:
     from qmgr.node.runtime import NodeRuntime
@@ -59,22 +59,15 @@ class ClusterChannels:
         self.join_problem: Callable[[str], str] = lambda cluster: ""
         self.join: Callable[[], Awaitable[None]] | None = None
 
-    async def run(self, text: str) -> tuple[bool, list[Record]] | None:
-        """A channel command on a node not (yet) in a cluster; None for any other command."""
-        try:
-            cmd = parse_command(text)
-        except MqscError:
-            return None
-        key = (cmd.verb, cmd.obj or "")
-        if key in (("DEFINE", "CHANNEL"), ("ALTER", "CHANNEL")):
-            return await self.define(cmd)
-        if key == ("DELETE", "CHANNEL"):
-            return self.delete(cmd)
-        if key == ("DISPLAY", "CHANNEL"):
-            return execute_command(self.rt.qm, cmd, {key: lambda qm, c: self.display(c)})
-        if key == ("DISPLAY", "CLUSQMGR"):
-            return execute_command(self.rt.qm, cmd, {key: lambda qm, c: self.display_pending(c)})
-        return None
+    def register(self, table: MqscTable[CommandHandler]) -> None:
+        """DEFINE, ALTER, DELETE and DISPLAY CHANNEL, in a cluster or not; DISPLAY CLUSQMGR
+        with the full repositories the cluster-senders name (the cluster wraps it once the
+        node is in one)."""
+        table.register("DEFINE", "CHANNEL", self.define)
+        table.register("ALTER", "CHANNEL", self.define)
+        table.register("DELETE", "CHANNEL", self.delete)
+        table.register("DISPLAY", "CHANNEL", guarded(self.display))
+        table.register("DISPLAY", "CLUSQMGR", guarded(self.display_pending))
 
     def display_pending(self, cmd: MqscCommand) -> list[Record]:
         pattern = cmd.name or "*"
