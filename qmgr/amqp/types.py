@@ -434,7 +434,7 @@ def _enc_described(out: bytearray, v: Described) -> None:
     encode_into(out, v.value)
 
 
-# Typed writers for hand-specialised encoders (``qmgr.amqp.message.to_amqp``): each appends one
+# Typed writers for hand-specialised encoders (``qmgr.sbamqp.message.to_amqp``): each appends one
 # value of its AMQP type exactly as ``encode_into`` writes the matching wrapper.
 write_uint = _enc_uint
 write_long = _enc_long

@@ -57,7 +57,7 @@ DIRECTIONS: tuple[Direction, ...] = ("TOSB", "FROMSB")
 SUB_PREFIX = "SYSTEM.BRIDGE."
 TOPIC_PROPERTY = "MQTopicString"
 MAX_SESSION_ID = 128  # Service Bus's limit on SessionId
-# the AMQP adapter's key for the header fields a message keeps (see qmgr.amqp.message)
+# the AMQP adapter's key for the header fields a message keeps (see qmgr.sbamqp.message)
 AMQP_HEADER = "amqp-header"
 
 

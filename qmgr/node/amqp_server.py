@@ -4,7 +4,7 @@
 :meth:`AmqpServer.handle` (its ``amqp_handler`` hook) with the bytes it already read. Per
 connection: a :class:`qmgr.amqp.connection.Connection` (the sans-IO machine) gets the bytes read
 and the time; SASL ANONYMOUS and PLAIN are accepted; its events go to
-:class:`qmgr.node.sb_links.SbLinks` (the Service Bus meaning); what the machine queued is written
+:class:`qmgr.sbamqp.links.SbLinks` (the Service Bus meaning); what the machine queued is written
 after each step. A timer callback calls ``tick`` (heartbeats, idle and handshake timeouts) when
 the machine asks for it. Messages that become available without this connection doing anything
 (sent on another connection, a lock expired, a scheduled message activated) reach its waiting
@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from qmgr.amqp import performatives as p
 from qmgr.amqp.connection import Closed, Connection, Event, Opened, SaslInit
-from qmgr.node.sb_links import RESOURCE_LIMIT, SbLinks
+from qmgr.sbamqp.conditions import RESOURCE_LIMIT_EXCEEDED
+from qmgr.sbamqp.links import SbLinks
 from qmgr.servicebus.sas import Claims
 from qmgr.store import StoreFailed
 
@@ -132,6 +133,7 @@ class AmqpServer:
             changed=self.host.changed,
             deadline_moved=self.host.deadline_moved,
             when_durable=self._when_durable,
+            call_later=loop.call_later,
             flush=flush,
             claims=None if self.keys is None else Claims(self.keys),
             max_tokens=limits.tokens_per_connection,
@@ -152,7 +154,7 @@ class AmqpServer:
             events = self._sasl(conn, conn.receive_data(data, now=loop.time()))
             if refusal is not None:
                 if any(isinstance(e, Opened) for e in events):
-                    conn.close(p.Error(condition=RESOURCE_LIMIT, description=refusal))
+                    conn.close(p.Error(condition=RESOURCE_LIMIT_EXCEEDED, description=refusal))
             elif events:
                 links.handle(events)
             flush()

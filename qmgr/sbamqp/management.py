@@ -14,19 +14,20 @@ have changed state (the driver then calls ``runtime.servicebus.changed()`` and a
 durability before it sends the answer). Pure: no I/O, and the time is the namespace's own clock
 (the one it settles locks and schedules by), so the answer agrees with the state it describes.
 
-Operations (reference §F): renew-lock, update-disposition, receive-by-sequence-number,
-peek-message, schedule-message, cancel-scheduled-message, get-session-state,
-set-session-state, renew-session-lock, get-message-sessions, and the rule operations add-rule,
-remove-rule and enumerate-rules (used by the .NET rule manager; the Python SDK manages rules
-over HTTP), whose shapes follow Microsoft's "request-response operations" page: add-rule takes
-a ``rule-description`` map (``sql-filter``/``correlation-filter`` maps, ``sql-rule-action``),
-enumerate-rules answers described lists (rule description 0x0000013700000004: filter, action,
-name, created time). get-message-sessions does not apply ``last-updated-time``: the namespace
-keeps no time per session state, so it lists the sessions with messages or a state.
+Operations (reference ``docs/servicebus-amqp.md`` §F): renew-lock, update-disposition,
+receive-by-sequence-number, peek-message, schedule-message, cancel-scheduled-message,
+get-session-state, set-session-state, renew-session-lock, get-message-sessions, and the rule
+operations add-rule, remove-rule and enumerate-rules (used by the .NET rule manager; the Python
+SDK manages rules over HTTP), whose shapes follow Microsoft's "request-response operations" page:
+add-rule takes a ``rule-description`` map (``sql-filter``/``correlation-filter`` maps,
+``sql-rule-action``), enumerate-rules answers described lists (rule description
+0x0000013700000004: filter, action, name, created time). get-message-sessions does not apply
+``last-updated-time``: the namespace keeps no time per session state, so it lists the sessions
+with messages or a state.
 
 Statuses: 200 with a body; 204 when peek, deferred receive, session listing or rule listing
 find nothing (the SDK reads that as an empty list); a refused operation gets the ``Code``'s
-HTTP status and the condition in ``CONDITIONS`` (lock lost, message not found, entity not
+HTTP status and its condition (:mod:`qmgr.sbamqp.conditions`) (lock lost, message not found, entity not
 found, ...); a malformed request 400 ``com.microsoft:argument-error``; an unknown operation
 400 ``amqp:not-implemented``; an unexpected failure 500 ``amqp:internal-error``, so one bad
 request never takes the client's connection down.
@@ -42,23 +43,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from qmgr.amqp.message import (
-    Message,
-    Properties,
-    timestamp,
-    to_amqp,
-    to_amqp_value,
-    to_sb_message,
-    to_sb_value,
-)
+from qmgr.amqp.message import Message, Properties, timestamp
 from qmgr.amqp.types import Array, DecodeError, Described, Int, Long, Symbol, Timestamp, ULong
+from qmgr.sbamqp.conditions import (
+    ARGUMENT_ERROR,
+    INTERNAL_ERROR,
+    NOT_ALLOWED,
+    NOT_IMPLEMENTED,
+    VENDOR,
+    condition_of,
+)
+from qmgr.sbamqp.message import to_amqp, to_amqp_value, to_sb_message, to_sb_value
 from qmgr.servicebus.entities import FilterType, RuleProperties
-from qmgr.servicebus.errors import Code, ServiceBusError
+from qmgr.servicebus.errors import ServiceBusError
 from qmgr.servicebus.message import SbMessage, Stored
 from qmgr.servicebus.names import EntityPath
 from qmgr.servicebus.namespace import Namespace, ReceiveMode, RuleInfo
 
-VENDOR = "com.microsoft:"
 RENEW_LOCK = VENDOR + "renew-lock"
 UPDATE_DISPOSITION = VENDOR + "update-disposition"
 RECEIVE_BY_SEQUENCE_NUMBER = VENDOR + "receive-by-sequence-number"
@@ -72,35 +73,6 @@ GET_MESSAGE_SESSIONS = VENDOR + "get-message-sessions"
 ADD_RULE = VENDOR + "add-rule"
 REMOVE_RULE = VENDOR + "remove-rule"
 ENUMERATE_RULES = VENDOR + "enumerate-rules"
-
-# error conditions (the symbols azure-servicebus maps to its exception classes)
-NOT_FOUND = "amqp:not-found"  # MessagingEntityNotFoundError
-NOT_ALLOWED = "amqp:not-allowed"
-NOT_IMPLEMENTED = "amqp:not-implemented"
-INTERNAL_ERROR = "amqp:internal-error"
-RESOURCE_LIMIT_EXCEEDED = "amqp:resource-limit-exceeded"  # ServiceBusQuotaExceededError
-MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"  # MessageSizeExceededError
-MESSAGE_LOCK_LOST = VENDOR + "message-lock-lost"  # MessageLockLostError
-MESSAGE_NOT_FOUND = VENDOR + "message-not-found"  # MessageNotFoundError
-SESSION_LOCK_LOST = VENDOR + "session-lock-lost"  # SessionLockLostError
-SESSION_CANNOT_BE_LOCKED = VENDOR + "session-cannot-be-locked"  # SessionCannotBeLockedError
-ENTITY_DISABLED = VENDOR + "entity-disabled"  # MessagingEntityDisabledError
-ENTITY_ALREADY_EXISTS = VENDOR + "entity-already-exists"  # MessagingEntityAlreadyExistsError
-ARGUMENT_ERROR = VENDOR + "argument-error"  # ServiceBusError
-
-CONDITIONS: dict[Code, str] = {
-    Code.ENTITY_NOT_FOUND: NOT_FOUND,
-    Code.ENTITY_ALREADY_EXISTS: ENTITY_ALREADY_EXISTS,
-    Code.ENTITY_DISABLED: ENTITY_DISABLED,
-    Code.QUOTA_EXCEEDED: RESOURCE_LIMIT_EXCEEDED,
-    Code.MESSAGE_SIZE_EXCEEDED: MESSAGE_SIZE_EXCEEDED,
-    Code.MESSAGE_LOCK_LOST: MESSAGE_LOCK_LOST,
-    Code.MESSAGE_NOT_FOUND: MESSAGE_NOT_FOUND,
-    Code.SESSION_LOCK_LOST: SESSION_LOCK_LOST,
-    Code.SESSION_CANNOT_BE_LOCKED: SESSION_CANNOT_BE_LOCKED,
-    Code.INVALID_OPERATION: NOT_ALLOWED,
-    Code.BAD_ARGUMENT: ARGUMENT_ERROR,
-}
 
 # receiver-settle-mode of receive-by-sequence-number (AMQP rcv-settle-mode: first, second)
 _SETTLE_MODES = {0: ReceiveMode.RECEIVE_AND_DELETE, 1: ReceiveMode.PEEK_LOCK}
@@ -585,7 +557,7 @@ def respond(
             _response(request, e.status, e.text, {}, e.condition), False, e.status, e.condition
         )
     except ServiceBusError as e:
-        condition = CONDITIONS.get(e.code, NOT_ALLOWED)
+        condition = condition_of(e, NOT_ALLOWED)
         return Reply(
             _response(request, e.code.status, str(e), {}, condition),
             may_change,

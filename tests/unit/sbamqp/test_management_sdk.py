@@ -34,11 +34,11 @@ from azure.servicebus.exceptions import (
 )
 
 from qmgr.amqp.message import decode_message, encode_message
-from qmgr.amqp.sb_management import respond
 from qmgr.core.clock import ManualClock
+from qmgr.sbamqp.management import respond
 from qmgr.servicebus.message import MessageState, SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.amqp.test_sb_management import namespace
+from tests.unit.sbamqp.test_management import namespace
 
 CONN = (
     "Endpoint=sb://127.0.0.1:5672;SharedAccessKeyName=RootManageSharedAccessKey;"

@@ -20,26 +20,7 @@ from azure.servicebus.amqp import AmqpAnnotatedMessage, AmqpMessageBodyType
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qmgr.amqp.message import (
-    DATETIME_OFFSET,
-    PARTITION_KEY,
-    SCHEDULED_ENQUEUE_TIME,
-    SEQUENCE_NUMBER,
-    TIMESPAN,
-    URI,
-    Header,
-    Message,
-    Properties,
-    _plain,
-    _read,
-    decode_message,
-    encode_batch,
-    encode_message,
-    split_batch,
-    to_amqp,
-    to_sb_message,
-    to_sb_message_general,
-)
+from qmgr.amqp.message import Header, Message, Properties, decode_message, encode_message
 from qmgr.amqp.types import (
     Array,
     Byte,
@@ -61,8 +42,23 @@ from qmgr.amqp.types import (
     UShort,
 )
 from qmgr.core.values import Int32
+from qmgr.sbamqp.message import (
+    DATETIME_OFFSET,
+    PARTITION_KEY,
+    SCHEDULED_ENQUEUE_TIME,
+    SEQUENCE_NUMBER,
+    TIMESPAN,
+    URI,
+    _plain,
+    _read,
+    encode_batch,
+    split_batch,
+    to_amqp,
+    to_sb_message,
+    to_sb_message_general,
+)
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
-from tests.unit.amqp.test_message import T0, sdk_batch, sdk_bytes
+from tests.unit.sbamqp.test_message import T0, sdk_batch, sdk_bytes
 
 
 def typed(v: Any) -> Any:

@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from qmgr.amqp.message import Message, Properties, decode_message, encode_message
-from qmgr.amqp.sb_management import OPERATIONS, Reply, handle, respond
 from qmgr.core.clock import ManualClock
+from qmgr.sbamqp.management import OPERATIONS, Reply, handle, respond
 from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.message import MessageState, SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode

@@ -2,7 +2,10 @@
 
 The protocol is :class:`qmgr.amqp.connection.Connection` (sans-IO); the asyncio driver
 (:mod:`qmgr.node.amqp_server`) feeds it bytes and hands its events here. This module gives them
-their Service Bus meaning (reference ``servicebus-amqp.md`` §B–G):
+their Service Bus meaning (reference ``docs/servicebus-amqp.md`` §B–G). Like the connection it
+does no I/O and reads no clock: the driver supplies the time (``now``), the timer
+(``call_later``, for a session receiver's wait), the commit (``when_durable``) and the writes
+(``flush``).
 
 - ``$cbs``: a link pair; a ``put-token`` is answered with ``status-code`` 202 on the ``$cbs``
   receiver link, ``correlation-id`` = the request's message-id. Without keys every token is
@@ -13,7 +16,7 @@ their Service Bus meaning (reference ``servicebus-amqp.md`` §B–G):
   operations ``Manage``); a link without one is attached and detached with
   ``amqp:unauthorized-access``, as is a link whose token expired without being renewed.
 - ``<entity>/$management``: a link pair; each request goes to
-  :func:`qmgr.amqp.sb_management.handle` and its answer back on the client's receiver link whose
+  :func:`qmgr.sbamqp.management.respond` and its answer back on the client's receiver link whose
   address is the request's ``reply-to``.
 - sender links (the client sends): each transfer (a ``0x80013700`` batch split into its inner
   messages) goes to ``Namespace.send`` (or ``schedule``); ``accepted`` is sent only after the
@@ -49,7 +52,6 @@ waits until a session is released or sent to, or its ``com.microsoft:timeout`` p
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import functools
@@ -58,10 +60,9 @@ import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from qmgr.amqp import performatives as p
-from qmgr.amqp import sb_management
 from qmgr.amqp.connection import (
     RECEIVER,
     SND_SETTLED,
@@ -75,22 +76,22 @@ from qmgr.amqp.connection import (
     SessionEnded,
     TransferReceived,
 )
-from qmgr.amqp.message import (
-    BATCH_FORMAT,
-    Message,
-    Properties,
-    decode_message,
-    dotnet_ticks,
-    encode_message,
-    split_batch,
-    to_amqp,
-    to_sb_message,
-)
+from qmgr.amqp.message import Message, Properties, decode_message, encode_message
 from qmgr.amqp.types import DecodeError, Described, Int, Symbol
+from qmgr.sbamqp import management
+from qmgr.sbamqp.conditions import (
+    DECODE_ERROR,
+    INTERNAL_ERROR,
+    NOT_ALLOWED,
+    RESOURCE_LIMIT_EXCEEDED,
+    TIMEOUT,
+    UNAUTHORIZED,
+    error_for,
+)
+from qmgr.sbamqp.message import BATCH_FORMAT, dotnet_ticks, split_batch, to_amqp, to_sb_message
 from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.namespace import Namespace, ReceiveMode, SessionLock
 from qmgr.servicebus.sas import Claims, Right, SasError
-from qmgr.store import StoreFailed
 
 log = logging.getLogger("qmgr.servicebus.amqp")
 
@@ -100,33 +101,16 @@ LINK_TIMEOUT = Symbol("com.microsoft:timeout")
 SENDER_CREDIT = 500  # credit kept granted to a client's sender link
 DEFAULT_SESSION_WAIT = 60.0  # seconds, when the link names no com.microsoft:timeout
 
-UNAUTHORIZED = "amqp:unauthorized-access"
-RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 CBS_MAX_MESSAGE = 64 * 1024  # a put-token request is a token and an audience: small
 # the claim each $management operation needs (the others: Listen)
 MGMT_RIGHTS = {
-    sb_management.SCHEDULE_MESSAGE: Right.SEND,
-    sb_management.CANCEL_SCHEDULED_MESSAGE: Right.SEND,
-    sb_management.ADD_RULE: Right.MANAGE,
-    sb_management.REMOVE_RULE: Right.MANAGE,
-    sb_management.ENUMERATE_RULES: Right.MANAGE,
+    management.SCHEDULE_MESSAGE: Right.SEND,
+    management.CANCEL_SCHEDULED_MESSAGE: Right.SEND,
+    management.ADD_RULE: Right.MANAGE,
+    management.REMOVE_RULE: Right.MANAGE,
+    management.ENUMERATE_RULES: Right.MANAGE,
 }
 LINK_RIGHTS = {"send": Right.SEND, "receive": Right.LISTEN, "mgmt": Right.NONE}
-
-# ServiceBusError codes → the AMQP error conditions the SDK turns into its exception classes
-CONDITIONS: dict[Code, str] = {
-    Code.ENTITY_NOT_FOUND: "amqp:not-found",
-    Code.ENTITY_ALREADY_EXISTS: "com.microsoft:entity-already-exists",
-    Code.ENTITY_DISABLED: "com.microsoft:entity-disabled",
-    Code.QUOTA_EXCEEDED: "amqp:resource-limit-exceeded",
-    Code.MESSAGE_SIZE_EXCEEDED: "amqp:link:message-size-exceeded",
-    Code.MESSAGE_LOCK_LOST: "com.microsoft:message-lock-lost",
-    Code.MESSAGE_NOT_FOUND: "com.microsoft:message-not-found",
-    Code.SESSION_LOCK_LOST: "com.microsoft:session-lock-lost",
-    Code.SESSION_CANNOT_BE_LOCKED: "com.microsoft:session-cannot-be-locked",
-    Code.INVALID_OPERATION: "amqp:not-allowed",
-    Code.BAD_ARGUMENT: "com.microsoft:argument-error",
-}
 
 
 def _with_session(source: Any, session_id: str) -> Any:
@@ -143,10 +127,6 @@ def _tag() -> bytes:
     """A delivery tag for a pre-settled transfer (nobody settles it, so it need not be a
     lock token; no system call, unlike ``uuid.uuid4``)."""
     return random.randbytes(16)
-
-
-def error_for(exc: ServiceBusError) -> p.Error:
-    return p.Error(condition=CONDITIONS.get(exc.code, "amqp:internal-error"), description=str(exc))
 
 
 def entity_path(address: Any) -> str:
@@ -175,6 +155,19 @@ class LinkState:
     delivering: bool = False
 
 
+class Timer(Protocol):
+    """A callback ``call_later`` scheduled (the driver's timer handle)."""
+
+    def cancel(self) -> None: ...
+
+
+# ``call_later(delay, callback)``: run ``callback`` after ``delay`` seconds, unless cancelled
+CallLater = Callable[[float, Callable[[], None]], Timer]
+# ``when_durable(callback)``: ``callback(None)`` once every change so far is on disk, or
+# ``callback(error)`` if it never will be (the store failed)
+WhenDurable = Callable[[Callable[[Exception | None], None]], None]
+
+
 @dataclass(eq=False)
 class SessionWait:
     """A next-available session receiver's attach, answered when a session can be locked or
@@ -183,7 +176,7 @@ class SessionWait:
     event: LinkAttached
     path: str
     mode: ReceiveMode
-    timeout: asyncio.TimerHandle | None = None
+    timeout: Timer | None = None
 
 
 class SbLinks:
@@ -197,7 +190,8 @@ class SbLinks:
         now: Callable[[], float],
         changed: Callable[[], None],
         deadline_moved: Callable[[], None],
-        when_durable: Callable[[Callable[[StoreFailed | None], None]], None],
+        when_durable: WhenDurable,
+        call_later: CallLater,
         flush: Callable[[], None],
         claims: Claims | None = None,
         max_tokens: int | None = None,
@@ -210,6 +204,7 @@ class SbLinks:
         self._changed = changed
         self._deadline_moved = deadline_moved
         self._when_durable = when_durable
+        self._call_later = call_later
         self.flush = flush
         self.links: dict[Link, LinkState] = {}
         self._dirty = False  # changes the next answers must wait for (on disk first)
@@ -252,13 +247,13 @@ class SbLinks:
         after: list[Callable[[], None]],
         sends: list[TransferReceived],
         wake: bool,
-        error: StoreFailed | None,
+        error: Exception | None,
     ) -> None:
         self._waiting -= 1
         if error is not None:  # the node stops: nothing more is acknowledged
             self._refuse_sends(sends, error)
             log.error("Service Bus AMQP: closing a connection: %s", error)
-            self.conn.close(p.Error(condition="amqp:internal-error", description=str(error)))
+            self.conn.close(p.Error(condition=INTERNAL_ERROR, description=str(error)))
             self.flush()
             return
         if wake:
@@ -267,11 +262,11 @@ class SbLinks:
             action()
         self.flush()
 
-    def _refuse_sends(self, sends: list[TransferReceived], error: StoreFailed) -> None:
+    def _refuse_sends(self, sends: list[TransferReceived], error: Exception) -> None:
         """The commit that held these sends failed: each is rejected (the client's send fails
         with why; nothing of it is stored, so sending it again cannot make a duplicate)."""
         text = f"the message was not stored: {error}"
-        refusal = p.Rejected(error=p.Error(condition="amqp:internal-error", description=text))
+        refusal = p.Rejected(error=p.Error(condition=INTERNAL_ERROR, description=text))
         for ev in sends:
             if ev.link.live:
                 self.conn.settle(ev.link, ev.delivery_id, refusal)
@@ -369,7 +364,7 @@ class SbLinks:
                 if sessions
                 else f"'{path}' is not session-enabled: receive without a session"
             )
-            error = p.Error(condition="amqp:not-allowed", description=text)
+            error = p.Error(condition=NOT_ALLOWED, description=text)
             self.conn.refuse_attach(link, error, source=None)
             return
         if sessionful:
@@ -442,9 +437,7 @@ class SbLinks:
         timeout_ms = (ev.properties or {}).get(LINK_TIMEOUT)
         wait = DEFAULT_SESSION_WAIT if not timeout_ms else int(timeout_ms) / 1000
         pending = SessionWait(ev, path, mode)
-        pending.timeout = asyncio.get_running_loop().call_later(
-            wait, self._session_timeout, pending
-        )
+        pending.timeout = self._call_later(wait, functools.partial(self._session_timeout, pending))
         self._session_waits[link] = pending
 
     def _try_session(self, wait: SessionWait) -> None:
@@ -476,7 +469,7 @@ class SbLinks:
             self.conn.refuse_attach(
                 link,
                 p.Error(
-                    condition="com.microsoft:timeout",
+                    condition=TIMEOUT,
                     description="no session available within the timeout",
                 ),
                 source=_with_session(wait.event.source, ""),
@@ -533,7 +526,7 @@ class SbLinks:
         except (DecodeError, ValueError) as exc:
             self._answer(
                 ev,
-                p.Rejected(error=p.Error(condition="amqp:decode-error", description=str(exc))),
+                p.Rejected(error=p.Error(condition=DECODE_ERROR, description=str(exc))),
             )
             return
         now = self.now()
@@ -559,7 +552,7 @@ class SbLinks:
             request = decode_message(ev.payload)
         except DecodeError as exc:
             self._answer(
-                ev, p.Rejected(error=p.Error(condition="amqp:decode-error", description=str(exc)))
+                ev, p.Rejected(error=p.Error(condition=DECODE_ERROR, description=str(exc)))
             )
             return None
         self._answer(ev, p.Accepted())
@@ -602,7 +595,7 @@ class SbLinks:
             return 401, str(exc)
         if self.max_tokens is not None and len(self.claims) > self.max_tokens:
             text = f"a connection may hold at most {self.max_tokens} tokens"
-            self.conn.close(p.Error(condition=RESOURCE_LIMIT, description=text))
+            self.conn.close(p.Error(condition=RESOURCE_LIMIT_EXCEEDED, description=text))
             return 403, text
         return 202, "Accepted"
 
@@ -616,10 +609,10 @@ class SbLinks:
                 right = MGMT_RIGHTS.get(str(operation), Right.LISTEN)
                 self.claims.check(st.path, right, self.now())
         except SasError as exc:
-            response = sb_management.refusal(request, 401, str(exc), UNAUTHORIZED)
+            response = management.refusal(request, 401, str(exc), UNAUTHORIZED)
         else:
             holder = self._session_lock_of(request)
-            reply = sb_management.respond(self.ns, st.path, request, holder=holder)
+            reply = management.respond(self.ns, st.path, request, holder=holder)
             if reply.changed:
                 self._mark()
             response = reply.message

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from qmgr.amqp.types import Described, Symbol
-from qmgr.node.sb_links import CONDITIONS, entity_path, error_for
+from qmgr.sbamqp.conditions import CONDITIONS, error_for
+from qmgr.sbamqp.links import entity_path
 from qmgr.servicebus.errors import Code, ServiceBusError
 
 
