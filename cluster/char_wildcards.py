@@ -1,7 +1,7 @@
 """Character-based wildcard scheme (WSCHEMA(CHAR), MQSO_WILDCARD_CHAR), pure.
 
-IBM MQ (reference mq-semantics.md §3.5): a character-wildcard subscription is matched against
-the full topic string, character by character, not level by level:
+IBM MQ (reference docs/mq-semantics.md §3.5): a character-wildcard subscription is matched
+against the full topic string, character by character, not level by level:
 
 - ``*`` matches zero or more characters, ``/`` included (``IBM/*/Results`` matches
   ``IBM/Patents/Software/Results``; ``Prices*Apples`` matches ``Prices/Fruit/Apples``);

@@ -1,7 +1,8 @@
 """Proxy-subscription bookkeeping (pure): which proxies a node must hold at which peers, and
 which peers a host must forward a publication to.
 
-Subscribing side (``ProxyPlanner``), reference mq-semantics.md §2.1, §2.2, §3.3-§3.5:
+Subscribing side (``ProxyPlanner``), reference docs/mq-semantics.md §2.1, §2.2,
+§3.3-§3.5:
 
 - Local subscriptions are aggregated: one proxy per distinct *proxy topic string* per
   destination peer, created with the first local subscription that needs it and withdrawn with

@@ -27,7 +27,7 @@ Ops (version 1):
 - ``alter_topic`` name qmgr [attrs] [descr] [clroute] [cluster] [topic_str].
 - ``delete_topic`` name qmgr.
 
-Rules (reference mq-semantics.md §1, §2):
+Rules (reference docs/mq-semantics.md §1, §2):
 
 - All clustered definitions of one object name must have the same CLROUTE; a define that
   disagrees with an existing copy on another queue manager is rejected with

@@ -1,7 +1,7 @@
 """Delivery plan for one publication at one node (pure).
 
 ``plan_publication`` says whether node X hands a publication to its own subscriptions and to
-which peers it sends one copy each (reference mq-semantics.md §2, the topic-host-routing seed).
+which peers it sends one copy each (reference docs/mq-semantics.md §2, §2.4, §2.5).
 Inputs: X's ``ClusterTopology``, the proxies X has received (``ProxyTable``), the route
 fingerprint list the publication carries (the nodes it has passed through, origin first, X not
 yet added), why a peer sent it to X (``Purpose``), the workload balancer and X's channel

@@ -1,6 +1,6 @@
 """Topic object attributes: names, kinds, allowed values and SYSTEM.BASE.TOPIC defaults (pure).
 
-Three kinds of attribute (reference mq-semantics.md §3.2):
+Three kinds of attribute (reference docs/mq-semantics.md §3.2):
 
 - ASPARENT-style (``INHERITED_ATTRS``): ``ASPARENT`` (the value when missing) means "take it from
   the closest administered node above".

@@ -1,6 +1,6 @@
 """Administered topic objects and attribute resolution over the topic tree (pure).
 
-Resolution (reference mq-semantics.md §3.2), for a topic string T:
+Resolution (reference docs/mq-semantics.md §3.2), for a topic string T:
 
 - The *chain* of T is every administered object whose TOPICSTR is a level-prefix of T (``Sport``
   is above ``Sport/Football``, not above ``Sports``), nearest first, ending with

@@ -1,6 +1,6 @@
 """Topic strings: levels, validation and the topic-based wildcard scheme (pure).
 
-Rules (reference mq-semantics.md §3.1, §3.5):
+Rules (reference docs/mq-semantics.md §3.1, §3.5):
 
 - ``/`` separates levels; matching is case-sensitive; ``/a`` and ``a`` are different topics
   (``/a`` has an empty first level). Empty levels (``a//b``) are legal, just discouraged.

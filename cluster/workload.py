@@ -2,10 +2,10 @@
 
 When a publication on a queue manager that does not host a TOPICHOST-routed topic must be sent
 to one of the hosts, the choice is the one MQ makes for clustered queues (reference
-mq-semantics.md §2.3). Topic objects carry no CLWL attributes, so what the algorithm sees of a
-host is its cluster-receiver channel attributes (CLWLRANK, CLWLPRTY, CLWLWGHT, NETPRTY, kept on
-its CLUSQMGR record), its SUSPEND state, the PUB attribute of its copy of the topic definition,
-and the status of the channel from this node to it. The steps, in order:
+docs/mq-semantics.md §2.3). Topic objects carry no CLWL attributes, so what the algorithm
+sees of a host is its cluster-receiver channel attributes (CLWLRANK, CLWLPRTY, CLWLWGHT,
+NETPRTY, kept on its CLUSQMGR record), its SUSPEND state, the PUB attribute of its copy of the
+topic definition, and the status of the channel from this node to it. The steps, in order:
 
 1. drop hosts whose definition is PUB(DISABLED) ("publications are not routed through a host
    whose definition is PUB(DISABLED)");
@@ -24,7 +24,7 @@ and the status of the channel from this node to it. The steps, in order:
 Steps MQ has that do not apply to topics: CLWLUSEQ (a queue attribute), "already sent to" (for
 cluster PCF flows only) and CLWLMRUC (default 999 999 999, i.e. no limit: not modelled).
 
-Choices where MQ leaves it open (documented in the README):
+Choices where MQ leaves it open:
 
 - LRU state is kept per *group* (the node uses the topic object name), because MQ resets the
   factors when the destination set or their attributes change, and different topics have

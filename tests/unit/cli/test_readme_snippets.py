@@ -1,4 +1,4 @@
-"""The README's rule-language snippet runs as written."""
+"""The snippets of the README and of docs/servicebus.md run as written."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[3] / "README.md"
+SERVICEBUS_DOC = README.parent / "docs" / "servicebus.md"
 
 
 def _section(text: str, heading: str) -> str:
@@ -19,9 +20,11 @@ def _python_blocks(section: str) -> list[str]:
 
 
 def test_rule_language_snippet_runs() -> None:
-    blocks = _python_blocks(_section(README.read_text(), "## The Service Bus rule language"))
+    blocks = _python_blocks(
+        _section(SERVICEBUS_DOC.read_text(), "## The Service Bus rule language")
+    )
     assert len(blocks) == 1
-    exec(compile(blocks[0], "README.md:rule-language", "exec"), {"__name__": "readme"})
+    exec(compile(blocks[0], "docs/servicebus.md:rule-language", "exec"), {"__name__": "readme"})
 
 
 def test_sdk_snippet_uses_the_address_of_the_node_it_shows() -> None:
