@@ -58,9 +58,9 @@ Choices where MQ leaves it open:
   the name, the QMID or both.
 - Removing a member (leave or FORCEREMOVE) also removes the topic definitions it hosts: a
   removed queue manager must stop being a routing candidate at once.
-- The 10-second "ignore rejoin after FORCEREMOVE" window needs a clock; the node enforces it
-  before proposing a join. Record expiry (30/60/90 days) is likewise the node's job: it proposes
-  ``force_remove`` for members whose ``last_seen`` is too old.
+- MQ's 10-second "ignore rejoin after FORCEREMOVE" window and its record expiry (30/60/90
+  days) need a clock, so they are not rules here; the node applies neither: a record stays
+  until its member leaves or is removed.
 - A PR must see (``partial_view``): every topic definition, its own record, every FR, the member
   record of every queue manager hosting a definition, and any members it asked about
   (``interests``, e.g. subscribers that sent a host proxies). If any DIRECT definition exists,
