@@ -26,8 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from qmgr.cli.launch import Launched, start_node  # noqa: E402
 from qmgr.client import OutgoingMessage, QueueManagerClient  # noqa: E402
+from qmgr.launcher.launch import Launched, start_node  # noqa: E402
 from qmgr.security import pki  # noqa: E402
 from qmgr.security.files import write_private  # noqa: E402
 from qmgr.security.users import User, Users, hash_password  # noqa: E402

@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from qmgr.cli.launch import start_node  # noqa: E402
 from qmgr.client import OutgoingMessage, QueueManagerClient  # noqa: E402
+from qmgr.launcher.launch import start_node  # noqa: E402
 
 BATCH = 100
 PAYLOAD = b"x" * 100

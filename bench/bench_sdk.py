@@ -275,7 +275,7 @@ def main() -> None:
         return
 
     sys.path.insert(0, str(ROOT))
-    from qmgr.cli.launch import start_node
+    from qmgr.launcher.launch import start_node
 
     print(
         f"SDK benchmark: {args.messages:,} "

@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from qmgr.cli.launch import start_node  # noqa: E402
 from qmgr.client import QueueManagerClient  # noqa: E402
+from qmgr.launcher.launch import start_node  # noqa: E402
 from qmgr.servicebus.message import SbMessage  # noqa: E402
 
 PAYLOAD = b"x" * 100

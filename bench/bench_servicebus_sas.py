@@ -29,7 +29,7 @@ from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 from azure.servicebus.management import ServiceBusAdministrationClient  # noqa: E402
 from bench_servicebus_wire import measure, send_all, settle_all, show  # noqa: E402
 
-from qmgr.cli.launch import start_node  # noqa: E402
+from qmgr.launcher.launch import start_node  # noqa: E402
 
 KEY_NAME, KEY = "RootManageSharedAccessKey", "bench-key-0123456789"
 

@@ -33,8 +33,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from qmgr.cli.launch import start_node  # noqa: E402
 from qmgr.client import QueueManagerClient  # noqa: E402
+from qmgr.launcher.launch import start_node  # noqa: E402
 
 BODY = b"x" * 100
 BATCH = 100

@@ -28,8 +28,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from qmgr.cli.launch import start_node
 from qmgr.client import OutgoingMessage, QueueManagerClient, StreamPublisher
+from qmgr.launcher.launch import start_node
 from qmgr.security.files import generate_secret
 from qmgr.security.keys import member_secret
 

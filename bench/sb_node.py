@@ -15,7 +15,7 @@ from pathlib import Path
 
 from azure.servicebus.management import ServiceBusAdministrationClient
 
-from qmgr.cli.launch import Launched, start_node
+from qmgr.launcher.launch import Launched, start_node
 
 
 @dataclass

@@ -1,10 +1,11 @@
 """`qmgr cluster up/status/restart/down/compose`: a whole cluster on this machine as `qmgr start`
-processes, described by a topology file (:mod:`qmgr.cli.topology`).
+processes, described by a topology file (:mod:`qmgr.launcher.topology`).
 
-The parts: what a cluster keeps on disk (:mod:`qmgr.cli.cluster_state`), starting and stopping
-its nodes (:mod:`qmgr.cli.cluster_launch`), each node's MQSC (:mod:`qmgr.cli.cluster_mqsc`),
-what `up` and `status` print (:mod:`qmgr.cli.cluster_status`) and the docker compose files
-(:mod:`qmgr.cli.compose`).
+The parts: what a cluster keeps on disk (:mod:`qmgr.launcher.cluster_state`), starting and
+stopping its nodes (:mod:`qmgr.launcher.cluster_launch`), each node's MQSC
+(:mod:`qmgr.launcher.cluster_mqsc`), what `up` and `status` print (:mod:`qmgr.cli.cluster_status`)
+and the docker compose files (:mod:`qmgr.launcher.compose`). The launcher's errors become
+click's at :mod:`qmgr.cli.edge`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from pathlib import Path
 
 import click
 
-from qmgr.cli.cluster_launch import (
+from qmgr.cli.cluster_status import collect_status, print_status, print_summary, wide_console
+from qmgr.cli.edge import LaunchGroup
+from qmgr.launcher.cluster_launch import (
     Launch,
     StartFailure,
     abort,
@@ -30,9 +33,9 @@ from qmgr.cli.cluster_launch import (
     state_of,
     stop_nodes,
 )
-from qmgr.cli.cluster_mqsc import MqscFailure, apply_all_mqsc
-from qmgr.cli.cluster_secrets import prepare, private_files
-from qmgr.cli.cluster_state import (
+from qmgr.launcher.cluster_mqsc import MqscFailure, apply_all_mqsc
+from qmgr.launcher.cluster_secrets import prepare, private_files
+from qmgr.launcher.cluster_state import (
     clear_state,
     find_cluster,
     node_alive,
@@ -41,14 +44,14 @@ from qmgr.cli.cluster_state import (
     state_dir,
     write_state,
 )
-from qmgr.cli.cluster_status import collect_status, print_status, print_summary, wide_console
-from qmgr.cli.compose import ENV_FILE, compose_files, ensure_env_files
-from qmgr.cli.registry import register
-from qmgr.cli.topology import DEFAULT_SOURCE, Topology, TopologyError, load_topology
+from qmgr.launcher.compose import ENV_FILE, compose_files, ensure_env_files
+from qmgr.launcher.errors import ClusterRunningError, NodeStartError
+from qmgr.launcher.registry import register
+from qmgr.launcher.topology import DEFAULT_SOURCE, Topology, TopologyError, load_topology
 from qmgr.security.files import SecretError
 
 
-@click.group()
+@click.group(cls=LaunchGroup)
 def cluster() -> None:
     """Run a whole cluster on this machine (processes on loopback), described by a topology
     file; or generate the same cluster as docker compose files."""
@@ -107,7 +110,7 @@ def _up(topology: Topology, source: str, timeout: float) -> None:
     if old is not None:
         running = [n.name for n in old.nodes if node_alive(n.pid, n.name)]
         if running:
-            raise click.ClickException(
+            raise ClusterRunningError(
                 f"cluster {topology.cluster} is already up ({', '.join(running)} running); "
                 "stop it first with: qmgr cluster down --cluster " + topology.cluster
             )
@@ -132,13 +135,13 @@ def _up(topology: Topology, source: str, timeout: float) -> None:
         mqsc_done = apply_all_mqsc(topology, launches, base, console)
     except StartFailure as exc:
         abort(base, launches)
-        raise click.ClickException(
+        raise NodeStartError(
             f"node {exc.launch.spec.name} failed to start: {exc.reason}; every node started "
             f"was stopped. Its log {exc.launch.log} ends with:\n{log_tail(exc.launch)}"
         ) from None
     except MqscFailure as exc:
         abort(base, launches)
-        raise click.ClickException(
+        raise MqscFailure(
             f"MQSC failed, so the cluster was stopped (data and logs kept under {base}):\n{exc}"
         ) from None
     except BaseException:
@@ -201,7 +204,7 @@ def restart(node: str, name: str | None, kill: bool, timeout: float) -> None:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=console) as bar:
             await_ready([launch], timeout, bar, {node: bar.add_task(f"{node} starting", total=1)})
     except StartFailure as exc:
-        raise click.ClickException(
+        raise NodeStartError(
             f"node {node} did not start again: {exc.reason}. Its log {exc.launch.log} ends "
             f"with:\n{log_tail(exc.launch)}"
         ) from None

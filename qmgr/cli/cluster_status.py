@@ -11,10 +11,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from qmgr.cli.cluster_launch import Launch
-from qmgr.cli.cluster_secrets import admin_client_options
-from qmgr.cli.cluster_state import ClusterState, node_alive, state_dir
-from qmgr.cli.topology import Topology
+from qmgr.launcher.cluster_launch import Launch
+from qmgr.launcher.cluster_secrets import admin_client_options
+from qmgr.launcher.cluster_state import ClusterState, node_alive, state_dir
+from qmgr.launcher.topology import Topology
 from qmgr.node.ready import READY_SERVICE
 
 NOTHING_FOUND = {"AMQ8147E", "AMQ8420I"}  # "object not found", "channel status not found"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import sys
 import tempfile
@@ -19,28 +18,12 @@ from typing import Any
 
 import click
 
-from qmgr.cli import demo_cluster
 from qmgr.cli.demo_report import build_report, latencies_by_route
 from qmgr.cli.demo_report import report_json as make_json
 from qmgr.cli.demo_run import PUBLISHER, SUBSCRIPTIONS, DemoRun
-
-
-@contextlib.contextmanager
-def _home_for_nodes(home: Path | None) -> Iterator[None]:
-    """Nodes register themselves under QMGR_HOME; point a throw-away cluster's nodes at their
-    own home so they do not replace the entries of a cluster the user runs."""
-    if home is None:
-        yield
-        return
-    old = os.environ.get("QMGR_HOME")
-    os.environ["QMGR_HOME"] = str(home)
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("QMGR_HOME", None)
-        else:
-            os.environ["QMGR_HOME"] = old
+from qmgr.cli.edge import LaunchCommand
+from qmgr.launcher import cluster_start
+from qmgr.launcher.launch import home_for_nodes
 
 
 @contextlib.contextmanager
@@ -67,7 +50,7 @@ def _console() -> Any:
     return Console() if sys.stdout.isatty() else Console(width=160)
 
 
-@click.command()
+@click.command(cls=LaunchCommand)
 @click.option(
     "--messages",
     default=20_000,
@@ -119,7 +102,7 @@ def demo(
     from rich.markup import escape
 
     from qmgr.cli.demo_render import print_report, write_chart
-    from qmgr.cli.topology import DEFAULT_SOURCE, TopologyError, load_topology
+    from qmgr.launcher.topology import DEFAULT_SOURCE, TopologyError, load_topology
 
     try:
         topology = load_topology(Path(topology_file) if topology_file else None)
@@ -137,10 +120,10 @@ def demo(
         else:
             base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="qmgr-demo-")))
             home = base / "home"
-        stack.enter_context(_home_for_nodes(home))
+        stack.enter_context(home_for_nodes(home))
         stack.enter_context(_sigterm_as_exit())
         if keep:
-            demo_cluster.refuse_running(base)
+            cluster_start.refuse_running(base)
         source = str(Path(topology_file).resolve()) if topology_file else DEFAULT_SOURCE
         run = DemoRun(topology, source, base, console, timeout)
         try:
@@ -160,5 +143,5 @@ def demo(
     why_not = write_chart(Path(chart), report, latencies_by_route(summary["results"]))
     console.print(f"chart not written: {why_not}" if why_not else f"chart written to {chart}")
     if keep:
-        console.print(demo_cluster.kept_message(topology.cluster, base, run.launches))
+        console.print(cluster_start.kept_message(topology.cluster, base, run.launches))
     click.get_current_context().exit(0 if report.ok else 1)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from qmgr.cli.demo_report import Report, loss_verdict
+from qmgr.cli.demo_report import Report
+from qmgr.launcher.verdicts import loss_verdict
 
 
 def _routes_cell(routes: dict[str, int], percent: bool = False) -> str:

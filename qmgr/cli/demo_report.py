@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cluster.topics import topic_matches
+from qmgr.launcher.verdicts import order_verdict
 
 NO_ROUTE = "direct"  # a copy that passed no node between its origin and the receiver
 
@@ -221,43 +222,6 @@ def ordering_note(branches: Iterable[Branch]) -> str:
             f"{b.name} via {through} ({names}): {order_verdict(len(vias), b.out_of_order)}"
         )
     return "; ".join(parts)
-
-
-COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
-
-
-def count_word(n: int) -> str:
-    """``n`` as a word up to nine ("two"), else in digits."""
-    return COUNT_WORDS[n] if 0 <= n < len(COUNT_WORDS) else str(n)
-
-
-def order_verdict(
-    routes: int, out_of_order: int, amount: str | None = None, *, sequenced: bool = False
-) -> str:
-    """Whether order held for the copies of one subscription (or topic branch) that took
-    ``routes`` routes (topic hosts), in the words of both `qmgr demo` and `qmgr load`.
-    ``amount`` says how many were out of order (default: their count; e.g. "49.9%");
-    ``sequenced``: they came through the sequenced-delivery helper."""
-    amount = amount or str(out_of_order)
-    if out_of_order:
-        if routes > 1:
-            return f"{amount} out of order, as {count_word(routes)} hosts do (each publication picks its host)"
-        return f"{amount} out of order"
-    if sequenced:
-        lost = f", which {count_word(routes)} hosts lose" if routes > 1 else ""
-        return f"in order (the sequenced-delivery helper restores each publisher's order{lost})"
-    if routes > 1:
-        return "in order this time (several hosts do not guarantee it)"
-    return "in order (one host keeps order)"
-
-
-def loss_verdict(lost: int, duplicated: int, through: str = "") -> str:
-    """Whether anything acknowledged was lost or duplicated, plainly ("LOST" and "DUPLICATED"
-    in capitals when so); ``through`` ends the all-clear (e.g. "through the kill of HOSTA1")."""
-    if not lost and not duplicated:
-        return " ".join(("nothing lost or duplicated", through)).strip()
-    said = [f"{lost} LOST" if lost else "", f"{duplicated} DUPLICATED" if duplicated else ""]
-    return ", ".join(x for x in said if x)
 
 
 def latencies_by_route(results: Iterable[SubscriptionResult]) -> dict[str, list[float]]:

@@ -12,8 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from qmgr.cli import demo_cluster
 from qmgr.cli.demo_report import Receipt, SubscriptionResult
+from qmgr.launcher import cluster_start
 
 PUBLISHER = "PUB1"
 SUBSCRIPTIONS = (("SUB1", "Prices/#"), ("SUB1", "Orders/#"), ("SUB2", "Prices/Fruit/+"))
@@ -88,26 +88,6 @@ class Receiver(threading.Thread):
         return SubscriptionResult(self.node, self.pattern, list(self.receipts), self.foreign)
 
 
-def progress_display(console: Any) -> Any:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    return Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    )
-
-
 class DemoRun:
     """One demo run: cluster, clients, subscriptions, load."""
 
@@ -119,7 +99,7 @@ class DemoRun:
         self.base = base
         self.console = console
         self.timeout = timeout
-        self.launches: list[demo_cluster.Launch] = []
+        self.launches: list[cluster_start.Launch] = []
         self.clients: dict[str, Any] = {}
         self.receivers: list[Receiver] = []
         self.publisher_id = f"demo-{uuid.uuid4().hex[:8]}"
@@ -133,8 +113,8 @@ class DemoRun:
             f"{len(self.topology.nodes)} nodes, state in {self.base}"
         )
         started = time.monotonic()
-        with progress_display(console) as progress:
-            demo_cluster.start(self.topology, self.base, self.launches, progress, self.timeout)
+        with cluster_start.progress_display(console) as progress:
+            cluster_start.start(self.topology, self.base, self.launches, progress, self.timeout)
             for x in self.launches:
                 self.clients[x.spec.name] = QueueManagerClient(x.address, timeout=10)
             self._wait_topics(progress)
@@ -146,7 +126,7 @@ class DemoRun:
             self._wait_proxies(progress)
         ready_s = time.monotonic() - started
         console.print(f"cluster ready in {ready_s:.1f} s; publishing {messages} from {PUBLISHER}")
-        with progress_display(console) as progress:
+        with cluster_start.progress_display(console) as progress:
             sent, publish_s, accepted = self._publish(messages, progress)
             self._drain(sent, progress)
         results = [r.finish() for r in self.receivers]
@@ -169,26 +149,27 @@ class DemoRun:
         return {"results": results, "sent": sent, "title": title, "meta": meta}
 
     def _wait_topics(self, progress: Any) -> None:
-        topics = demo_cluster.clustered_topics(self.topology)
+        topics = cluster_start.clustered_topics(self.topology)
         wanted = [(t.name, t.node) for t in topics]
         checks = {
-            name: demo_cluster.knows_topics(client, wanted) for name, client in self.clients.items()
+            name: cluster_start.knows_topics(client, wanted)
+            for name, client in self.clients.items()
         }
-        demo_cluster.wait_until(
+        cluster_start.wait_until(
             "clustered topics known on every node", checks, progress, self.timeout
         )
 
     def _wait_proxies(self, progress: Any) -> None:
-        topics = demo_cluster.clustered_topics(self.topology)
+        topics = cluster_start.clustered_topics(self.topology)
         wanted: dict[str, set[tuple[str, str]]] = {}
         for node, pattern in SUBSCRIPTIONS:
-            for holder in demo_cluster.proxy_holders(topics, pattern, PUBLISHER):
+            for holder in cluster_start.proxy_holders(topics, pattern, PUBLISHER):
                 wanted.setdefault(holder, set()).add((node, pattern))
         checks = {
-            name: demo_cluster.holds_proxies(self.clients[name], want)
+            name: cluster_start.holds_proxies(self.clients[name], want)
             for name, want in sorted(wanted.items())
         }
-        demo_cluster.wait_until("proxy subscriptions on the hosts", checks, progress, self.timeout)
+        cluster_start.wait_until("proxy subscriptions on the hosts", checks, progress, self.timeout)
 
     def _publish(
         self, messages: int, progress: Any
@@ -275,11 +256,11 @@ class DemoRun:
                 client.close()
         if keep:
             if self.launches:
-                from qmgr.cli.cluster_state import write_state
+                from qmgr.launcher.cluster_state import write_state
 
-                state = demo_cluster.state(self.topology, self.source, self.launches)
+                state = cluster_start.state(self.topology, self.source, self.launches)
                 write_state(self.base, state)
             return
         if self.launches:
             with self.console.status(f"stopping {len(self.launches)} nodes"):
-                demo_cluster.stop(self.base, self.launches)
+                cluster_start.stop(self.base, self.launches)

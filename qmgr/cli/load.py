@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from qmgr.cli.edge import LaunchCommand
+
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -116,7 +118,7 @@ def _stop_spark(spark: Any, interrupted: bool) -> None:
         spark.stop()
 
 
-@click.command()
+@click.command(cls=LaunchCommand)
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
 @click.option(
     "--master",

@@ -12,7 +12,8 @@ from typing import Any
 import click
 
 from qmgr.cli.auth import Access, auth, client_options
-from qmgr.cli.registry import register, resolve, unregister
+from qmgr.cli.edge import LaunchGroup
+from qmgr.launcher.registry import register, resolve, unregister
 
 
 def _client(node: str, access: Access) -> Any:
@@ -26,7 +27,7 @@ def _fail(exc: Exception) -> click.ClickException:
     return click.ClickException(str(exc))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LaunchGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="qmgr")
 def cli() -> None:
     """qmgr: an emulator of IBM MQ-style clustered publish/subscribe."""

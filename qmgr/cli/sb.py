@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 import click
 
 from qmgr.cli.auth import Access, client_options
-from qmgr.cli.registry import resolve
+from qmgr.launcher.registry import resolve
 from qmgr.servicebus.entities import (
     CORRELATION_FIELDS,
     MAX_TIMESPAN,

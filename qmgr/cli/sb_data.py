@@ -29,8 +29,8 @@ from typing import Any, TypeVar
 
 import click
 
-from qmgr.cli.registry import resolve_servicebus
 from qmgr.cli.sb import _console, _time, name_value, output_option, sb
+from qmgr.launcher.registry import resolve_servicebus
 from qmgr.servicebus.entities import parse_duration
 from qmgr.servicebus.errors import ServiceBusError as NamespaceError
 from qmgr.servicebus.sas import KeysFileError, Right, SasKeys, parse_keys

@@ -166,29 +166,29 @@ def _quote(text: str) -> str:
 def wait_for_routes(nodes: Nodes, scenario: Scenario, progress: Any, timeout: float) -> None:
     """Until every node knows the clustered topics and every topic host (or, for direct
     routing, every publishing node) holds the proxies of the MQ subscriptions."""
-    from qmgr.cli import demo_cluster
+    from qmgr.launcher import cluster_start
 
-    topics = demo_cluster.clustered_topics(nodes.topology)
+    topics = cluster_start.clustered_topics(nodes.topology)
     wanted = [(t.name, t.node) for t in topics]
     checks = {
-        name: demo_cluster.knows_topics(nodes.client(name), wanted)
+        name: cluster_start.knows_topics(nodes.client(name), wanted)
         for name in sorted(nodes.addresses)
     }
-    demo_cluster.wait_until("clustered topics known on every node", checks, progress, timeout)
+    cluster_start.wait_until("clustered topics known on every node", checks, progress, timeout)
     holders: dict[str, set[tuple[str, str]]] = {}
     for sub in scenario.subscriptions:
         if sub.kind != "mq":
             continue
         for publisher in scenario.load.nodes:
-            for holder in demo_cluster.proxy_holders(topics, sub.topic, publisher):
+            for holder in cluster_start.proxy_holders(topics, sub.topic, publisher):
                 if holder != sub.node:
                     holders.setdefault(holder, set()).add((sub.node, sub.topic))
     proxies = {
-        name: demo_cluster.holds_proxies(nodes.client(name), want)
+        name: cluster_start.holds_proxies(nodes.client(name), want)
         for name, want in sorted(holders.items())
     }
     if proxies:
-        demo_cluster.wait_until("proxy subscriptions in place", proxies, progress, timeout)
+        cluster_start.wait_until("proxy subscriptions in place", proxies, progress, timeout)
 
 
 # -- stage 1: inject ------------------------------------------------------------------------------
@@ -587,8 +587,8 @@ def _groups(scenarios: Sequence[Scenario]) -> list[list[Scenario]]:
 def _cluster(
     group: list[Scenario], options: JobOptions, state: Path, progress: Any
 ) -> Iterator[Nodes]:
-    from qmgr.cli.demo_cluster import refuse_running
-    from qmgr.cli.topology import TopologyError, load_topology
+    from qmgr.launcher.cluster_start import refuse_running
+    from qmgr.launcher.topology import TopologyError, load_topology
 
     try:
         topology = load_topology(group[0].topology)
@@ -671,11 +671,11 @@ def run_scenarios(
 @contextlib.contextmanager
 def _home() -> Iterator[None]:
     """Nodes the job starts register under a home of their own (not the user's ~/.qmgr)."""
-    from qmgr.cli.demo import _home_for_nodes
+    from qmgr.launcher.launch import home_for_nodes
 
     with (
         tempfile.TemporaryDirectory(prefix="qmgr-load-home-") as home,
-        _home_for_nodes(Path(home)),
+        home_for_nodes(Path(home)),
     ):
         yield
 

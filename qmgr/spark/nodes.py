@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qmgr.cli import demo_cluster
-from qmgr.cli.cluster_launch import Launch, StartFailure, await_ready, log_tail, spawn
-from qmgr.cli.cluster_secrets import private_files
-from qmgr.cli.cluster_state import find_cluster, node_alive, saved_addresses
-from qmgr.cli.topology import Topology
 from qmgr.client import QueueManagerClient
+from qmgr.launcher import cluster_start
+from qmgr.launcher.cluster_launch import Launch, StartFailure, await_ready, log_tail, spawn
+from qmgr.launcher.cluster_secrets import private_files
+from qmgr.launcher.cluster_state import find_cluster, node_alive, saved_addresses
+from qmgr.launcher.errors import StateError, WaitTimeout
+from qmgr.launcher.topology import Topology
 from qmgr.spark.containers import ComposeContainers, EngineError
 
 CLIENT_TIMEOUT = 20.0
@@ -107,9 +108,7 @@ class Nodes:
 
     def _start_container(self, name: str, progress: Any, timeout: float) -> None:
         """``docker start`` node ``name``'s container and wait until the node is ready."""
-        import click
-
-        from qmgr.cli.health import check
+        from qmgr.launcher.health import check
         from qmgr.node.ready import READY_SERVICE
 
         assert self.containers is not None
@@ -119,14 +118,14 @@ class Nodes:
             raise ClusterError(f"cannot start node {name}'s container again: {exc}") from None
         address = self.addresses[name]
         try:
-            demo_cluster.wait_until(
+            cluster_start.wait_until(
                 f"{name} restarting",
                 {name: lambda: check(address, READY_SERVICE) == "SERVING"},
                 progress,
                 timeout,
             )
-        except click.ClickException as exc:
-            raise ClusterError(exc.message) from None
+        except WaitTimeout as exc:
+            raise ClusterError(str(exc)) from None
         self._forget_client(name)
 
     def _forget_client(self, name: str) -> None:
@@ -145,16 +144,16 @@ class Nodes:
         self._close_clients()
         if self.base is None or not self.launches:
             return ""
-        from qmgr.cli.cluster_state import write_state
+        from qmgr.launcher.cluster_state import write_state
 
-        write_state(self.base, demo_cluster.state(self.topology, source, self.launches))
-        return demo_cluster.kept_message(self.topology.cluster, self.base, self.launches)
+        write_state(self.base, cluster_start.state(self.topology, source, self.launches))
+        return cluster_start.kept_message(self.topology.cluster, self.base, self.launches)
 
     def close(self) -> None:
         """Close the clients; stop the nodes if the job started them."""
         self._close_clients()
         if self.base is not None and self.launches:
-            demo_cluster.stop(self.base, self.launches)
+            cluster_start.stop(self.base, self.launches)
             self.launches = []
 
 
@@ -166,9 +165,9 @@ def start_nodes(topology: Topology, base: Path, progress: Any, timeout: float) -
         raise ClusterError("the load job does not run topologies with tls = true")
     launches: list[Launch] = []
     try:
-        demo_cluster.start(topology, base, launches, progress, timeout)
+        cluster_start.start(topology, base, launches, progress, timeout)
     except BaseException:
-        demo_cluster.stop(base, launches)
+        cluster_start.stop(base, launches)
         raise
     return Nodes(
         topology=topology,
@@ -192,7 +191,7 @@ def compose_addresses(
     ``QMGR_PUBLISH_ADDRESS``, ``QMGR_PORT_NODE``, ``QMGR_SB_PORT_NODE`` and defaults as the
     compose file) or, inside the compose network (``QMGR_COMPOSE_NETWORK=1``, as the compose
     file's load service has it), the service name and the container's own port."""
-    from qmgr.cli.compose import (
+    from qmgr.launcher.compose import (
         IN_NETWORK_VAR,
         PUBLISH_ADDRESS,
         PUBLISH_ADDRESS_VAR,
@@ -246,7 +245,7 @@ def compose_nodes(
 def _compose_containers(env: Mapping[str, str]) -> ComposeContainers:
     """The compose project's containers, for a kill fault: only from inside the compose
     network, through the engine's socket the load service mounts."""
-    from qmgr.cli.compose import IN_NETWORK_VAR, LOAD_SERVICE
+    from qmgr.launcher.compose import IN_NETWORK_VAR, LOAD_SERVICE
 
     if env.get(IN_NETWORK_VAR) != "1":
         raise ClusterError(
@@ -267,12 +266,10 @@ def _compose_containers(env: Mapping[str, str]) -> ComposeContainers:
 def attach_nodes(cluster: str, topology: Topology) -> Nodes:
     """The running cluster ``cluster`` (started by ``qmgr cluster up``); it must have every
     node of ``topology`` running."""
-    import click
-
     try:
         _, state = find_cluster(cluster)
-    except click.ClickException as exc:
-        raise ClusterError(exc.message) from None
+    except StateError as exc:
+        raise ClusterError(str(exc)) from None
     if state.tls:
         raise ClusterError("the load job does not run on clusters with TLS")
     running = {n.name: n for n in state.nodes if node_alive(n.pid, n.name)}

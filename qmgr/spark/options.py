@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from qmgr.cli.registry import resolve
+from qmgr.launcher.registry import resolve
 
 SESSION_MODES = ("none", "all", "sequenced")
 SESSION_RECEIVERS = 4  # Service Bus sessions one read holds at once (over all its partitions)

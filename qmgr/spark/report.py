@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qmgr.cli.demo_report import loss_verdict, order_verdict
+from qmgr.launcher.verdicts import loss_verdict, order_verdict
 from qmgr.spark.metrics import ALL, METRIC_COLUMNS
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def console() -> Any:
 
 
 def progress(out: Any) -> Any:
-    from qmgr.cli.demo_run import progress_display
+    from qmgr.launcher.cluster_start import progress_display
 
     return progress_display(out)
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from qmgr.cli.topology import ProblemsError, TopologyError, _kind, load_topology
+from qmgr.launcher.topology import ProblemsError, TopologyError, _kind, load_topology
 from qmgr.spark.options import MAX_PARTITIONS
 
 # Names of the properties the job gives every injected message (the contract of the load job).

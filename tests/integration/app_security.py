@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from qmgr.cli.launch import Launched, qmgr_command, start_node
+from qmgr.launcher.launch import Launched, qmgr_command, start_node
 from qmgr.security import pki
 
 QMGR = qmgr_command()[0]

@@ -11,9 +11,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from qmgr.cli.cluster_launch import free_ports
 from qmgr.client import QueueManagerClient
 from qmgr.client.sync import Subscription
+from qmgr.launcher.cluster_launch import free_ports
 from qmgr.security.files import generate_secret
 from qmgr.security.keys import member_secret
 from tests.integration.conftest import NodeProcess
@@ -60,7 +60,7 @@ class ClusterNode(NodeProcess):
         self._client: QueueManagerClient | None = None
 
     def start(self, timeout: float = 40.0) -> str:
-        from qmgr.cli.launch import start_node
+        from qmgr.launcher.launch import start_node
 
         launched = start_node(
             self.name,

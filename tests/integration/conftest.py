@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from qmgr.cli.launch import qmgr_command, start_node
 from qmgr.client import QueueManagerClient
+from qmgr.launcher.launch import qmgr_command, start_node
 
 QMGR = qmgr_command()[0]
 

@@ -17,9 +17,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from qmgr.cli.launch import Launched
 from qmgr.client import AsyncQueueManagerClient, MQClientError, QueueManagerClient
 from qmgr.client.connect import call_metadata
+from qmgr.launcher.launch import Launched
 from tests.integration.app_security import QMGR, Nodes, add_user, make_certs, nodes, qmgr
 
 __all__ = ["nodes"]

@@ -584,8 +584,8 @@ SB_CONFIG = {
 def test_cluster_up_starts_a_namespace_and_records_its_address(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from qmgr.cli.cluster_state import read_state, state_dir
-    from qmgr.cli.launch import qmgr_command
+    from qmgr.launcher.cluster_state import read_state, state_dir
+    from qmgr.launcher.launch import qmgr_command
 
     home = tmp_path / "home"
     monkeypatch.setenv("QMGR_HOME", str(home))

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import qmgr.cli.cluster_launch as cluster_launch
+import qmgr.launcher.cluster_launch as cluster_launch
 from qmgr.cli.cluster import cluster
-from qmgr.cli.cluster_secrets import (
+from qmgr.launcher.cluster_secrets import (
     ADMIN,
     MEMBER_FILE,
     PKI_DIR,
@@ -30,8 +30,8 @@ from qmgr.cli.cluster_secrets import (
     admin_client_options,
     cert_files,
 )
-from qmgr.cli.cluster_state import node_alive, pid_alive
-from qmgr.cli.launch import qmgr_command
+from qmgr.launcher.cluster_state import node_alive, pid_alive
+from qmgr.launcher.launch import qmgr_command
 from qmgr.security.files import read_secret, write_private
 from qmgr.security.keys import member_secret
 from qmgr.security.pki import client_name, member_name

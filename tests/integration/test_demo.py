@@ -8,8 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from qmgr.cli.cluster_state import pid_alive
-from qmgr.cli.launch import qmgr_command
+from qmgr.launcher.cluster_state import pid_alive
+from qmgr.launcher.launch import qmgr_command
 
 
 def test_demo_delivers_everything_once_through_both_prices_hosts(tmp_path: Path) -> None:

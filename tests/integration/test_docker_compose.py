@@ -33,11 +33,11 @@ pytest.importorskip("azure.servicebus")
 
 from azure.servicebus import ServiceBusClient, ServiceBusMessage  # noqa: E402
 
-from qmgr.cli.compose import published_ports  # noqa: E402
-from qmgr.cli.demo_cluster import holds_proxies, knows_topics  # noqa: E402
-from qmgr.cli.health import check  # noqa: E402
-from qmgr.cli.topology import load_topology  # noqa: E402
 from qmgr.client import QueueManagerClient  # noqa: E402
+from qmgr.launcher.cluster_start import holds_proxies, knows_topics  # noqa: E402
+from qmgr.launcher.compose import published_ports  # noqa: E402
+from qmgr.launcher.health import check  # noqa: E402
+from qmgr.launcher.topology import load_topology  # noqa: E402
 from qmgr.node.ready import READY_SERVICE  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

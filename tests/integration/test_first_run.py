@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from qmgr.cli.cluster_state import pid_alive
-from qmgr.cli.launch import qmgr_command
+from qmgr.launcher.cluster_state import pid_alive
+from qmgr.launcher.launch import qmgr_command
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 QMGR_BIN = Path(qmgr_command()[0]).parent

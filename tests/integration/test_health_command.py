@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 
-from qmgr.cli.health import check
+from qmgr.launcher.health import check
 from qmgr.node.ready import READY_SERVICE
 from tests.integration.conftest import QMGR, NodeProcess
 

@@ -24,7 +24,7 @@ from cryptography.fernet import Fernet
 from pysyncobj.encryptor import getEncryptor
 
 from cluster.repository import Cmd
-from qmgr.cli.launch import start_node
+from qmgr.launcher.launch import start_node
 from qmgr.node import raft_pickle
 from qmgr.security.files import generate_secret, write_private
 from qmgr.security.keys import member_secret, parse_member_secret, raft_password

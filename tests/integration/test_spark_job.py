@@ -157,9 +157,9 @@ def test_a_cluster_started_by_qmgr_cluster_up_is_used_and_left_running(
 ) -> None:
     import subprocess
 
-    from qmgr.cli.cluster_state import read_state, state_dir
-    from qmgr.cli.launch import qmgr_command
     from qmgr.client import QueueManagerClient
+    from qmgr.launcher.cluster_state import read_state, state_dir
+    from qmgr.launcher.launch import qmgr_command
     from qmgr.spark.job import JobError
 
     monkeypatch.setenv("QMGR_HOME", str(tmp_path / "home"))
@@ -213,8 +213,8 @@ def test_a_run_larger_than_the_queues_sizes_them_first(
     bridge's) and every transmission queue; it never lowers one."""
     import subprocess
 
-    from qmgr.cli.launch import qmgr_command
-    from qmgr.cli.topology import load_topology
+    from qmgr.launcher.launch import qmgr_command
+    from qmgr.launcher.topology import load_topology
     from qmgr.spark.job import size_queues, size_transmission_queues
     from qmgr.spark.nodes import attach_nodes
 

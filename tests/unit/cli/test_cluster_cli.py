@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from qmgr.cli.cluster import cluster
-from qmgr.cli.cluster_launch import _below_ephemeral, free_ports, node_args, plan_ports
-from qmgr.cli.cluster_state import (
+from qmgr.launcher.cluster_launch import _below_ephemeral, free_ports, node_args, plan_ports
+from qmgr.launcher.cluster_state import (
     ADDRESSES_FILE,
     ClusterState,
     NodeState,
@@ -25,7 +25,7 @@ from qmgr.cli.cluster_state import (
     state_dir,
     write_state,
 )
-from qmgr.cli.topology import parse_topology, plan_addresses
+from qmgr.launcher.topology import parse_topology, plan_addresses
 
 TOPOLOGY = """
 cluster = "C1"

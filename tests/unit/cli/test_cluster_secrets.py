@@ -8,9 +8,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from click import ClickException
 
-from qmgr.cli.cluster_secrets import (
+from qmgr.launcher.cluster_secrets import (
     ADMIN,
     MEMBER_FILE,
     PKI_DIR,
@@ -23,7 +22,8 @@ from qmgr.cli.cluster_secrets import (
     prepare,
     secret_path,
 )
-from qmgr.cli.topology import parse_topology
+from qmgr.launcher.errors import CredentialsError
+from qmgr.launcher.topology import parse_topology
 from qmgr.security.files import SecretError, read_secret, write_private
 from qmgr.security.keys import member_secret, parse_secret
 from qmgr.security.pki import client_name, member_name
@@ -55,7 +55,7 @@ def test_the_topologys_secret_file_is_used_and_checked(tmp_path: Path) -> None:
     own.write_text("")
     with pytest.raises(SecretError, match="empty"):
         secret_path(topology, tmp_path / "C1")
-    with pytest.raises(ClickException, match="empty"):
+    with pytest.raises(CredentialsError, match="empty"):
         prepare(topology, tmp_path / "C1")
 
 
@@ -165,7 +165,7 @@ def test_a_member_secret_is_refused_as_the_cluster_secret(tmp_path: Path) -> Non
         TOPOLOGY.replace('cluster = "C1"', 'cluster = "C1"\nsecret_file = "own.secret"'),
         directory=tmp_path,
     )
-    with pytest.raises(ClickException, match="holds a member secret: the full repositories"):
+    with pytest.raises(CredentialsError, match="holds a member secret: the full repositories"):
         prepare(topology, tmp_path / "C1")
     assert read_secret(own).startswith("member1:")
 

@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from qmgr.cli.cluster import cluster
-from qmgr.cli.cluster_launch import node_args
-from qmgr.cli.compose import (
+from qmgr.launcher.cluster_launch import node_args
+from qmgr.launcher.compose import (
     CONFIG_MOUNT,
     DOCKER_SOCKET,
     ENV_FILE,
@@ -32,7 +32,7 @@ from qmgr.cli.compose import (
     published_ports,
     to_yaml,
 )
-from qmgr.cli.topology import (
+from qmgr.launcher.topology import (
     NodeAddresses,
     TopologyError,
     load_topology,

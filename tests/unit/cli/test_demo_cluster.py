@@ -4,8 +4,8 @@ branch for TOPICHOST routing, to every member for DIRECT)."""
 
 from __future__ import annotations
 
-from qmgr.cli.demo_cluster import ClusteredTopic, clustered_topics, proxy_holders
-from qmgr.cli.topology import load_topology, parse_topology
+from qmgr.launcher.cluster_start import ClusteredTopic, clustered_topics, proxy_holders
+from qmgr.launcher.topology import load_topology, parse_topology
 
 
 def test_default_topology_defines_prices_on_two_hosts_and_orders_on_one() -> None:

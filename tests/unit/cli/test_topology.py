@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from qmgr.cli.topology import (
+from qmgr.launcher.topology import (
     DEFAULT_DIRECTORY,
     DEFAULT_TOPOLOGY_TOML,
     NodeAddresses,

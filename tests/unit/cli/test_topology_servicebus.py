@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from qmgr.cli.cluster import cluster
-from qmgr.cli.cluster_launch import node_args
-from qmgr.cli.cluster_state import ClusterState, NodeState, read_state, state_dir, write_state
-from qmgr.cli.compose import compose_document, compose_files
-from qmgr.cli.topology import TopologyError, parse_topology, plan_addresses
+from qmgr.launcher.cluster_launch import node_args
+from qmgr.launcher.cluster_state import ClusterState, NodeState, read_state, state_dir, write_state
+from qmgr.launcher.compose import compose_document, compose_files
+from qmgr.launcher.topology import TopologyError, parse_topology, plan_addresses
 
 CONFIG = {
     "UserConfig": {

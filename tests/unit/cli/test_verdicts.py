@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from qmgr.cli.demo_report import count_word, loss_verdict, order_verdict
+from qmgr.launcher.verdicts import count_word, loss_verdict, order_verdict
 
 
 def test_order_verdicts() -> None:

@@ -10,14 +10,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click import ClickException
 from click.testing import CliRunner
 
 from qmgr.cli.cluster import cluster
-from qmgr.cli.cluster_secrets import MEMBER_FILE, PKI_DIR, SECRET_FILE, prepare
-from qmgr.cli.compose import ENV_FILE
-from qmgr.cli.launch import qmgr_command
-from qmgr.cli.topology import parse_topology
+from qmgr.launcher.cluster_secrets import MEMBER_FILE, PKI_DIR, SECRET_FILE, prepare
+from qmgr.launcher.compose import ENV_FILE
+from qmgr.launcher.errors import CredentialsError
+from qmgr.launcher.launch import qmgr_command
+from qmgr.launcher.topology import parse_topology
 from qmgr.security.files import SecretError, private_dir, read_secret, write_private
 
 TOPOLOGY = 'cluster = "C1"\n[[node]]\nname = "FR1"\nrole = "full"\n'
@@ -173,7 +173,7 @@ def test_a_cluster_state_directory_with_planted_links_is_refused(
     base = tmp_path / "C1"
     base.mkdir()
     (base / MEMBER_FILE).symlink_to(victim)
-    with pytest.raises(ClickException, match="is a symbolic link"):
+    with pytest.raises(CredentialsError, match="is a symbolic link"):
         prepare(topology, base)
     _unchanged(victim)
     assert len(read_secret(base / SECRET_FILE)) >= 40  # the secret itself went in its place
@@ -183,6 +183,6 @@ def test_a_cluster_state_directory_with_planted_links_is_refused(
     shared.mkdir()
     shared.chmod(0o755)
     (base / PKI_DIR).symlink_to(shared)
-    with pytest.raises(ClickException, match="is a symbolic link"):
+    with pytest.raises(CredentialsError, match="is a symbolic link"):
         prepare(topology, base)
     assert list(shared.iterdir()) == [] and _mode(shared) == 0o755

@@ -12,12 +12,19 @@ from qmgr.core.clock import ManualClock
 from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.message import Stored
 from qmgr.servicebus.namespace import Namespace
+from qmgr.servicebus.state import resolve
+from qmgr.servicebus.store import MessageStore
 
 
 def token(stored: Stored) -> uuid.UUID:
     """The lock token of a message received in peek-lock mode."""
     assert stored.lock_token is not None
     return stored.lock_token
+
+
+def store_of(ns: Namespace, path: str) -> MessageStore:
+    """The message store behind ``path`` (a queue, subscription or dead-letter queue)."""
+    return resolve(ns._state, path)[1]
 
 
 def fails(code: Code, call: Callable[..., Any], *args: Any, **kw: Any) -> ServiceBusError:

@@ -12,8 +12,7 @@ from qmgr.core.clock import ManualClock
 from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from qmgr.servicebus.store import MessageStore
-from tests.unit.servicebus.conftest import RecordingJournal, replay, token
+from tests.unit.servicebus.conftest import RecordingJournal, replay, store_of, token
 
 PL = ReceiveMode.PEEK_LOCK
 
@@ -34,16 +33,12 @@ class CountingMessages(dict[int, Stored]):
         raise AssertionError("a browse walked every message")
 
 
-def _store(ns: Namespace, path: str) -> MessageStore:
-    return ns._resolve(path)[1]
-
-
 def test_peek_from_a_number_looks_only_at_what_it_returns() -> None:
     ns = Namespace(clock=ManualClock(), journal=RecordingJournal())
     ns.create_queue("q")
     for _ in range(20):
         ns.send("q", [SbMessage(b"x") for _ in range(500)])
-    store = _store(ns, "q")
+    store = store_of(ns, "q")
     store.messages = CountingMessages(store.messages)
     CountingMessages.lookups = 0
     got = ns.peek("q", 9_990, 5)
@@ -79,7 +74,7 @@ def test_peek_agrees_with_a_sorted_walk_through_removals_and_rebuilds() -> None:
     rng = random.Random(4)
     ns = Namespace(clock=ManualClock(), journal=RecordingJournal())
     ns.create_queue("q", QueueProperties(max_delivery_count=1000))
-    store = _store(ns, "q")
+    store = store_of(ns, "q")
     for _ in range(3_000):
         roll = rng.random()
         if roll < 0.45:

@@ -16,7 +16,7 @@ from qmgr.servicebus.errors import ServiceBusError
 from qmgr.servicebus.message import MessageState, SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
 from qmgr.servicebus.store import MessageStore
-from tests.unit.servicebus.conftest import RecordingJournal, replay
+from tests.unit.servicebus.conftest import RecordingJournal, replay, store_of
 
 PATHS = ["q", "q/$DeadLetterQueue", "t/Subscriptions/a", "t/Subscriptions/b"]
 
@@ -41,7 +41,7 @@ def check_marks(ns: Namespace, journal: RecordingJournal, paths: list[str]) -> N
     """The journal's lock marks are the messages locked now."""
     locked = {
         (store.path, s.sequence_number)
-        for store in (ns._resolve(path)[1] for path in paths)
+        for store in (store_of(ns, path) for path in paths)
         for s in store.messages.values()
         if s.lock_token is not None
     }
@@ -54,13 +54,13 @@ def same_after_lock_expiry(
     """A namespace replayed from ``journal`` now (its locks lost to the restart) and ``ns``
     once every lock has expired hold the same messages with the same delivery counts."""
     again = replay(journal, Namespace(clock=clock))
-    assert not any(again._resolve(path)[1].locks for path in paths)
+    assert not any(store_of(again, path).locks for path in paths)
     clock.advance(61)  # past every lock and session lock (the longest: 60 s)
     ns.tick()
     again.tick()
     for path in paths:
         assert content(again, path) == content(ns, path), path
-        check_store(again._resolve(path)[1])
+        check_store(store_of(again, path))
     return again
 
 
@@ -139,7 +139,7 @@ def test_random_operations_keep_the_books(seed: int) -> None:
         except ServiceBusError:
             pass  # lost locks, deferred messages already taken, ...
         for path in PATHS:
-            check_store(ns._resolve(path)[1])
+            check_store(store_of(ns, path))
         check_marks(ns, journal, PATHS)
 
     again = same_after_lock_expiry(ns, journal, clock, PATHS)
@@ -147,7 +147,7 @@ def test_random_operations_keep_the_books(seed: int) -> None:
     clock.advance(1000)
     again.tick()
     for path in PATHS:
-        store = again._resolve(path)[1]
+        store = store_of(again, path)
         active = store.active_count
         got = again.receive(path, 100_000, ReceiveMode.RECEIVE_AND_DELETE)
         assert len(got) == active
@@ -200,7 +200,7 @@ def test_random_session_operations_keep_the_books(seed: int) -> None:
                 held = {k: v for k, v in held.items() if v > clock.now()}
         except ServiceBusError:
             pass
-        store = ns._resolve("s")[1]
+        store = store_of(ns, "s")
         check_store(store)
         per_session = sum(sq.count for sq in store.sessions.values())
         assert per_session == store.active_count + store.deferred_count

@@ -15,7 +15,7 @@ from qmgr.servicebus.entities import (
 from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.message import MessageState, SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import RecordingJournal, token
+from tests.unit.servicebus.conftest import RecordingJournal, store_of, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
@@ -291,6 +291,6 @@ def test_expired_messages_leave_no_trace_behind(ns: Namespace, clock: ManualCloc
     ns.send("q", [SbMessage(time_to_live=1) for _ in range(1000)])
     clock.advance(1)
     ns.tick()
-    _, store = ns._resolve("q")
+    store = store_of(ns, "q")
     assert (len(store.messages), len(store.fresh), len(store.ttl_heap)) == (0, 0, 0)
     assert ns.next_deadline() is None

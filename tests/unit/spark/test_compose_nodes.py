@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from qmgr.cli.topology import load_topology
+from qmgr.launcher.topology import load_topology
 from qmgr.spark.containers import ComposeContainers, EngineError, socket_path
 from qmgr.spark.nodes import ClusterError, compose_addresses, compose_nodes
 

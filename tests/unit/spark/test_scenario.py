@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from qmgr.cli.topology import NODE_KEYS
+from qmgr.launcher.topology import NODE_KEYS
 from qmgr.spark.scenario import Kill, ScenarioError, load_scenario, parse_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"

@@ -1,5 +1,5 @@
 """Each node's MQSC from the topology, run once per node data: the commands already applied
-are recorded next to the data (:func:`qmgr.cli.cluster_state.mqsc_marker`) and skipped on the
+are recorded next to the data (:func:`qmgr.launcher.cluster_state.mqsc_marker`) and skipped on the
 next ``up`` of the same data."""
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from qmgr.cli.cluster_launch import Launch
-from qmgr.cli.cluster_secrets import admin_client_options
-from qmgr.cli.cluster_state import mqsc_marker
-from qmgr.cli.topology import NodeSpec, Topology, mqsc_commands
+from qmgr.launcher.cluster_launch import Launch
+from qmgr.launcher.cluster_secrets import admin_client_options
+from qmgr.launcher.cluster_state import mqsc_marker
+from qmgr.launcher.errors import LaunchError
+from qmgr.launcher.topology import NodeSpec, Topology, mqsc_commands
 
 
-class MqscFailure(Exception):
+class MqscFailure(LaunchError):
     """A command failed: the message names the node, the command and the answer."""
 
 

@@ -23,8 +23,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from qmgr.cli.cluster_state import file_name
-from qmgr.cli.topology import NodeSpec, Topology
+from qmgr.launcher.cluster_state import file_name
+from qmgr.launcher.errors import CredentialsError
+from qmgr.launcher.topology import NodeSpec, Topology
 from qmgr.security.files import (
     SecretError,
     generate_secret,
@@ -149,14 +150,12 @@ def private_files() -> Iterator[None]:
 def prepare(topology: Topology, base: Path) -> Path:
     """Everything a cluster's nodes need before they start, in a private state directory: the
     cluster secret (its file is returned), the member secret and the certificates.
-    ClickException when the secret cannot be used."""
-    import click
-
+    CredentialsError when the secret cannot be used."""
     try:
         private_dir(base)
         path = secret_path(topology, base)
         member_secret_path(topology, base)
         ensure_pki(topology, base)
     except SecretError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CredentialsError(str(exc)) from None
     return path

@@ -1,4 +1,4 @@
-"""docker compose files for a topology (:mod:`qmgr.cli.topology`): ``docker-compose.yml`` with
+"""docker compose files for a topology (:mod:`qmgr.launcher.topology`): ``docker-compose.yml`` with
 one service per node (the arguments ``qmgr cluster up`` gives it, its ports published on the
 host), a ``mqsc-init`` service and the Spark load job behind the profile ``load`` (on the
 compose nodes, by service name; a kill fault through the Docker engine's socket it mounts);
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qmgr.cli.topology import NodeAddresses, NodeSpec, Topology, TopologyError, mqsc_commands
+from qmgr.launcher.topology import NodeAddresses, NodeSpec, Topology, TopologyError, mqsc_commands
 from qmgr.security.files import SecretError, generate_secret, read_secret, write_private
 from qmgr.security.keys import SecretFormatError, member_secret
 
@@ -116,9 +116,9 @@ def published_ports(topology: Topology) -> list[Published]:
 
 def node_command(topology: Topology, spec: NodeSpec) -> list[str]:
     """The container's command: `qmgr` and the arguments `qmgr cluster up` gives the node
-    (:func:`qmgr.cli.cluster_launch.node_args`) with container addresses (host names = node
+    (:func:`qmgr.launcher.cluster_launch.node_args`) with container addresses (host names = node
     names), the data volume, and the Config.json where the compose file mounts it."""
-    from qmgr.cli.cluster_launch import node_args
+    from qmgr.launcher.cluster_launch import node_args
 
     plan = {
         n.name: NodeAddresses(

@@ -2,7 +2,7 @@
 
 Every problem in the file is collected and reported together (:class:`TopologyError`) before
 anything starts. The same file drives ``qmgr cluster up`` (processes on loopback) and
-``qmgr cluster compose`` (containers: :func:`qmgr.cli.compose.compose_files` renders
+``qmgr cluster compose`` (containers: :func:`qmgr.launcher.compose.compose_files` renders
 docker-compose.yml and the per-node init scripts from it)::
 
     cluster = "DEMO"              # required: the cluster name (MQ object name rules)

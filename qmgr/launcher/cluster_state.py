@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import click
-
-from qmgr.cli.registry import home, unregister
-from qmgr.cli.topology import NodeAddresses
+from qmgr.launcher.errors import StateError
+from qmgr.launcher.registry import home, unregister
+from qmgr.launcher.topology import NodeAddresses
 
 STATE_FILE = "state.json"
 ADDRESSES_FILE = "addresses.json"  # kept by `down`: the next `up` reuses the same ports
@@ -119,7 +118,7 @@ def read_state(directory: Path) -> ClusterState | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise click.ClickException(f"{directory / STATE_FILE} is unreadable: {exc}") from None
+        raise StateError(f"{directory / STATE_FILE} is unreadable: {exc}") from None
 
 
 def write_state(directory: Path, state: ClusterState) -> None:
@@ -166,18 +165,18 @@ def find_cluster(name: str | None) -> tuple[Path, ClusterState]:
         directory = state_dir(name)
         state = read_state(directory)
         if state is None:
-            raise click.ClickException(f"cluster {name} is not up (no {directory / STATE_FILE})")
+            raise StateError(f"cluster {name} is not up (no {directory / STATE_FILE})")
         return directory, state
     known = [(d, s) for d in _known_clusters() if (s := read_state(d)) is not None]
     if len(known) == 1:
         return known[0]
     if not known:
-        raise click.ClickException(f"no cluster is up (nothing under {clusters_dir()})")
+        raise StateError(f"no cluster is up (nothing under {clusters_dir()})")
     live = [(d, s) for d, s in known if any(node_alive(n.pid, n.name) for n in s.nodes)]
     if len(live) == 1:
         return live[0]
     names = ", ".join(s.cluster for _, s in (live or known))
-    raise click.ClickException(f"several clusters are up ({names}): choose one with --cluster")
+    raise StateError(f"several clusters are up ({names}): choose one with --cluster")
 
 
 # -- processes ----------------------------------------------------------------------------------

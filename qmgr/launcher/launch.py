@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from qmgr.launcher.errors import NodeStartError
 
 
 def qmgr_command() -> list[str]:
@@ -38,7 +42,8 @@ def start_node(
     env: dict[str, str] | None = None,
     timeout: float = 30.0,
 ) -> Launched:
-    """Start ``qmgr start`` as a child process; return once it printed READY. A node hosting
+    """Start ``qmgr start`` as a child process; return once it printed READY (NodeStartError,
+    with the end of its log, when it exits or prints none within ``timeout``). A node hosting
     Service Bus gets a free port for it unless ``--servicebus-port`` is among ``extra_args``
     (several nodes on one machine cannot all have 5672)."""
     args = [*qmgr_command(), "start", "--name", name, "--listen", listen]
@@ -71,6 +76,24 @@ def start_node(
     if not done.wait(timeout) or not ready:
         proc.kill()
         tail = log.read_text()[-2000:] if log.exists() else ""
-        raise RuntimeError(f"node {name} did not become ready:\n{tail}")
+        raise NodeStartError(f"node {name} did not become ready:\n{tail}")
     fields = dict(part.split("=", 1) for part in ready[0].split()[1:])
     return Launched(name, proc, fields["addr"], log, fields.get("sb", ""))
+
+
+@contextlib.contextmanager
+def home_for_nodes(home: Path | None) -> Iterator[None]:
+    """Nodes register themselves under QMGR_HOME; point a throw-away cluster's nodes at their
+    own home so they do not replace the entries of a cluster the user runs."""
+    if home is None:
+        yield
+        return
+    old = os.environ.get("QMGR_HOME")
+    os.environ["QMGR_HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("QMGR_HOME", None)
+        else:
+            os.environ["QMGR_HOME"] = old

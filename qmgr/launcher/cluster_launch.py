@@ -1,6 +1,7 @@
 """Starting and stopping the node processes of a local cluster: ports for this run, one
 ``qmgr start`` per node with its output in the node's log, the wait for each READY line, and
-SIGTERM/SIGKILL on the way down. Used by ``qmgr cluster up/down`` and ``qmgr demo``."""
+SIGTERM/SIGKILL on the way down. Used by ``qmgr cluster up/down``, ``qmgr demo`` and the load
+job (through :mod:`qmgr.launcher.cluster_start`)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,12 @@ import random
 import signal
 import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
-
-from qmgr.cli.cluster_secrets import node_secret_path, node_tls_args
-from qmgr.cli.cluster_state import (
+from qmgr.launcher.cluster_secrets import node_secret_path, node_tls_args
+from qmgr.launcher.cluster_state import (
     ClusterState,
     NodeState,
     clear_state,
@@ -28,8 +26,10 @@ from qmgr.cli.cluster_state import (
     save_addresses,
     saved_addresses,
 )
-from qmgr.cli.launch import qmgr_command
-from qmgr.cli.topology import NodeAddresses, NodeSpec, Topology, plan_addresses
+from qmgr.launcher.errors import NodeStartError, PortError, WaitTimeout
+from qmgr.launcher.launch import qmgr_command
+from qmgr.launcher.poll import wait_for
+from qmgr.launcher.topology import NodeAddresses, NodeSpec, Topology, plan_addresses
 
 LOOPBACK = "127.0.0.1"
 LOG_TAIL = 3000  # characters of a node's log shown when it fails
@@ -103,7 +103,7 @@ def plan_ports(topology: Topology, base: Path) -> dict[str, NodeAddresses]:
     if topology.base_port is not None:
         plan = plan_addresses(topology, LOOPBACK, free_ports)
         if problems := _port_problems(plan):
-            raise click.ClickException(
+            raise PortError(
                 f"cannot use base_port {topology.base_port}:\n  - " + "\n  - ".join(problems)
             )
         return plan
@@ -135,8 +135,8 @@ class Launch:
     servicebus: str = ""  # its Service Bus port (sb= of the READY line), if it hosts one
 
 
-class StartFailure(Exception):
-    """A node exited, or printed no READY line in time."""
+class StartFailure(NodeStartError):
+    """A node exited, or printed no READY line in time (``reason`` says which)."""
 
     def __init__(self, launch: Launch, reason: str) -> None:
         super().__init__(reason)
@@ -217,8 +217,8 @@ def await_ready(launches: list[Launch], timeout: float, progress: Any, tasks: An
     or is still not ready after ``timeout`` seconds. ``progress`` is a rich Progress and
     ``tasks`` its task per node name."""
     pending = list(launches)
-    deadline = time.monotonic() + timeout
-    while pending:
+
+    def all_ready() -> bool:
         for launch in list(pending):
             ready = _ready_fields(launch) or {}
             address = ready.get("addr")
@@ -237,14 +237,16 @@ def await_ready(launches: list[Launch], timeout: float, progress: Any, tasks: An
                     tasks[launch.spec.name], description=f"[red]{launch.spec.name}[/] {reason}"
                 )
                 raise StartFailure(launch, reason)
-        if pending and time.monotonic() > deadline:
-            reason = f"printed no READY line within {timeout:g} s"
-            progress.update(
-                tasks[pending[0].spec.name], description=f"[red]{pending[0].spec.name}[/] {reason}"
-            )
-            raise StartFailure(pending[0], reason)
-        if pending:
-            time.sleep(0.05)
+        return not pending
+
+    try:
+        wait_for(all_ready, timeout, 0.05, "READY lines")
+    except WaitTimeout:
+        reason = f"printed no READY line within {timeout:g} s"
+        progress.update(
+            tasks[pending[0].spec.name], description=f"[red]{pending[0].spec.name}[/] {reason}"
+        )
+        raise StartFailure(pending[0], reason) from None
 
 
 def log_tail(launch: Launch) -> str:
@@ -288,19 +290,21 @@ def stop_nodes(nodes: list[tuple[str, int]], timeout: float) -> tuple[int, int]:
     for _, pid in live:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while any(pid_alive(pid) for _, pid in live) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_gone(live, timeout)
     killed = 0
     for _, pid in live:
         if pid_alive(pid):
             killed += 1
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while any(pid_alive(pid) for _, pid in live) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_gone(live, 10)
     return len(live), killed
+
+
+def _wait_gone(nodes: list[tuple[str, int]], timeout: float) -> None:
+    """Until none of ``nodes`` runs, or ``timeout`` seconds have passed."""
+    with contextlib.suppress(WaitTimeout):
+        wait_for(lambda: not any(pid_alive(pid) for _, pid in nodes), timeout, 0.05, "exits")
 
 
 def abort(base: Path, launches: list[Launch]) -> None:

@@ -1,20 +1,17 @@
-"""The local cluster under `qmgr demo`: started, configured and stopped with the machinery of
-`qmgr cluster up/down` (:mod:`qmgr.cli.cluster`), plus the two waits the demo needs before it
-publishes: every member knows the clustered topics, and every topic host holds the proxy
-subscriptions of the demo's subscribers."""
+"""A whole local cluster from its topology, for `qmgr demo` and the load job: started,
+configured and stopped with the machinery of `qmgr cluster up/down`, plus the two waits both
+need before they publish: every member knows the clustered topics, and every topic host holds
+the proxy subscriptions of the subscribers. Failures are :class:`LaunchError`s."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
-
-# The launcher's building blocks, so the demo starts nodes exactly as `qmgr cluster up` does.
-from qmgr.cli.cluster_launch import (
+# The launcher's building blocks, so these clusters start exactly as `qmgr cluster up`'s do.
+from qmgr.launcher.cluster_launch import (
     Launch,
     StartFailure,
     abort,
@@ -24,10 +21,12 @@ from qmgr.cli.cluster_launch import (
     spawn,
     state_of,
 )
-from qmgr.cli.cluster_mqsc import MqscFailure, apply_mqsc
-from qmgr.cli.cluster_secrets import prepare, private_files
-from qmgr.cli.cluster_state import ClusterState, mqsc_marker, node_alive, read_state, state_dir
-from qmgr.cli.topology import Topology, mqsc_commands
+from qmgr.launcher.cluster_mqsc import MqscFailure, apply_mqsc
+from qmgr.launcher.cluster_secrets import prepare, private_files
+from qmgr.launcher.cluster_state import ClusterState, mqsc_marker, node_alive, read_state, state_dir
+from qmgr.launcher.errors import ClusterRunningError, NodeStartError, WaitTimeout
+from qmgr.launcher.poll import wait_for
+from qmgr.launcher.topology import Topology, mqsc_commands
 
 POLL = 0.1  # seconds between two looks at what the nodes report
 
@@ -115,23 +114,23 @@ def _start(
             progress.advance(task)
         progress.update(task, description="[green]MQSC[/] applied")
     except StartFailure as exc:
-        raise click.ClickException(
+        raise NodeStartError(
             f"node {exc.launch.spec.name} failed to start: {exc.reason}. Its log "
             f"{exc.launch.log} ends with:\n{log_tail(exc.launch)}"
         ) from None
     except MqscFailure as exc:
-        raise click.ClickException(f"MQSC failed:\n{exc}") from None
+        raise MqscFailure(f"MQSC failed:\n{exc}") from None
 
 
 def refuse_running(base: Path) -> None:
-    """ClickException when ``base`` holds a cluster whose nodes still run."""
+    """ClusterRunningError when ``base`` holds a cluster whose nodes still run."""
     old = read_state(base)
     if old is None:
         return
     running = [n.name for n in old.nodes if node_alive(n.pid, n.name)]
     if running:
         home = state_dir(old.cluster).resolve() == base.resolve()
-        raise click.ClickException(
+        raise ClusterRunningError(
             f"a cluster in {base} is still running ({', '.join(running)}); stop it first"
             + (f": qmgr cluster down --cluster {old.cluster}" if home else "")
         )
@@ -163,12 +162,12 @@ def wait_until(
     progress: Any,
     timeout: float,
 ) -> None:
-    """Poll each named check until all hold, showing how many do; ClickException naming the
+    """Poll each named check until all hold, showing how many do; WaitTimeout naming the
     ones that still fail after ``timeout`` seconds. A check that raises counts as failing."""
     task = progress.add_task(what, total=len(checks))
     pending = dict(checks)
-    deadline = time.monotonic() + timeout
-    while pending:
+
+    def all_hold() -> bool:
         for name, check in list(pending.items()):
             try:
                 done = check()
@@ -177,15 +176,37 @@ def wait_until(
             if done:
                 del pending[name]
                 progress.advance(task)
-        if not pending:
-            break
-        if time.monotonic() > deadline:
-            raise click.ClickException(
-                f"timed out after {timeout:g} s waiting for {what}: not yet on "
-                + ", ".join(sorted(pending))
-            )
-        time.sleep(POLL)
+        return not pending
+
+    try:
+        wait_for(all_hold, timeout, POLL, what)
+    except WaitTimeout:
+        raise WaitTimeout(
+            f"timed out after {timeout:g} s waiting for {what}: not yet on "
+            + ", ".join(sorted(pending))
+        ) from None
     progress.update(task, description=f"[green]{what}[/]")
+
+
+def progress_display(console: Any) -> Any:
+    """The rich progress display a cluster start and its waits report to."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
 
 
 def knows_topics(client: Any, wanted: Iterable[tuple[str, str]]) -> Callable[[], bool]:
