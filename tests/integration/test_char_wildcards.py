@@ -1,7 +1,7 @@
 """WSCHEMA(CHAR) / MQSO_WILDCARD_CHAR subscriptions on real node processes: matched against the
 full topic string (``*`` any characters including ``/``, ``?`` exactly one character), locally
-and across a cluster, where the proxy covers the clustered branch (reference mq-semantics.md
-§3.4, §3.5)."""
+and across a cluster, where the proxy covers the clustered branch (reference
+docs/mq-semantics.md §3.4, §3.5)."""
 
 from __future__ import annotations
 

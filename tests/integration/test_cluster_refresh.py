@@ -1,7 +1,7 @@
-"""REFRESH CLUSTER on real node processes (reference mq-semantics.md §5 and IBM's REFRESH
-CLUSTER page): a partial repository discards its cluster view and rebuilds it from a full
-repository, its proxy subscriptions are sent again, and publications keep arriving exactly
-once; a full repository refuses REPOS(YES); an unknown cluster name is refused."""
+"""REFRESH CLUSTER on real node processes (reference docs/mq-semantics.md §5): a partial
+repository discards its cluster view and rebuilds it from a full repository, its proxy
+subscriptions are sent again, and publications keep arriving exactly once; a full repository
+refuses REPOS(YES); an unknown cluster name is refused."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Topic-host routing, proxy subscriptions, workload choice and direct routing, observed on real
-node processes through DISPLAY output and message receipt (reference mq-semantics.md §2-§3).
+node processes through DISPLAY output and message receipt (reference docs/mq-semantics.md §2-§3).
 
 One cluster serves the module: FR1 (full repository, also hosting the DIRECT topic 'Direct'),
 HOSTA1 and HOSTA2 (topic hosts of PRICES 'Prices'), HOSTB1 (topic host of ORDERS 'Orders'),

@@ -1,5 +1,5 @@
-"""Full repositories down, as MQ documents it (mq-semantics.md §1.4): partial repositories keep
-routing from their cached view; a clustered topic defined or altered meanwhile is accepted
+"""Full repositories down, as MQ documents it (docs/mq-semantics.md §1.4): partial repositories
+keep routing from their cached view; a clustered topic defined or altered meanwhile is accepted
 where it is made (CLSTATE(PENDING)) and reaches every member when a full repository returns;
 a full repository restarted without its Raft quorum serves its last committed view; a conflict
 found only when the repository returns shows the local definition CLSTATE(INVALID)."""

@@ -2,7 +2,7 @@
 data client and its administration client) against a real node: forwarding chains and the 4-hop
 limit, forwarding dead-lettered messages, a disabled destination, duplicate detection, TTL and
 dead-lettering on expiration, and NServiceBus's ForwardingTopology with events reaching the right
-endpoint queues (reference servicebus-semantics.md §4-§5, seed servicebus-forwarding-topology)."""
+endpoint queues (docs/servicebus.md; scenarios/nservicebus.toml runs the same topology)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sequenced delivery (seed servicebus-sequenced-delivery.md) with the real azure-servicebus SDK
+"""Sequenced delivery (docs/servicebus.md) with the real azure-servicebus SDK
 against a real node: the publishing topology made with the administration client, messages sent
 out of order, the helper processing every session in sequence order, failures dead-lettered, a
 consumer killed with kill -9 resumed from the session state, and late duplicates ignored."""

@@ -8,7 +8,7 @@ must be answered, in order, once.
 The management calls and the received messages go on separate connections because of the SDK's
 own limit: azure-servicebus 7.15 never restores its session's outgoing window, so once a
 connection has sent 65,536 transfers (management requests included) its next flow frame fails to
-encode; a receiver sends one with every ``receive_messages`` call (see the README)."""
+encode; a receiver sends one with every ``receive_messages`` call (see docs/servicebus.md)."""
 
 from __future__ import annotations
 

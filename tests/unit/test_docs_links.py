@@ -1,6 +1,7 @@
 """The documentation holds together: every relative link in README.md, docs/*.md and the
 package READMEs points to a file that exists (and, with a ``#fragment``, to a heading of it),
-and every page a docstring in qmgr/ or cluster/ cites exists, with the sections it names.
+and every page a module in qmgr/, cluster/, tests/ or bench/ cites exists, with the sections it
+names.
 
 Headings become fragments as GitHub makes them: lower case, punctuation dropped, spaces turned
 into hyphens, a repeated heading numbered ``-1``, ``-2``... Fenced code blocks are skipped, so a
@@ -23,7 +24,7 @@ PAGES = sorted(
     }
 )
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
-CITED = re.compile(r"[\w./-]+\.md\b")
+CITED = re.compile(r"(?<![\w./*-])\w[\w./-]*\.md\b")
 SECTIONS = re.compile(r"§([A-Z](?:[–-][A-Z])?|\d+(?:\.\d+)?)")
 
 
@@ -94,17 +95,19 @@ def test_relative_links_point_to_what_exists(page: Path) -> None:
 
 
 def cited_pages() -> list[tuple[Path, int, str, Path]]:
-    """(module, line number, line, page) for each .md file a module under qmgr/ or cluster/
-    names: a path with a folder from the repository root, a bare name beside the module or
-    in docs/."""
+    """(module, line number, line, page) for each .md file a module names: a path with a
+    folder from the repository root, a bare name beside the module, at the root or in docs/."""
     out = []
-    for module in sorted([*ROOT.glob("qmgr/**/*.py"), *ROOT.glob("cluster/**/*.py")]):
+    modules = [p for d in ("qmgr", "cluster", "tests", "bench") for p in ROOT.glob(f"{d}/**/*.py")]
+    for module in sorted(modules):
         for number, line in enumerate(module.read_text().splitlines(), 1):
             for name in CITED.findall(line):
                 if "/" in name:
                     page = ROOT / name
                 elif (module.parent / name).exists():
                     page = module.parent / name
+                elif (ROOT / name).exists():
+                    page = ROOT / name
                 else:
                     page = ROOT / "docs" / name
                 out.append((module, number, line, page))

@@ -1,4 +1,4 @@
-"""Administered topic objects and attribute resolution (mq-semantics.md §3.2-3.5)."""
+"""Administered topic objects and attribute resolution (docs/mq-semantics.md §3.2-§3.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Topic strings, validation and '#'/'+' matching (mq-semantics.md §3.1, §3.5)."""
+"""Topic strings, validation and '#'/'+' matching (docs/mq-semantics.md §3.1, §3.5)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The sequenced-delivery bookkeeping alone: what happens to each arrival, given the progress
-kept in the session state (the consumer pattern of the seed servicebus-sequenced-delivery.md)."""
+kept in the session state (the consumer pattern docs/servicebus.md describes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Proxy subscriptions (reference mq-semantics.md §2.1, §2.2, §3.3-§3.5)."""
+"""Proxy subscriptions (reference docs/mq-semantics.md §2.1, §2.2, §3.3-§3.5)."""
 
 from __future__ import annotations
 

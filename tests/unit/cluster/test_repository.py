@@ -1,4 +1,4 @@
-"""The replicated cluster repository (reference mq-semantics.md §1, §2, §4)."""
+"""The replicated cluster repository (reference docs/mq-semantics.md §1, §2, §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MQ's cluster workload algorithm applied to topic hosts (reference mq-semantics.md §2.3)."""
+"""MQ's cluster workload algorithm applied to topic hosts (reference docs/mq-semantics.md §2.3)."""
 
 from __future__ import annotations
 

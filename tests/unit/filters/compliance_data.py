@@ -4,10 +4,10 @@ Each filter case: (id, filter text, expected, user properties, system properties
 Expected is TRUE / FALSE / UNKNOWN (what `evaluate` returns), EVAL (FilterEvaluationError while
 evaluating) or SYNTAX / (SYNTAX, position) (FilterSyntaxError when the rule is created).
 
-Sources: the Service Bus SQL filter and action syntax pages, the filter examples page, the
-topic filters seed (de), the NServiceBus forwarding-topology seed, and the research reference
-(`servicebus-semantics.md` §1-3). Cases marked `# choice` follow a decision recorded in
-qmgr/filters/README.md where the documentation is silent.
+Sources: the Service Bus SQL filter and action syntax and the filter examples as Microsoft
+documents them, and the headers NServiceBus's forwarding topology writes. Cases marked
+`# choice` follow a decision recorded in qmgr/filters/README.md where the documentation is
+silent.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class ActionCase(NamedTuple):
 
 C = FilterCase
 
-# NServiceBus EnclosedMessageTypes headers, verbatim from the forwarding-topology seed.
+# NServiceBus EnclosedMessageTypes headers, as NServiceBus's forwarding topology writes them.
 ORDER_ACCEPTED = (
     "Shipping.OrderAccepted, Shared, Version=1.0.0.0, Culture=neutral, PublicKeyToken=XYZ;"
     "Shipping.IOrderAccepted, Shared, Version=1.0.0.0, Culture=neutral, PublicKeyToken=XYZ;"
