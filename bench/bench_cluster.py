@@ -61,8 +61,8 @@ from bench.cluster_procs import (  # noqa: E402
     parse,
     percentile,
     raise_on_sigterm,
-    wait_for,
 )
+from qmgr.launcher.poll import wait_for  # noqa: E402
 
 HOP_COST_TARGET = 0.30  # each extra hop costs at most 30% of throughput
 HOP_P99_TARGET_MS = 10.0  # p99 added per hop at half the (topic-host route's) peak rate
@@ -309,8 +309,11 @@ class Bench:
         count = int(rate * (self.s.before_kill + self.s.after_kill))
         self.progress.update(self.task, description=f"host killed: {kind(persistent)} stream")
         wait_for(  # after a restart the channel must be back before the next kill
-            f"PUB1's channel to {dead} not retrying",
             lambda: cl["PUB1"].chstatus().get(dead, {}).get("STATUS") != "RETRYING",
+            30.0,
+            0.02,
+            what=f"PUB1's channel to {dead} not retrying",
+            retry=Exception,
         )
         arrivals: list[tuple[int, float, str, float]] = []  # seq, sent, via host, received
         sub = cl["SUB1"].c.subscribe(topic, max_batch=1000)
@@ -353,7 +356,13 @@ class Bench:
             cl[dead].start()
             restart_s = time.time() - restarted
             back = time.time()
-            wait_for("late arrivals to stop", lambda: _settled(arrivals, count, back), 30, 0.2)
+            wait_for(
+                lambda: _settled(arrivals, count, back),
+                30,
+                0.2,
+                what="late arrivals to stop",
+                retry=Exception,
+            )
         finally:
             stop.set()
             collector.join(5)

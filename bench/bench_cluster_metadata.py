@@ -33,7 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.cluster_procs import BenchCluster, wait_for  # noqa: E402
+from bench.cluster_procs import BenchCluster  # noqa: E402
+from qmgr.launcher.poll import wait_for
 
 FULL = ["FR1", "FR2", "FR3"]
 PARTIAL = ["HOST1", "HOST2", "SUB1"]
@@ -65,7 +66,13 @@ def fill(cl: BenchCluster, start: int, stop: int) -> tuple[float, float]:
     script = time.perf_counter() - began
     last = f"FILL{stop - 1}"
     for node in cl.nodes:
-        wait_for(f"{last} on {node}", functools.partial(known, cl, node, last), timeout=600)
+        wait_for(
+            functools.partial(known, cl, node, last),
+            600,
+            0.02,
+            what=f"{last} on {node}",
+            retry=Exception,
+        )
     return (stop - start) / script, time.perf_counter() - began
 
 

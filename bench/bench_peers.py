@@ -70,8 +70,8 @@ from bench.cluster_procs import (  # noqa: E402
     body,
     free_ports,
     raise_on_sigterm,
-    wait_for,
 )
+from qmgr.launcher.poll import wait_for  # noqa: E402
 from qmgr.wire import messaging_pb2 as pb  # noqa: E402
 
 BATCH = 100
@@ -235,7 +235,6 @@ def find_mosquitto() -> MosquittoTools | None:
 
 
 def _listening(port: int) -> bool:
-    # (cluster_procs.wait_for takes a check that raises for a truthy answer: never raise)
     try:
         socket.create_connection(("127.0.0.1", port), 0.5).close()
     except OSError:
@@ -274,7 +273,9 @@ class Mosquitto:
                 [tools.broker, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=log
             )
         try:
-            wait_for("mosquitto listening", lambda: _listening(port))
+            wait_for(
+                lambda: _listening(port), 30.0, 0.02, what="mosquitto listening", retry=Exception
+            )
             retained = ["-q", "1", "-r", "-t", READY_TOPIC, "-m", READY.strip().decode()]
             subprocess.run([tools.pub, *self.addr, *retained], check=True, timeout=20)
         except BaseException:
@@ -297,7 +298,13 @@ class Mosquitto:
             )
         pub: subprocess.Popen[bytes] | None = None
         try:
-            wait_for("mosquitto_sub subscribed", lambda: out.stat().st_size >= len(READY))
+            wait_for(
+                lambda: out.stat().st_size >= len(READY),
+                30.0,
+                0.02,
+                what="mosquitto_sub subscribed",
+                retry=Exception,
+            )
             # mosquitto_pub -l (2.0.11) ends at the end of its input without waiting for the QoS
             # 1 messages still in flight: its input stays open until the subscriber is done
             pub = subprocess.Popen(
@@ -310,7 +317,13 @@ class Mosquitto:
             pub.stdin.write(LINE)
             pub.stdin.flush()
             base_size = len(READY) + len(LINE)
-            wait_for("the warm-up line through Mosquitto", lambda: out.stat().st_size >= base_size)
+            wait_for(
+                lambda: out.stat().st_size >= base_size,
+                30.0,
+                0.02,
+                what="the warm-up line through Mosquitto",
+                retry=Exception,
+            )
             cpu0 = cpu_seconds(self.proc.pid)
             ended: list[float] = []
 

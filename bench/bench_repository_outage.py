@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.cluster_procs import BenchCluster, wait_for  # noqa: E402
+from bench.cluster_procs import BenchCluster  # noqa: E402
+from qmgr.launcher.poll import wait_for
 
 PARTIAL = ["HOST1", "HOST2", "PUB1", "SUB1"]
 
@@ -54,14 +55,23 @@ def rounds(full: list[str], count: int, settle: float) -> list[tuple[float, floa
             for node in cl.nodes:
                 if node != down:
                     wait_for(
-                        f"{name} on {node}",
                         lambda n=node, t=name: active_on(cl, n, t, "HOST2"),
+                        30.0,
+                        0.02,
+                        what=f"{name} on {node}",
+                        retry=Exception,
                     )
             everywhere = time.perf_counter() - began
             restarted = time.perf_counter()
             cl[down].start()
             for fr in full:
-                wait_for(f"nothing relayed on {fr}", lambda fr=fr: relayed(cl, fr) == 0, 60)
+                wait_for(
+                    lambda fr=fr: relayed(cl, fr) == 0,
+                    60,
+                    0.02,
+                    what=f"nothing relayed on {fr}",
+                    retry=Exception,
+                )
             committed = time.perf_counter() - restarted
             out.append((answered, everywhere, committed))
             print(

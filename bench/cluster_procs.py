@@ -30,6 +30,7 @@ from typing import Any
 
 from qmgr.client import OutgoingMessage, QueueManagerClient, StreamPublisher
 from qmgr.launcher.launch import start_node
+from qmgr.launcher.poll import wait_for
 from qmgr.security.files import generate_secret
 from qmgr.security.keys import member_secret
 
@@ -44,23 +45,6 @@ def free_ports(n: int) -> list[int]:
     for s in socks:
         s.close()
     return ports
-
-
-def wait_for(
-    what: str, check: Callable[[], Any], timeout: float = 30.0, every: float = 0.02
-) -> Any:
-    """Poll ``check`` until it returns something truthy; raise after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except Exception as exc:  # a node may be starting or restarting
-            last = exc
-        if last and not isinstance(last, Exception):
-            return last
-        time.sleep(every)
-    raise TimeoutError(f"timed out waiting for {what} (last: {last!r})")
 
 
 class BenchNode:
@@ -226,13 +210,22 @@ class BenchCluster:
             def known(n: BenchNode = n) -> bool:
                 return want <= n.hosts_known(name)
 
-            wait_for(f"{name} hosted by {sorted(want)} on {node}", known)
+            wait_for(
+                known,
+                30.0,
+                0.02,
+                what=f"{name} hosted by {sorted(want)} on {node}",
+                retry=Exception,
+            )
 
     def wait_proxy(self, host: str, origin: str, topic: str, present: bool = True) -> None:
         n = self[host]
         wait_for(
-            f"proxy {origin}:{topic} {'at' if present else 'gone from'} {host}",
             lambda: ((origin, topic) in n.proxies()) == present,
+            30.0,
+            0.02,
+            what=f"proxy {origin}:{topic} {'at' if present else 'gone from'} {host}",
+            retry=Exception,
         )
 
     def stop(self) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from qmgr.launcher.errors import WaitTimeout
 
@@ -19,19 +19,26 @@ def wait_for(
     timeout: float,
     interval: float = 0.05,
     what: str = "the condition",
+    *,
+    retry: type[BaseException] | tuple[type[BaseException], ...] = (),
 ) -> T:
     """Call ``predicate`` until it returns something true and return that; raise
-    :class:`WaitTimeout` naming ``what`` after ``timeout`` seconds. It is asked once more at
-    the deadline, so a slow last look still counts."""
+    :class:`WaitTimeout` naming ``what`` and the last answer after ``timeout`` seconds. It is
+    asked once more at the deadline, so a slow last look still counts. An exception of a
+    ``retry`` type counts as "not yet" (a node that is restarting refuses connections); any
+    other goes straight to the caller."""
     if timeout < 0 or interval <= 0:
-        raise ValueError(
-            f"wait_for needs timeout >= 0 and interval > 0 (got {timeout}, {interval})"
-        )
+        raise ValueError(f"wait_for needs timeout >= 0 and interval > 0, not {timeout}, {interval}")
     deadline = time.monotonic() + timeout
+    last: Any = None
     while True:
-        result = predicate()
-        if result:
-            return result
+        try:
+            last = predicate()
+        except retry as exc:
+            last = exc
+        else:
+            if last:
+                return last
         if time.monotonic() >= deadline:
-            raise WaitTimeout(f"timed out after {timeout:g} s waiting for {what}")
+            raise WaitTimeout(f"timed out after {timeout:g} s waiting for {what} (last: {last!r})")
         time.sleep(interval)

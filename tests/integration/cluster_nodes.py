@@ -5,36 +5,17 @@ same address, helpers to wait for what the nodes report through MQSC."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from qmgr.client import QueueManagerClient
 from qmgr.client.sync import Subscription
 from qmgr.launcher.cluster_launch import free_ports
+from qmgr.launcher.poll import wait_for
 from qmgr.security.files import generate_secret
 from qmgr.security.keys import member_secret
 from tests.integration.conftest import NodeProcess
-
-
-def wait_for(
-    what: str, check: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05
-) -> Any:
-    """Poll ``check`` every ``interval`` seconds until it returns something truthy; fail with
-    ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except Exception as exc:  # a node may be restarting
-            last = exc
-        if last and not isinstance(last, Exception):
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
 
 
 def exactly_once(publisher: ClusterNode, sub: Subscription, topic: str, body: bytes) -> None:
@@ -48,7 +29,7 @@ def exactly_once(publisher: ClusterNode, sub: Subscription, topic: str, body: by
         got.extend(m.body for m in sub.receive_batch(timeout=0.5))
         return b"marker:" + body in got
 
-    wait_for(f"marker after {body!r}", marker_seen)
+    wait_for(marker_seen, 20.0, what=f"marker after {body!r}", retry=Exception)
     assert got == [body, b"marker:" + body]
 
 
@@ -232,13 +213,20 @@ class Cluster:
         want = {(name, h) for h in hosts}
         for node in on or self.nodes:
             n = self[node]
-            wait_for(f"{name} hosted by {sorted(want)} on {node}", lambda n=n: want <= n.tcluster())
+            wait_for(
+                lambda n=n: want <= n.tcluster(),
+                20.0,
+                what=f"{name} hosted by {sorted(want)} on {node}",
+                retry=Exception,
+            )
 
     def wait_proxy(self, host: str, origin: str, topic: str, present: bool = True) -> None:
         n = self[host]
         wait_for(
-            f"proxy {origin}:{topic} {'at' if present else 'gone from'} {host}",
             lambda: ((origin, topic) in n.proxies()) == present,
+            20.0,
+            what=f"proxy {origin}:{topic} {'at' if present else 'gone from'} {host}",
+            retry=Exception,
         )
 
     def two_hosts_and_a_subscription(

@@ -26,8 +26,9 @@ from azure.servicebus import (  # noqa: E402
 from azure.servicebus.management import SqlRuleFilter  # noqa: E402
 
 from qmgr.client import QueueManagerClient  # noqa: E402
+from qmgr.launcher.poll import wait_for
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
-from tests.integration.cluster_nodes import Cluster, ClusterNode, free_ports, wait_for  # noqa: E402
+from tests.integration.cluster_nodes import Cluster, ClusterNode, free_ports  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
 
@@ -157,7 +158,12 @@ def test_a_message_servicebus_refuses_goes_to_the_dead_letter_queue(sb_node: Nod
         c.publish("T/a", b"before", persistent=True)
         c.publish("T/b", b"x" * (2 * 1024 * 1024), persistent=True)
         c.publish("T/c", b"after", persistent=True)
-        dead = wait_for("dead letter", lambda: c.get("SYSTEM.DEAD.LETTER.QUEUE", wait_ms=500))
+        dead = wait_for(
+            lambda: c.get("SYSTEM.DEAD.LETTER.QUEUE", wait_ms=500),
+            20.0,
+            what="dead letter",
+            retry=Exception,
+        )
     assert len(dead.body) == 2 * 1024 * 1024
     assert dead.properties.get("MQDLH.Reason") or dead.properties
     assert [str(m) for m in _drain(sb_node, None, "small")] == ["before", "after"]
@@ -199,7 +205,10 @@ def test_servicebus_queue_and_subscription_to_mq_subscriptions(sb_node: NodeProc
                 sender.send_messages(ServiceBusMessage("event-1"))
         got: list = []  # type: ignore[type-arg]
         wait_for(
-            "4 publications", lambda: got.extend(sub.receive_batch(timeout=1)) or len(got) >= 4
+            lambda: got.extend(sub.receive_batch(timeout=1)) or len(got) >= 4,
+            20.0,
+            what="4 publications",
+            retry=Exception,
         )
         sub.close()
         by_body = {m.body: m for m in got}
@@ -233,7 +242,7 @@ def test_a_session_enabled_source_keeps_the_order_within_each_session(
         c.mqsc("DEFINE QLOCAL(SESS) MAXDEPTH(10000)")
         c.mqsc("DEFINE SUB(SESS) TOPICSTR('Sess/#') DEST(SESS)")
         c.mqsc("DEFINE BRIDGE(SESS) DIRECTION(FROMSB) SBENTITY('sessions') TOPICSTR('Sess/In')")
-        wait_for("450 messages", lambda: _depth(c, "SESS") >= 450, timeout=60)
+        wait_for(lambda: _depth(c, "SESS") >= 450, 60, what="450 messages", retry=Exception)
         got = c.get_many("SESS", 1000)
     by_session: dict[str, list[int]] = {}
     for m in got:
@@ -330,7 +339,7 @@ def test_a_missing_entity_keeps_the_messages_until_it_is_back(sb_node: NodeProce
         (shown,) = _mqsc(sb_node, "DISPLAY BRIDGE(G) ALL")[1]
         return shown if shown["STATUS"] == "RETRYING" and shown["CURDEPTH"] == "3" else None
 
-    shown = wait_for("RETRYING with 3 waiting", retrying)
+    shown = wait_for(retrying, 20.0, what="RETRYING with 3 waiting", retry=Exception)
     assert "MessagingEntityNotFound" in shown["LASTERR"]
     admin.create_queue("gone")
     assert [str(m) for m in _drain(sb_node, None, "gone")] == ["g0", "g1", "g2"]
@@ -350,17 +359,21 @@ def test_a_publication_mq_refuses_is_retried_then_dead_lettered_by_servicebus(
         with _client(sb_node) as client, client.get_queue_sender("in") as sender:
             sender.send_messages([ServiceBusMessage("a"), ServiceBusMessage("b")])
         (shown,) = wait_for(
-            "RETRYING",
             lambda: [
                 r for r in _mqsc(sb_node, "DISPLAY BRIDGE(IN) ALL")[1] if r["STATUS"] == "RETRYING"
             ],
+            20.0,
+            what="RETRYING",
+            retry=Exception,
         )
         assert "MQRC_PUT_INHIBITED" in shown["LASTERR"]
         # each retry counts one failed delivery of the first message only: past
         # MaxDeliveryCount Service Bus dead-letters it, and the second waits its turn
         dead = wait_for(
-            "the first message dead-lettered",
             lambda: admin.get_queue_runtime_properties("in").dead_letter_message_count == 1,
+            20.0,
+            what="the first message dead-lettered",
+            retry=Exception,
         )
         assert dead
         c.mqsc("ALTER TOPIC(CLOSED) PUB(ENABLED)")
@@ -381,8 +394,10 @@ def test_restart_keeps_the_bridge_and_what_it_had_not_moved(sb_node: NodeProcess
         c.publish("K/1", b"before-restart", persistent=True)
         c.publish("K/2", b"lost-non-persistent", persistent=False)
     wait_for(
-        "2 waiting",
         lambda: _mqsc(sb_node, "DISPLAY BRIDGE(KEEP) CURDEPTH")[1][0]["CURDEPTH"] == "2",
+        20.0,
+        what="2 waiting",
+        retry=Exception,
     )
     sb_node.stop()
     sb_node.start()
@@ -434,7 +449,7 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing_mq_to_servicebus(
     stop = threading.Event()
     publisher = threading.Thread(target=_publish_stream, args=(sb_node, 4000, acked, stop))
     publisher.start()
-    wait_for("half the stream acknowledged", lambda: len(acked) >= 1500, timeout=60)
+    wait_for(lambda: len(acked) >= 1500, 60, what="half the stream acknowledged", retry=Exception)
     sb_node.kill()
     stop.set()
     publisher.join(30)
@@ -464,14 +479,20 @@ def test_kill_9_mid_stream_loses_and_duplicates_nothing_servicebus_to_mq(
         c.mqsc("DEFINE SUB(COLLECT) TOPICSTR('In/#') DEST(COLLECT)")
         c.mqsc("DEFINE BRIDGE(IN) DIRECTION(FROMSB) SBENTITY('inbound') TOPICSTR('In/Load')")
         # no pause between looks: kill as soon as it moves
-        wait_for("the bridge moving something", lambda: _depth(c, "COLLECT") >= 1, 60, 0)
+        wait_for(
+            lambda: _depth(c, "COLLECT") >= 1,
+            60,
+            0,
+            what="the bridge moving something",
+            retry=Exception,
+        )
     sb_node.kill()
     left, moved = _stored(sb_node, "inbound", "COLLECT")
     assert left > 0 and moved > 0, "the kill came before or after the move"
     assert left + moved == total  # what is on disk holds each message once
     sb_node.start()
     with QueueManagerClient(sb_node.address, timeout=20) as c:
-        wait_for("the rest moved", lambda: _depth(c, "COLLECT") >= total, timeout=60)
+        wait_for(lambda: _depth(c, "COLLECT") >= total, 60, what="the rest moved", retry=Exception)
         seqs: Counter[int] = Counter()
         while True:
             got = c.get_many("COLLECT", 500)
@@ -659,7 +680,7 @@ def test_kill_9_of_the_bridge_node_in_a_cluster_loses_and_duplicates_nothing(
     )
     publisher.start()
     try:
-        wait_for("a third acknowledged", lambda: len(acked) >= total // 3, timeout=60)
+        wait_for(lambda: len(acked) >= total // 3, 60, what="a third acknowledged", retry=Exception)
         sbr.kill()
         assert len(acked) < total, "the kill came after the stream ended"
         sbr.start()
@@ -669,12 +690,13 @@ def test_kill_9_of_the_bridge_node_in_a_cluster_loses_and_duplicates_nothing(
     assert len(acked) == total  # the publisher's node never went down
     got: Counter[int] = Counter()
     wait_for(
-        "every message on the Service Bus side",
         lambda: (
             got.update(int(str(_props(m)["LoadSeq"])) for m in _drain(sbr, None, "load"))
             or len(got) >= total
         ),
-        timeout=120,
+        120,
+        what="every message on the Service Bus side",
+        retry=Exception,
     )
     assert sorted(got) == list(range(1, total + 1))
     assert max(got.values()) == 1

@@ -11,7 +11,8 @@ from collections import Counter
 from pathlib import Path
 
 from qmgr.client import OutgoingMessage
-from tests.integration.cluster_nodes import Cluster, wait_for
+from qmgr.launcher.poll import wait_for
+from tests.integration.cluster_nodes import Cluster
 
 
 def test_publisher_crash_with_its_host_down_no_duplicates_nothing_lost(tmp_path: Path) -> None:
@@ -53,8 +54,10 @@ def test_publisher_crash_with_its_host_down_no_duplicates_nothing_lost(tmp_path:
         publisher.join(30)
         cl["PUB1"].start()  # HOST1 is down: only never-sent publications may go to HOST2
         wait_for(
-            "PUB1's channel to HOST1 retrying",
             lambda: cl["PUB1"].chstatus().get("HOST1", {}).get("STATUS") == "RETRYING",
+            20.0,
+            what="PUB1's channel to HOST1 retrying",
+            retry=Exception,
         )
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:

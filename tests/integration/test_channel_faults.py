@@ -15,7 +15,8 @@ import pytest
 
 from qmgr.client import OutgoingMessage
 from qmgr.client.errors import MQClientError
-from tests.integration.cluster_nodes import Cluster, ClusterNode, wait_for
+from qmgr.launcher.poll import wait_for
+from tests.integration.cluster_nodes import Cluster, ClusterNode
 
 DLQ = "SYSTEM.DEAD.LETTER.QUEUE"
 
@@ -66,14 +67,24 @@ def test_a_channel_that_cannot_go_on_shows_why_and_recovers_without_duplicates(
     def sdr() -> dict[str, str]:
         return cl["PUB1"].chstatus().get("SUB1", {})
 
-    status = wait_for("channel to SUB1 RETRYING", lambda: sdr().get("STATUS") == "RETRYING")
+    status = wait_for(
+        lambda: sdr().get("STATUS") == "RETRYING",
+        20.0,
+        what="channel to SUB1 RETRYING",
+        retry=Exception,
+    )
     status = sdr()
     assert "MQRC_PUT_INHIBITED" in status["LSTERROR"], status
     assert status["XQMSGSA"] == "1" and status["INDOUBT"] == "YES"
     # it keeps retrying with back-off; once the dead-letter queue takes it, it moves on
     sub.mqsc(f"ALTER QLOCAL({DLQ}) PUT(ENABLED)")
-    wait_for("channel to SUB1 RUNNING", lambda: sdr().get("STATUS") == "RUNNING", 30)
-    wait_for("the queue drained", lambda: sdr().get("XQMSGSA") == "0")
+    wait_for(
+        lambda: sdr().get("STATUS") == "RUNNING",
+        30,
+        what="channel to SUB1 RUNNING",
+        retry=Exception,
+    )
+    wait_for(lambda: sdr().get("XQMSGSA") == "0", 20.0, what="the queue drained", retry=Exception)
     assert sdr()["LSTERROR"] == ""
     dead = sub.c.browse(DLQ)
     assert [m.body for m in dead] == [b"first"]
@@ -83,7 +94,7 @@ def test_a_channel_that_cannot_go_on_shows_why_and_recovers_without_duplicates(
     assert dead[0].properties["MQDLH.PutApplName"] == "PUB1"
     sub.mqsc("ALTER QLOCAL(SUBQ) PUT(ENABLED)")
     cl["PUB1"].c.publish("Stat/x", OutgoingMessage("marker", persistent=True))
-    wait_for("the marker", lambda: depth(sub, "SUBQ") == 1)
+    wait_for(lambda: depth(sub, "SUBQ") == 1, 20.0, what="the marker", retry=Exception)
     assert [m.body for m in sub.c.browse("SUBQ")] == [b"marker"]
     assert depth(sub, DLQ) == 1
 
@@ -106,7 +117,12 @@ def test_a_publication_that_cannot_be_sent_does_not_stop_its_channel(cl: Cluster
     while len(got) < 3 and time.monotonic() < deadline:
         got.extend(m.body for m in sub.receive_batch(timeout=1))
     assert got == [b"after 0", b"after 1", b"after 2"]
-    wait_for("PUB1's queue for SUB1 empty", lambda: pub.chstatus()["SUB1"]["XQMSGSA"] == "0")
+    wait_for(
+        lambda: pub.chstatus()["SUB1"]["XQMSGSA"] == "0",
+        20.0,
+        what="PUB1's queue for SUB1 empty",
+        retry=Exception,
+    )
     assert pub.chstatus()["SUB1"]["STATUS"] == "RUNNING"
     sub.close()
 
@@ -165,7 +181,12 @@ def test_a_dead_subscriber_node_fills_its_hosts_transmission_queue_up_to_maxdept
         pub = cl["PUB1"].c
         body = b"x" * 8192
         pub.publish_many([("Bp/x", OutgoingMessage(body, persistent=False)) for _ in range(200)])
-        wait_for("200 held on HOST1", lambda: host.chstatus()["SUB1"]["XQMSGSA"] == "200")
+        wait_for(
+            lambda: host.chstatus()["SUB1"]["XQMSGSA"] == "200",
+            20.0,
+            what="200 held on HOST1",
+            retry=Exception,
+        )
         base = rss_mib(host)
         for _ in range(100):  # 20,000 non-persistent publications of 8 KiB (156 MiB)
             pub.publish_many([("Bp/x", OutgoingMessage(body, persistent=False))] * 200)
@@ -173,7 +194,12 @@ def test_a_dead_subscriber_node_fills_its_hosts_transmission_queue_up_to_maxdept
             pub.publish_many(
                 [("Bp/x", OutgoingMessage(f"p{i}.{j}", persistent=True)) for j in range(100)]
             )
-        wait_for("300 on HOST1's dead-letter queue", lambda: depth(host, DLQ) == 300, 60)
+        wait_for(
+            lambda: depth(host, DLQ) == 300,
+            60,
+            what="300 on HOST1's dead-letter queue",
+            retry=Exception,
+        )
         status = host.chstatus()["SUB1"]
         assert status["XQMSGSA"] == "1000" and status["MAXDEPTH"] == "1000"
         grown = rss_mib(host) - base
@@ -190,15 +216,18 @@ def test_a_dead_subscriber_node_fills_its_hosts_transmission_queue_up_to_maxdept
         host.start()
         cl["PUB1"].c.publish("Bp/x", OutgoingMessage("after restart", persistent=True))
         wait_for(
-            "HOST1's channel to SUB1 with MAXDEPTH 1000",
             lambda: host.chstatus()["SUB1"]["MAXDEPTH"] == "1000",
             30,
+            what="HOST1's channel to SUB1 with MAXDEPTH 1000",
+            retry=Exception,
         )
         # a publisher whose own transmission queue is full is told so (PMSGDLV ALLDUR)
         cl["PUB1"].mqsc("ALTER QLOCAL(SYSTEM.CLUSTER.TRANSMIT.HOST1) MAXDEPTH(20)")
         wait_for(
-            "PUB1's queue to HOST1 empty",
             lambda: cl["PUB1"].chstatus()["HOST1"]["XQMSGSA"] == "0",
+            20.0,
+            what="PUB1's queue to HOST1 empty",
+            retry=Exception,
         )
         host.kill()
         persistent = OutgoingMessage("held", persistent=True)

@@ -15,11 +15,12 @@ import grpc
 import pytest
 
 from qmgr.client.types import ReceivedMessage
+from qmgr.launcher.poll import wait_for
 from qmgr.security.member import CHANNEL
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import cluster_pb2_grpc as crpc
 from qmgr.wire import messages_pb2 as mpb
-from tests.integration.cluster_nodes import Cluster, wait_for
+from tests.integration.cluster_nodes import Cluster
 from tests.integration.members import SECRET, proof_for
 
 TOPIC = "Forged/Prices"
@@ -171,4 +172,4 @@ def test_garbage_on_a_channel_ends_it_with_invalid_argument(cl: Cluster) -> None
         err = _call(address, fresh)
         assert err.code() is grpc.StatusCode.INVALID_ARGUMENT, (requests, err)
     # nothing was delivered, the node still serves
-    wait_for("DISPLAY QMGR", lambda: cl["SUB1"].mqsc("DISPLAY QMGR"))
+    wait_for(lambda: cl["SUB1"].mqsc("DISPLAY QMGR"), 20.0, what="DISPLAY QMGR", retry=Exception)

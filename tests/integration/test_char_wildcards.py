@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from qmgr.client.sync import QueueManagerClient, Subscription
-from tests.integration.cluster_nodes import Cluster, cluster_with_topics, wait_for
+from qmgr.launcher.poll import wait_for
+from tests.integration.cluster_nodes import Cluster, cluster_with_topics
 from tests.integration.conftest import NodeProcess
 
 TOPICS = ("Prices/Fruit/Apples", "Prices/Fruit/Pears", "Prices/Vegetables/Apples", "Pricez/x")
@@ -32,7 +33,7 @@ def drain(qm: QueueManagerClient, queue: str, last: bytes) -> list[bytes]:
         got.extend(m.body for m in qm.get_many(queue, 100))
         return last in got
 
-    wait_for(f"{last!r} on {queue}", arrived)
+    wait_for(arrived, 20.0, what=f"{last!r} on {queue}", retry=Exception)
     return got
 
 

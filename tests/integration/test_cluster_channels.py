@@ -14,7 +14,8 @@ import pytest
 
 from qmgr.client import MQClientError, OutgoingMessage
 from qmgr.client.sync import Subscription
-from tests.integration.cluster_nodes import Cluster, cluster_with_topics, wait_for
+from qmgr.launcher.poll import wait_for
+from tests.integration.cluster_nodes import Cluster, cluster_with_topics
 
 ROUTE = "qmgr.route"
 
@@ -73,7 +74,12 @@ def test_stopped_channel_holds_persistent_publications_across_a_restart_then_del
     try:
         cl["PUB1"].c.publish("Orders/Stop", b"warm-up")
         assert drain(sub, 10) == [b"warm-up"]
-        wait_for("channel to HOSTB1 RUNNING", lambda: status(cl, "PUB1", "HOSTB1") == "RUNNING")
+        wait_for(
+            lambda: status(cl, "PUB1", "HOSTB1") == "RUNNING",
+            20.0,
+            what="channel to HOSTB1 RUNNING",
+            retry=Exception,
+        )
         assert "MQRCCF_CHANNEL_IN_USE" in refused(cl, "PUB1", "START CHANNEL(DEMO.HOSTB1)")
 
         cl["PUB1"].c.mqsc("STOP CHANNEL(DEMO.HOSTB1)")
@@ -96,7 +102,12 @@ def test_stopped_channel_holds_persistent_publications_across_a_restart_then_del
         cl["PUB1"].c.publish("Orders/Stop", b"after")
         got = drain(sub, 10)
         assert Counter(got) == Counter([*(f"p{i}".encode() for i in range(5)), b"after"])
-        wait_for("channel to HOSTB1 RUNNING", lambda: status(cl, "PUB1", "HOSTB1") == "RUNNING")
+        wait_for(
+            lambda: status(cl, "PUB1", "HOSTB1") == "RUNNING",
+            20.0,
+            what="channel to HOSTB1 RUNNING",
+            retry=Exception,
+        )
         assert cl["PUB1"].chstatus()["HOSTB1"]["XQMSGSA"] == "0"
     finally:
         sub.close()
@@ -146,8 +157,10 @@ def test_higher_ranked_host_with_a_stopped_channel_keeps_its_publications_until_
     host.c.mqsc("ALTER CHANNEL(DEMO.HOSTA1) CHLTYPE(CLUSRCVR) CLWLRANK(3)")
     try:
         wait_for(
-            "CLWLRANK(3) of HOSTA1 seen by PUB1",
             lambda: cl["PUB1"].mqsc("DISPLAY CLUSQMGR(HOSTA1) CLWLRANK")[0]["CLWLRANK"] == "3",
+            20.0,
+            what="CLWLRANK(3) of HOSTA1 seen by PUB1",
+            retry=Exception,
         )
         cl["PUB1"].c.mqsc("STOP CHANNEL(DEMO.HOSTA1)")
         cl["PUB1"].c.publish_many(
@@ -170,6 +183,8 @@ def test_higher_ranked_host_with_a_stopped_channel_keeps_its_publications_until_
         if status(cl, "PUB1", "HOSTA1") == "STOPPED":
             cl["PUB1"].c.mqsc("START CHANNEL(DEMO.HOSTA1)")
         wait_for(
-            "CLWLRANK(0) of HOSTA1 seen by PUB1",
             lambda: cl["PUB1"].mqsc("DISPLAY CLUSQMGR(HOSTA1) CLWLRANK")[0]["CLWLRANK"] == "0",
+            20.0,
+            what="CLWLRANK(0) of HOSTA1 seen by PUB1",
+            retry=Exception,
         )

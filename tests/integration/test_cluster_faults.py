@@ -9,7 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 from qmgr.client import OutgoingMessage
-from tests.integration.cluster_nodes import Cluster, wait_for
+from qmgr.launcher.poll import wait_for
+from tests.integration.cluster_nodes import Cluster
 
 ROUTE = "qmgr.route"
 
@@ -78,7 +79,7 @@ def _leader(cl: Cluster, ask: str | None = None) -> str | None:
 
 def test_raft_leader_killed_a_new_definition_still_reaches_every_member(tmp_path: Path) -> None:
     def leader_of(c: Cluster) -> str:
-        return str(wait_for("a Raft leader", lambda: _leader(c)))
+        return str(wait_for(lambda: _leader(c), 20.0, what="a Raft leader", retry=Exception))
 
     # the partial repositories watch the leader: its death also makes them fail over
     cl = Cluster(tmp_path).start(["FR1", "FR2", "FR3"], ["HOST1", "PUB1", "SUB1"], leader_of)
@@ -89,7 +90,9 @@ def test_raft_leader_killed_a_new_definition_still_reaches_every_member(tmp_path
         cl.define_topic("HOST1", "ORDERS", "Orders")
         cl.wait_definition("ORDERS", ["HOST1"], on=survivors)
         asked = next(n for n in survivors if n in cl.frs)
-        new_leader = wait_for("a new leader", lambda: _leader(cl, asked))
+        new_leader = wait_for(
+            lambda: _leader(cl, asked), 20.0, what="a new leader", retry=Exception
+        )
         assert new_leader != leader
         sub = cl["SUB1"].c.subscribe("Orders/New")
         cl.wait_proxy("HOST1", "SUB1", "Orders/New")
@@ -122,7 +125,12 @@ def test_restarted_subscriber_gets_durable_subscription_proxies_and_held_publica
         def held() -> int:
             return int(cl["HOST1"].chstatus().get("SUB1", {}).get("XQMSGSA", "0"))
 
-        wait_for("100 publications held for SUB1 on HOST1", lambda: held() == 100)
+        wait_for(
+            lambda: held() == 100,
+            20.0,
+            what="100 publications held for SUB1 on HOST1",
+            retry=Exception,
+        )
         cl["HOST1"].kill()  # the host restarts too: held publications and proxies are stored
         cl["HOST1"].start()
         assert ("SUB1", "Prices/Held") in cl["HOST1"].proxies()

@@ -12,7 +12,8 @@ import pytest
 
 from qmgr.client import Int32, OutgoingMessage, ReceivedMessage
 from qmgr.client.sync import Subscription
-from tests.integration.cluster_nodes import Cluster, wait_for
+from qmgr.launcher.poll import wait_for
+from tests.integration.cluster_nodes import Cluster
 
 ROUTE = "qmgr.route"
 SELECTOR = "region = 'eu' AND amount > 100"
@@ -115,11 +116,13 @@ def test_a_forwarded_publication_arrives_as_delivered_on_its_publishers_node(
         assert [m.message_id for m in there] == [m.message_id for m in pubs]
         assert [m.persistent for m in there] == [persistent] * len(pubs)
         selected = wait_for(
-            "the selected publications on SUB1",
             lambda: (
                 sub1.mqsc_ok(f"DISPLAY QLOCAL({queue}) CURDEPTH")[1][0].attrs["CURDEPTH"] == "2"
                 or None
             ),
+            20.0,
+            what="the selected publications on SUB1",
+            retry=Exception,
         )
         assert selected
         chosen = [sub1.get(queue, wait_ms=1000) for _ in range(2)]

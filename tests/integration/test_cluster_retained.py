@@ -23,7 +23,8 @@ import pytest
 
 from qmgr.client import MqscCommandError
 from qmgr.client.sync import Subscription
-from tests.integration.cluster_nodes import Cluster, cluster_with_topics, wait_for
+from qmgr.launcher.poll import wait_for
+from tests.integration.cluster_nodes import Cluster, cluster_with_topics
 
 ROUTE = "qmgr.route"
 _markers = count()
@@ -174,7 +175,10 @@ def test_the_subscriber_qmgrs_persistent_copy_survives_its_restart(cl: Cluster) 
         assert m is not None and m.text == "nickel"
     # SUB2 acknowledges the channel batch once its copy is committed: only then is it its own
     wait_for(
-        "HOSTA1's channel to SUB2 acknowledged", lambda: unacknowledged(cl, "HOSTA1", "SUB2") == 0
+        lambda: unacknowledged(cl, "HOSTA1", "SUB2") == 0,
+        20.0,
+        what="HOSTA1's channel to SUB2 acknowledged",
+        retry=Exception,
     )
     node = cl["SUB2"]
     node.kill()

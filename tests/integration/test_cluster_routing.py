@@ -16,7 +16,8 @@ import pytest
 
 from qmgr.client import MQClientError, OutgoingMessage
 from qmgr.client.sync import Subscription
-from tests.integration.cluster_nodes import Cluster, wait_for
+from qmgr.launcher.poll import wait_for
+from tests.integration.cluster_nodes import Cluster
 
 ROUTE = "qmgr.route"
 
@@ -124,7 +125,12 @@ def test_publication_with_no_subscribers_still_goes_to_one_host(cl: Cluster) -> 
 
     before = sent_to("HOSTB1")
     cl["PUB1"].c.publish("Orders/Nobody/Listens", b"x")
-    wait_for("one copy acknowledged by HOSTB1", lambda: sent_to("HOSTB1") == before + 1)
+    wait_for(
+        lambda: sent_to("HOSTB1") == before + 1,
+        20.0,
+        what="one copy acknowledged by HOSTB1",
+        retry=Exception,
+    )
 
 
 def test_wildcard_above_every_clustered_point_sends_no_proxy_and_sees_local_only(
@@ -218,11 +224,13 @@ def _routes(cl: Cluster, topic: str, n: int) -> Counter[str]:
 def test_pub_disabled_host_is_never_chosen(cl: Cluster) -> None:
     cl["HOSTA1"].c.mqsc("ALTER TOPIC(PRICES) PUB(DISABLED)")
     wait_for(
-        "PUB(DISABLED) seen on PUB1",
         lambda: any(
             r.attrs["CLUSQMGR"] == "HOSTA1" and r.attrs["PUB"] == "DISABLED"
             for r in cl["PUB1"].c.mqsc("DISPLAY TCLUSTER(PRICES)")
         ),
+        20.0,
+        what="PUB(DISABLED) seen on PUB1",
+        retry=Exception,
     )
     try:
         assert _routes(cl, "Prices/Disabled", 10) == {"HOSTA2": 10}
@@ -232,11 +240,13 @@ def test_pub_disabled_host_is_never_chosen(cl: Cluster) -> None:
 
 def _pub_seen(cl: Cluster, host: str, value: str) -> None:
     wait_for(
-        f"PUB({value}) of {host} seen on PUB1",
         lambda: any(
             r.attrs["CLUSQMGR"] == host and r.attrs["PUB"] == value
             for r in cl["PUB1"].c.mqsc("DISPLAY TCLUSTER(PRICES)")
         ),
+        20.0,
+        what=f"PUB({value}) of {host} seen on PUB1",
+        retry=Exception,
     )
 
 
@@ -283,16 +293,20 @@ def test_publication_is_refused_when_every_host_is_pub_disabled(cl: Cluster) -> 
 def test_suspended_host_is_used_only_when_all_are_suspended(cl: Cluster) -> None:
     cl["HOSTA2"].c.mqsc("SUSPEND QMGR CLUSTER(DEMO)")
     wait_for(
-        "HOSTA2 suspended as seen by PUB1",
         lambda: cl["PUB1"].mqsc("DISPLAY CLUSQMGR(HOSTA2) SUSPEND")[0]["SUSPEND"] == "YES",
+        20.0,
+        what="HOSTA2 suspended as seen by PUB1",
+        retry=Exception,
     )
     try:
         assert _routes(cl, "Prices/Suspended", 10) == {"HOSTA1": 10}
     finally:
         cl["HOSTA2"].c.mqsc("RESUME QMGR CLUSTER(DEMO)")
     wait_for(
-        "HOSTA2 resumed",
         lambda: cl["PUB1"].mqsc("DISPLAY CLUSQMGR(HOSTA2) SUSPEND")[0]["SUSPEND"] == "NO",
+        20.0,
+        what="HOSTA2 resumed",
+        retry=Exception,
     )
 
 
@@ -302,16 +316,20 @@ def test_workload_attributes_are_set_on_the_cluster_receiver_and_steer_the_choic
     host = cl["HOSTA2"]
     host.c.mqsc("ALTER CHANNEL(DEMO.HOSTA2) CHLTYPE(CLUSRCVR) CLWLWGHT(25)")
     wait_for(
-        "CLWLWGHT(25) of HOSTA2 seen by PUB1",
         lambda: cl["PUB1"].mqsc("DISPLAY CLUSQMGR(HOSTA2) CLWLWGHT")[0]["CLWLWGHT"] == "25",
+        20.0,
+        what="CLWLWGHT(25) of HOSTA2 seen by PUB1",
+        retry=Exception,
     )
     try:
         # weights 50:25 -> two publications through HOSTA1 for each through HOSTA2
         assert _routes(cl, "Prices/Weighted", 30) == {"HOSTA1": 20, "HOSTA2": 10}
         host.c.mqsc("ALTER CHANNEL(DEMO.HOSTA2) CHLTYPE(CLUSRCVR) CLWLRANK(3)")
         wait_for(
-            "CLWLRANK(3) of HOSTA2 seen by PUB1",
             lambda: cl["PUB1"].mqsc("DISPLAY CLUSQMGR(HOSTA2) CLWLRANK")[0]["CLWLRANK"] == "3",
+            20.0,
+            what="CLWLRANK(3) of HOSTA2 seen by PUB1",
+            retry=Exception,
         )
         assert _routes(cl, "Prices/Ranked", 10) == {"HOSTA2": 10}
     finally:

@@ -22,7 +22,8 @@ from collections import Counter
 from pathlib import Path
 
 from qmgr.client import OutgoingMessage
-from tests.integration.cluster_nodes import Cluster, ClusterNode, wait_for
+from qmgr.launcher.poll import wait_for
+from tests.integration.cluster_nodes import Cluster, ClusterNode
 
 TOPIC = "Prices/Fruit/Apples"
 ROUTE = "qmgr.route"
@@ -50,7 +51,12 @@ def test_restarted_host_sends_what_it_held_before_what_it_receives_anew(tmp_path
         # HOSTA1 takes its share and holds it for SUB1, which is down
         cl["SUB1"].kill()
         publish([f"held-{i}" for i in range(20)])
-        wait_for("HOSTA1 holding its share for SUB1", lambda: _held(cl["HOSTA1"]).get("SUB1"))
+        wait_for(
+            lambda: _held(cl["HOSTA1"]).get("SUB1"),
+            20.0,
+            what="HOSTA1 holding its share for SUB1",
+            retry=Exception,
+        )
         cl["HOSTA1"].kill()
         cl["SUB1"].start()
         # the restarted HOSTA1 waits for FR1 while PUB1's channel to it comes back
@@ -72,8 +78,10 @@ def test_restarted_host_sends_what_it_held_before_what_it_receives_anew(tmp_path
             finally:
                 fr1.send_signal(signal.SIGCONT)
             wait_for(
-                "PUB1 routing through the restarted HOSTA1",
                 lambda: cl["PUB1"].chstatus().get("HOSTA1", {}).get("STATUS") == "RUNNING",
+                20.0,
+                what="PUB1 routing through the restarted HOSTA1",
+                retry=Exception,
             )
             time.sleep(0.5)  # a few more publications through both hosts
         finally:
@@ -98,8 +106,10 @@ def test_restarted_host_sends_what_it_held_before_what_it_receives_anew(tmp_path
         # late duplicate would already be on SUB1's queue
         for name in ("PUB1", "HOSTA1", "HOSTA2"):
             wait_for(
-                f"{name}'s transmission queues empty",
                 lambda name=name: not any(_held(cl[name]).values()),
+                20.0,
+                what=f"{name}'s transmission queues empty",
+                retry=Exception,
             )
         while take(1):
             pass

@@ -29,12 +29,13 @@ import pytest
 from cluster.repository import Cmd
 from qmgr.client import QueueManagerClient
 from qmgr.client.types import OutgoingMessage
+from qmgr.launcher.poll import wait_for
 from qmgr.security.member import CHANNEL, PROPOSE, WATCH
 from qmgr.security.pki import Issued, issue, make_ca
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import cluster_pb2_grpc as crpc
 from qmgr.wire import messages_pb2 as mpb
-from tests.integration.cluster_nodes import Cluster, ClusterNode, free_ports, wait_for
+from tests.integration.cluster_nodes import Cluster, ClusterNode, free_ports
 from tests.integration.members import CALL_TIMEOUT, SECRET, connect, proof_for
 
 TOPIC = "Auth/Prices"
@@ -137,7 +138,10 @@ def heard_from_pub1(cl: Cluster, topic: str) -> tuple[Any, Callable[[], tuple[st
         return rows[0]["RQMID"], rows[0]["LSTSEQNO"]
 
     qmid, before = wait_for(
-        "PUB1's publication committed on SUB1", lambda: position()[1] != "0.0" and position()
+        lambda: position()[1] != "0.0" and position(),
+        20.0,
+        what="PUB1's publication committed on SUB1",
+        retry=Exception,
     )
     return sub, position, qmid, before
 
@@ -169,7 +173,9 @@ def test_a_forged_hello_is_refused_and_moves_nothing(cl: Cluster) -> None:
     # the real PUB1 goes on being heard
     cl["PUB1"].c.publish(f"{TOPIC}/x", OutgoingMessage("after", persistent=True))
     assert received(sub, 1) == ["after"]
-    wait_for("PUB1's position moving on", lambda: position()[1] != before)
+    wait_for(
+        lambda: position()[1] != before, 20.0, what="PUB1's position moving on", retry=Exception
+    )
     sub.close()
 
 
@@ -275,7 +281,12 @@ def test_a_new_qmid_under_a_known_name_is_refused_until_reset_cluster(cl: Cluste
     assert clusqmgr(cl["FR1"])["SUB1"]["QMID"] == old
     cl["FR1"].mqsc("RESET CLUSTER(DEMO) ACTION(FORCEREMOVE) QMNAME(SUB1) QUEUES(NO)")
     sub1.start()
-    new = wait_for("SUB1 rejoined", lambda: clusqmgr(cl["FR1"]).get("SUB1", {}).get("QMID"))
+    new = wait_for(
+        lambda: clusqmgr(cl["FR1"]).get("SUB1", {}).get("QMID"),
+        20.0,
+        what="SUB1 rejoined",
+        retry=Exception,
+    )
     assert new != old
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from qmgr.client import MQClientError
+from qmgr.launcher.poll import wait_for  # noqa: E402
 from tests.integration.cluster_nodes import (
     Cluster,
     ClusterNode,
     exactly_once,
     free_ports,
-    wait_for,
 )
 
 
@@ -66,8 +66,18 @@ def cl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def test_runmqsc_scripts_build_the_cluster(cl: Cluster) -> None:
     for name in ("PA", "PB"):
-        wait_for(f"{name} a member on FR1", lambda name=name: name in _members(cl["FR1"]))
-    pa = wait_for("PA sees FR1", lambda: (m := _members(cl["PA"])) and "FR1" in m and m)
+        wait_for(
+            lambda name=name: name in _members(cl["FR1"]),
+            20.0,
+            what=f"{name} a member on FR1",
+            retry=Exception,
+        )
+    pa = wait_for(
+        lambda: (m := _members(cl["PA"])) and "FR1" in m and m,
+        20.0,
+        what="PA sees FR1",
+        retry=Exception,
+    )
     assert pa["PA"]["DEFTYPE"] == "CLUSRCVR"
     assert pa["PA"]["CONNAME"] == cl["PA"].address
     assert pa["PA"]["CLWLWGHT"] == "30"  # the CLUSRCVR's workload attribute, published
@@ -105,10 +115,12 @@ def test_clustered_topic_publication_arrives_once_and_survives_a_restart(cl: Clu
     pb.mqsc(f"ALTER CHANNEL(DEMO.PB) CHLTYPE(CLUSRCVR) CONNAME('localhost({pb.port})')")
     pb.kill()
     pb.start()  # no cluster options: it rejoins from its stored channel definitions
-    wait_for("PB back in the cluster", lambda: "FR1" in _members(pb))
+    wait_for(lambda: "FR1" in _members(pb), 20.0, what="PB back in the cluster", retry=Exception)
     wait_for(
-        "PB's new CONNAME on FR1",
         lambda: _members(cl["FR1"])["PB"]["CONNAME"] == f"localhost:{pb.port}",
+        20.0,
+        what="PB's new CONNAME on FR1",
+        retry=Exception,
     )
     cl.wait_definition("SPORTS", ["PA"], on=["PB"])
     kinds = {r["CHANNEL"]: r["CHLTYPE"] for r in cl["PB"].mqsc("DISPLAY CHANNEL(*)")}
@@ -222,8 +234,15 @@ def test_full_repository_unreachable_when_the_clussdr_is_defined(
         fr = late._node("FR1", ports[0], args)
         late.nodes["FR1"] = fr
         fr.start()
-        wait_for("PC joined once FR1 answers", lambda: "PC" in _members(fr))
-        members = wait_for("FR1 known on PC", lambda: (m := _members(pc)) and "FR1" in m and m)
+        wait_for(
+            lambda: "PC" in _members(fr), 20.0, what="PC joined once FR1 answers", retry=Exception
+        )
+        members = wait_for(
+            lambda: (m := _members(pc)) and "FR1" in m and m,
+            20.0,
+            what="FR1 known on PC",
+            retry=Exception,
+        )
         assert members["FR1"]["DEFTYPE"] == "CLUSSDRB"
         assert temp not in members
     finally:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from qmgr.client import QueueManagerClient
-from tests.integration.cluster_nodes import Cluster, ClusterNode, free_ports, wait_for
+from qmgr.launcher.poll import wait_for
+from tests.integration.cluster_nodes import Cluster, ClusterNode, free_ports
 
 
 def clstate(node: ClusterNode, name: str, host: str) -> str | None:
@@ -88,8 +89,10 @@ def test_both_full_repositories_down_routing_goes_on_and_definitions_made_meanwh
         cl.wait_definition("NEWS", ["PUB1"])
         for node in cl.nodes.values():
             wait_for(
-                f"ORDERS altered on {node.name}",
                 lambda n=node: descr(n, "ORDERS", "HOST1") == "changed meanwhile",
+                20.0,
+                what=f"ORDERS altered on {node.name}",
+                retry=Exception,
             )
         # the new definition routes: a publication reaches the subscriber once
         prices = cl["SUB1"].c.subscribe("Prices/Today")
@@ -118,13 +121,20 @@ def test_a_full_repository_restarted_alone_serves_its_view(tmp_path: Path) -> No
         join = ["--cluster", cl.name, "--join", f"127.0.0.1:{cl['FR1'].port}"]
         cl.nodes["NEW1"] = new = cl._node("NEW1", port, join)
         new.start()
-        wait_for("ORDERS on NEW1", lambda: clstate(new, "ORDERS", "HOST1") == "ACTIVE")
+        wait_for(
+            lambda: clstate(new, "ORDERS", "HOST1") == "ACTIVE",
+            20.0,
+            what="ORDERS on NEW1",
+            retry=Exception,
+        )
         # its join waited for the quorum: once FR2 is back both repositories list it
         cl["FR2"].start()
         for fr in ("FR1", "FR2"):
             wait_for(
-                f"NEW1 known to {fr}",
                 lambda fr=fr: "NEW1" in {r["CLUSQMGR"] for r in cl[fr].mqsc("DISPLAY CLUSQMGR(*)")},
+                20.0,
+                what=f"NEW1 known to {fr}",
+                retry=Exception,
             )
     finally:
         cl.stop()
@@ -144,7 +154,7 @@ def test_a_conflict_found_when_the_repository_returns_shows_the_definition_inval
             states = {h: clstate(cl[h], "SPORTS", h) for h in ("HOST1", "HOST2")}
             return states if sorted(map(str, states.values())) == ["ACTIVE", "INVALID"] else None
 
-        final = wait_for("one ACTIVE, one INVALID", settled)
+        final = wait_for(settled, 20.0, what="one ACTIVE, one INVALID", retry=Exception)
         loser = next(h for h, s in final.items() if s == "INVALID")
         winner = next(h for h in final if h != loser)
         # never silently dropped: the local object is kept and the conflict is in the log
@@ -155,7 +165,12 @@ def test_a_conflict_found_when_the_repository_returns_shows_the_definition_inval
         assert {h for n, h in cl["FR1"].tcluster() if n == "SPORTS"} == {winner}
         # the loser fixes its definition: accepted at once
         cl[loser].mqsc("DELETE TOPIC(SPORTS)")
-        wait_for(f"SPORTS gone from {loser}", lambda: clstate(cl[loser], "SPORTS", loser) is None)
+        wait_for(
+            lambda: clstate(cl[loser], "SPORTS", loser) is None,
+            20.0,
+            what=f"SPORTS gone from {loser}",
+            retry=Exception,
+        )
         route = "DIRECT" if winner == "HOST1" else "TOPICHOST"
         cl[loser].mqsc(topic_def("SPORTS", "Sports", route))
         cl.wait_definition("SPORTS", ["HOST1", "HOST2"])

@@ -25,11 +25,12 @@ from pysyncobj.encryptor import getEncryptor
 
 from cluster.repository import Cmd
 from qmgr.launcher.launch import start_node
+from qmgr.launcher.poll import wait_for
 from qmgr.node import raft_pickle
 from qmgr.security.files import generate_secret, write_private
 from qmgr.security.keys import member_secret, parse_member_secret, raft_password
 from qmgr.security.member import member_key
-from tests.integration.cluster_nodes import Cluster, free_ports, wait_for
+from tests.integration.cluster_nodes import Cluster, free_ports
 from tests.integration.conftest import NodeProcess
 
 DROP_WAIT = 20.0  # bound on waiting for the node to close the connection; never asserted on
@@ -205,8 +206,10 @@ def insecure(tmp_path: Path) -> Iterator[Cluster]:
 def _assert_still_serving(cl: Cluster, topic: str) -> None:
     for name in cl.frs:
         wait_for(
-            f"a Raft leader known to {name}",
             lambda n=name: cl[n].mqsc("DISPLAY QMGR ALL")[0].get("RAFTLEADER"),
+            20.0,
+            what=f"a Raft leader known to {name}",
+            retry=Exception,
         )
     cl.define_topic("HOST1", topic, topic.title())
     cl.wait_definition(topic, ["HOST1"])
@@ -312,7 +315,12 @@ class _RaftSpeaker:
 
 
 def _leader_raft_address(cl: Cluster) -> tuple[str, int]:
-    leader = wait_for("a Raft leader", lambda: cl["FR1"].mqsc("DISPLAY QMGR ALL")[0]["RAFTLEADER"])
+    leader = wait_for(
+        lambda: cl["FR1"].mqsc("DISPLAY QMGR ALL")[0]["RAFTLEADER"],
+        20.0,
+        what="a Raft leader",
+        retry=Exception,
+    )
     host, _, port = str(leader).rpartition(":")
     return host, int(port)
 
@@ -362,8 +370,10 @@ def test_a_partial_repository_holding_the_member_secret_cannot_speak_raft(
         speaker.close()
     assert answer is not None and "error" not in answer and answer["log_idx"] > 0
     wait_for(
-        "HOST1 forced out of the repository",
         lambda: "HOST1" not in {r["CLUSQMGR"] for r in secure["FR1"].mqsc("DISPLAY CLUSQMGR(*)")},
+        20.0,
+        what="HOST1 forced out of the repository",
+        retry=Exception,
     )
 
 

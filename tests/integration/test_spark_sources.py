@@ -26,10 +26,11 @@ from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from qmgr.client import OutgoingMessage, QueueManagerClient  # noqa: E402
+from qmgr.launcher.poll import wait_for
 from qmgr.spark import register  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.app_security import Nodes, add_user, make_certs, nodes  # noqa: E402
-from tests.integration.cluster_nodes import cluster_with_topics, free_ports, wait_for  # noqa: E402
+from tests.integration.cluster_nodes import cluster_with_topics, free_ports  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 from tests.integration.test_sb_admin_http import _conn  # noqa: E402
 
@@ -141,7 +142,12 @@ def test_rows_from_two_partitions_arrive_once_in_order_with_every_column(
             batch_size=50,
         )
         # the topic host forwards asynchronously: read once everything is on SUB1's queue
-        wait_for("1,200 messages on SUB1", lambda: _depth(cl["SUB1"], "MEASURE") == 1200)
+        wait_for(
+            lambda: _depth(cl["SUB1"], "MEASURE") == 1200,
+            20.0,
+            what="1,200 messages on SUB1",
+            retry=Exception,
+        )
         rows = read(spark, node=cl["SUB1"].address, subscription="MEASURE", idle=1)
 
     assert len(rows) == 1200
@@ -401,7 +407,12 @@ def test_a_node_killed_mid_write_fails_the_job_and_every_acknowledged_message_wa
         return len(log) == 2 and all(len(entries) >= 100 for entries in log.values())
 
     def kill_when_both_have_acknowledgements() -> None:
-        wait_for("messages acknowledged on both partitions", acknowledged_on_both, timeout=120)
+        wait_for(
+            acknowledged_on_both,
+            120,
+            what="messages acknowledged on both partitions",
+            retry=Exception,
+        )
         node.kill()
 
     killer = threading.Thread(target=kill_when_both_have_acknowledgements, daemon=True)
@@ -442,7 +453,7 @@ def test_a_node_killed_mid_read_fails_the_read_and_leaves_what_was_not_acknowled
             return int(qm.mqsc("DISPLAY QSTATUS(DRAIN.Q) CURDEPTH")[0]["CURDEPTH"])
 
     def kill_once_the_read_has_begun() -> None:
-        wait_for("the read to take messages", lambda: depth() < n, timeout=120)
+        wait_for(lambda: depth() < n, 120, what="the read to take messages", retry=Exception)
         time.sleep(0.3)  # let it hand some batches to Spark (where the kill lands is not checked)
         node.kill()
 

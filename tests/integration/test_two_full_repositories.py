@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster_nodes import Cluster, ClusterNode, exactly_once, wait_for
+from qmgr.launcher.poll import wait_for
+from tests.integration.cluster_nodes import Cluster, ClusterNode, exactly_once
 from tests.integration.test_repository_outage import clstate, define_pending, topic_def
 
 PARTIALS = ["HOST1", "HOST2", "PUB1", "SUB1"]
@@ -36,8 +37,10 @@ def active_once_everywhere(cl: Cluster, name: str, host: str, nodes: list[str]) 
     fails on a second copy)."""
     for node in nodes:
         wait_for(
-            f"{name}@{host} ACTIVE on {node}",
             lambda n=cl[node]: clstate(n, name, host) == "ACTIVE",
+            20.0,
+            what=f"{name}@{host} ACTIVE on {node}",
+            retry=Exception,
         )
 
 
@@ -72,7 +75,9 @@ def test_with_one_of_two_full_repositories_stopped_a_new_definition_reaches_ever
         exactly_once(cl["PUB1"], prices, "Prices/Today", b"after PUB1 restarted")
         # the full repository comes back: the log commits what was relayed, once
         cl[down].start()
-        wait_for(f"nothing relayed on {up}", lambda: relayed(cl[up]) == 0)
+        wait_for(
+            lambda: relayed(cl[up]) == 0, 20.0, what=f"nothing relayed on {up}", retry=Exception
+        )
         active_once_everywhere(cl, "PRICES", "HOST2", list(cl.nodes))
         active_once_everywhere(cl, "RATES", up, list(cl.nodes))
         assert relayed(cl[down]) == 0
@@ -103,7 +108,9 @@ def test_both_down_definitions_stay_pending_and_converge_when_either_returns(
         exactly_once(cl["PUB1"], prices, "Prices/Today", b"FR2 alone")
         # FR1 returns: committed, and FR1 serves the same view
         cl["FR1"].start()
-        wait_for("nothing relayed on FR2", lambda: relayed(cl["FR2"]) == 0)
+        wait_for(
+            lambda: relayed(cl["FR2"]) == 0, 20.0, what="nothing relayed on FR2", retry=Exception
+        )
         active_once_everywhere(cl, "PRICES", "HOST1", list(cl.nodes))
         active_once_everywhere(cl, "NEWS", "PUB1", list(cl.nodes))
         exactly_once(cl["PUB1"], prices, "Prices/Today", b"both back")
@@ -136,7 +143,7 @@ def test_the_same_object_defined_differently_on_two_sides_of_an_outage_is_a_conf
             states = {h: clstate(cl[h], "SPORTS", h) for h in ("HOST1", "HOST2")}
             return states if sorted(map(str, states.values())) == ["ACTIVE", "INVALID"] else None
 
-        final = wait_for("one ACTIVE, one INVALID", settled, timeout=60)
+        final = wait_for(settled, 60, what="one ACTIVE, one INVALID", retry=Exception)
         loser = next(h for h, s in final.items() if s == "INVALID")
         winner = next(h for h in final if h != loser)
         text = Path(cl[loser].log).read_text()
@@ -144,11 +151,18 @@ def test_the_same_object_defined_differently_on_two_sides_of_an_outage_is_a_conf
         # the local object is kept, and every member holds the winner's only
         assert cl[loser].mqsc("DISPLAY TOPIC(SPORTS)")[0]["TOPICSTR"] == "Sports"
         for fr in ("FR1", "FR2"):
-            wait_for(f"nothing relayed on {fr}", lambda fr=fr: relayed(cl[fr]) == 0)
+            wait_for(
+                lambda fr=fr: relayed(cl[fr]) == 0,
+                20.0,
+                what=f"nothing relayed on {fr}",
+                retry=Exception,
+            )
         for node in cl.nodes:
             wait_for(
-                f"only {winner}'s SPORTS on {node}",
                 lambda n=cl[node]: {h for o, h in n.tcluster() if o == "SPORTS"} == {winner},
+                20.0,
+                what=f"only {winner}'s SPORTS on {node}",
+                retry=Exception,
             )
     finally:
         cl.stop()
