@@ -57,6 +57,7 @@ from qmgr.servicebus.entities import (
     TopicProperties,
 )
 from qmgr.servicebus.errors import Code, ServiceBusError, bad
+from qmgr.servicebus.management import RuleInfo
 from qmgr.servicebus.names import (
     DEFAULT_RULE,
     SUBSCRIPTIONS,
@@ -65,7 +66,7 @@ from qmgr.servicebus.names import (
     check_subscription_name,
     key,
 )
-from qmgr.servicebus.namespace import Namespace, RuleInfo
+from qmgr.servicebus.namespace import Namespace
 
 _P = TypeVar("_P", QueueProperties, TopicProperties, SubscriptionProperties)
 _T = TypeVar("_T")
