@@ -18,6 +18,11 @@ reach the full repositories before the command answers.
   (MQ's AMQ9406) and REPOS(NO) changes nothing, its Raft-replicated copy being the repository.
 - DISPLAY CLUSQMGR, CHSTATUS, TCLUSTER, CHANNEL, and DISPLAY SUB SUBTYPE(PROXY|ALL) with the
   proxy subscriptions received from other members (plain DISPLAY SUB hides them).
+
+:func:`register` puts these in the node's MQSC table (:mod:`qmgr.core.admin.dispatch`): the
+cluster's own commands, which a queue manager outside a cluster does not support, and wrappers
+in front of the commands a member runs its own way (the channel definitions are
+``chlcmds``'s, in a cluster or not).
 """
 
 from __future__ import annotations
