@@ -1,0 +1,35 @@
+"""Markers by what a test needs, set from where it lives and what it uses, so that a run can
+leave out the slow kinds (``scripts/test --quick`` runs neither of the first three):
+
+- ``integration``: starts real node processes (everything under ``tests/integration``);
+- ``spark``: starts a JVM (a ``spark`` fixture, a module under a ``spark`` folder, or a module
+  that runs the load job or ``spark-submit``);
+- ``docker``: needs the Docker engine;
+- ``slow``: long even among these (set by the module itself).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# modules that run Spark without asking for a ``spark`` fixture (the load job, spark-submit)
+SPARK_MODULES = frozenset(
+    {"test_main_job", "test_load_report", "test_load_signals", "test_spark_standalone"}
+)
+DOCKER_MODULES = frozenset({"test_docker_compose"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by the markers set here
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.path
+        if "integration" in path.parts:
+            item.add_marker(pytest.mark.integration)
+        if (
+            "spark" in getattr(item, "fixturenames", ())
+            or "spark" in path.parts
+            or path.stem in SPARK_MODULES
+        ):
+            item.add_marker(pytest.mark.spark)
+        if path.stem in DOCKER_MODULES:
+            item.add_marker(pytest.mark.docker)
