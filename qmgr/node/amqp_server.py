@@ -84,9 +84,17 @@ class AmqpServer:
         self.container_id = f"qmgr-{uuid.uuid4().hex[:12]}"
         # every open connection's links, with what closes the connection (``close_all``)
         self.connections: dict[SbLinks, Callable[[str], None]] = {}
+        # and what runs each one's timer at once (``clock_moved``)
+        self.clock_listeners: dict[SbLinks, Callable[[], None]] = {}
         self.keys = runtime.config.servicebus_keys  # None: every token is accepted
         self.limits = runtime.config.servicebus_port_limits
         self.host.listen(self._available)
+
+    def clock_moved(self) -> None:
+        """The clock jumped forward (a test moved it): every connection's timer runs now, so
+        links whose token has expired by the moved clock are detached at once."""
+        for moved in list(self.clock_listeners.values()):
+            moved()
 
     def _available(self) -> None:
         """The namespace changed: let every connection's waiting receivers look again."""
@@ -147,6 +155,13 @@ class AmqpServer:
             transport.close()  # what was written goes first
 
         self.connections[links] = close
+
+        def clock_moved() -> None:
+            if timer is not None:
+                timer.cancel()
+            tick()
+
+        self.clock_listeners[links] = clock_moved
 
         def received(data: bytes) -> None:
             if conn.closed:
@@ -209,6 +224,7 @@ class AmqpServer:
             links.close()
             links.commit()
             self.connections.pop(links, None)
+            self.clock_listeners.pop(links, None)
             with contextlib.suppress(Exception):
                 flush()
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import stat
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from qmgr.core.admin.dispatch import CommandHandler, MqscTable, Reply, Route
 from qmgr.core.admin.execute import CORE, bound
+from qmgr.core.clock import Clock, SystemClock
 from qmgr.core.errors import MQError
 from qmgr.core.journal import NullJournal
 from qmgr.core.message import Message
@@ -104,15 +104,19 @@ class PublishResult:
     error: MQError | None = None
 
 
-class SystemClock:
-    def now(self) -> float:
-        return time.time()
-
-
 class NodeRuntime:
-    def __init__(self, config: NodeConfig, *, store_fault_at_commit: int = 0) -> None:
-        """``store_fault_at_commit`` (tests only): the N-th commit fails as on a full disk."""
+    def __init__(
+        self,
+        config: NodeConfig,
+        *,
+        clock: Clock | None = None,
+        store_fault_at_commit: int = 0,
+    ) -> None:
+        """``clock``: the time everything the node stamps and expires is read from (the wall
+        clock unless given). ``store_fault_at_commit`` (tests only): the N-th commit fails as
+        on a full disk."""
         self.config = config
+        self.clock: Clock = clock if clock is not None else SystemClock()
         # Told once when the store fails (the node must stop: see ``Committer``).
         self.on_store_failed: Callable[[StoreFailed], None] | None = None
         self.signals = QueueSignals()
@@ -123,7 +127,7 @@ class NodeRuntime:
         self.loaded_kv: dict[str, str] = {}
         self.restored_xmit: list[tuple[str, Message]] = []
         self.servicebus: ServiceBusHost | None = None
-        clock = SystemClock()
+        clock = self.clock
         os.umask(PRIVATE_UMASK)
         if config.data_dir is not None:
             make_private_tree(config.data_dir)
@@ -190,9 +194,7 @@ class NodeRuntime:
             qm.pubsub.retained[msg.topic] = msg
         qm.migrate_managed_queues()
 
-    def _host_servicebus(
-        self, clock: SystemClock, loaded: SbLoaded | None
-    ) -> ServiceBusHost | None:
+    def _host_servicebus(self, clock: Clock, loaded: SbLoaded | None) -> ServiceBusHost | None:
         """The Service Bus namespace of ``--servicebus``/``--servicebus-config``, or the one the
         store holds; None when neither. A Config.json that cannot be used stops the start
         (SystemExit naming the file, the JSON path and the problem)."""

@@ -13,10 +13,12 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from qmgr.core.clock import OffsetClock
 from qmgr.node.amqp_server import AmqpServer
 from qmgr.node.config import (
     ClusterSettings,
@@ -35,6 +37,9 @@ log = logging.getLogger("qmgr.node")
 
 # Tests only: the N-th commit of the store fails as on a full disk (see SqliteStore).
 STORE_FAULT_ENV = "QMGR_TEST_STORE_FAIL_AT_COMMIT"
+# Tests only: the node's clock can be moved forward through this file (see ``ClockFile``);
+# without it the node runs on the wall clock.
+CLOCK_FILE_ENV = "QMGR_TEST_CLOCK_FILE"
 
 # the young generation is collected every GC_YOUNG allocations (the interpreter's default: 700)
 GC_YOUNG = 10_000
@@ -155,7 +160,11 @@ async def serve(config: NodeConfig, on_ready: Callable[[str, str], None] | None 
         loop.create_task(not_serving())
         stop.set()
 
-    runtime = NodeRuntime(config, store_fault_at_commit=int(os.environ.get(STORE_FAULT_ENV) or 0))
+    clock_file = os.environ.get(CLOCK_FILE_ENV)
+    test_clock = OffsetClock() if clock_file else None  # else the wall clock
+    runtime = NodeRuntime(
+        config, clock=test_clock, store_fault_at_commit=int(os.environ.get(STORE_FAULT_ENV) or 0)
+    )
     runtime.on_store_failed = store_failed
     runtime.start()
     await runtime.durable()  # what the start created (Config.json entities) is on disk
@@ -190,7 +199,7 @@ async def serve(config: NodeConfig, on_ready: Callable[[str, str], None] | None 
                 f"qmgr: {config.name} has cluster channels (DISPLAY CHANNEL) but {problem}"
             )
         await joiner.join()  # rejoin the cluster its channel definitions name
-    sb_port, sb_ready = await _servicebus_port(runtime, config)
+    sb_port, sb_ready, amqp = await _servicebus_port(runtime, config)
     if sb_port is None and runtime.servicebus is not None:
         await server.stop(grace=0)
         await runtime.stop()
@@ -203,6 +212,9 @@ async def serve(config: NodeConfig, on_ready: Callable[[str, str], None] | None 
         on_ready(f"{host}:{port}", sb_ready.partition("=")[2])
     for sig in (signal.SIGTERM, signal.SIGINT):  # before READY: a stop right after it is clean
         loop.add_signal_handler(sig, stop.set)
+    if clock_file and test_clock is not None:
+        moved = ClockFile(Path(clock_file), test_clock, _clock_moved(runtime, amqp))
+        loop.add_signal_handler(signal.SIGUSR2, moved.apply)
     settle_memory()
     print(f"READY name={config.name} addr={host}:{port}{sb_ready}", flush=True)
     await health_servicer.set(READY_SERVICE, health_pb2.HealthCheckResponse.SERVING)
@@ -222,11 +234,12 @@ async def serve(config: NodeConfig, on_ready: Callable[[str, str], None] | None 
 
 async def _servicebus_port(
     runtime: NodeRuntime, config: NodeConfig
-) -> tuple[ServiceBusPort | None, str]:
-    """The Service Bus port of a node hosting a namespace, and what the READY line says of it
-    (`` sb=HOST:PORT``); (None, why) when it cannot listen; (None, "") without a namespace."""
+) -> tuple[ServiceBusPort | None, str, AmqpServer | None]:
+    """The Service Bus port of a node hosting a namespace, what the READY line says of it
+    (`` sb=HOST:PORT``) and its AMQP server; (None, why, None) when it cannot listen;
+    (None, "", None) without a namespace."""
     if runtime.servicebus is None:
-        return None, ""
+        return None, "", None
     tls = config.tls
     try:
         context = server_context(
@@ -243,10 +256,64 @@ async def _servicebus_port(
         )
         bound = await sb.start()
     except (OSError, ValueError) as exc:
-        return None, str(exc)
+        return None, str(exc), None
     host = config.servicebus_host
     shown = host if ":" not in host else f"[{host}]"
-    return sb, f" sb={shown}:{bound}"
+    return sb, f" sb={shown}:{bound}", amqp
+
+
+def _clock_moved(runtime: NodeRuntime, amqp: AmqpServer | None) -> Callable[[], None]:
+    """What runs when the clock was moved: the Service Bus timers, which are now due."""
+
+    def moved() -> None:
+        if runtime.servicebus is not None:
+            runtime.servicebus.clock_moved()
+        if amqp is not None:
+            amqp.clock_moved()
+
+    return moved
+
+
+class ClockFile:
+    """Tests only (``QMGR_TEST_CLOCK_FILE``): moves a running node's clock forward, so a test
+    sees a lock, a time to live, a scheduled time or a token expire without waiting for it.
+    The test writes the offset (seconds, a float: the total since the start, never less than
+    before) to ``path`` and sends SIGUSR2; :meth:`apply` moves the clock, runs ``moved`` (what
+    the moved clock has made due) and then writes the offset applied, or ``error: why``, to
+    ``path.ack``, so the test knows when it took effect. Each file is replaced whole (written
+    beside it, then renamed), so neither side reads one half written."""
+
+    def __init__(self, path: Path, clock: OffsetClock, moved: Callable[[], None]) -> None:
+        self.path = path
+        self.ack = path.with_name(path.name + ".ack")
+        self.clock = clock
+        self.moved = moved
+
+    def apply(self) -> str:
+        """Move the clock as the file says; what was written to the ack file."""
+        try:
+            text = self.path.read_text(encoding="utf-8").strip()
+            try:
+                offset = float(text)
+            except ValueError:
+                raise ValueError(f"not a number of seconds: {text!r}") from None
+            self.clock.move_to(offset)
+            self.moved()
+        except (OSError, ValueError) as exc:
+            answer = f"error: {self.path}: {exc}"
+            log.error("cannot move the clock: %s", answer)
+        else:
+            answer = repr(offset)
+            log.warning("the clock was moved forward: now %s s ahead of the wall clock", answer)
+        replace_file(self.ack, answer)
+        return answer
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole: to a file beside it, then renamed over it."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
 
 
 class ChannelJoin:

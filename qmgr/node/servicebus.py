@@ -201,6 +201,17 @@ class ServiceBusHost:
             self.changed()  # locks expired, messages activated: receivers may look again
         self._arm()
 
+    def clock_moved(self) -> None:
+        """The clock jumped forward (a test moved it): do at once what is now due (locks
+        expired, messages activated or expired by their time to live) and wait for the next
+        deadline as the moved clock sees it."""
+        if self._loop is None:
+            return
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        self._fire()
+
     async def stop(self) -> None:
         if self._handle is not None:
             self._handle.cancel()

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -161,7 +160,7 @@ class ClusterAgent:
         self.index = TopologyIndex(self.name, self.link.repository, qm.topics.all())
         self.topology = self.index.topology
         self.planner = ProxyPlanner(self.topology)
-        epoch = qm.epoch if runtime.store is not None else int(time.time() * 1000)
+        epoch = qm.epoch if runtime.store is not None else int(runtime.clock.now() * 1000)
         self.channels = ChannelManager(
             Identity(self.name, address, self.cluster, qm.qmid),
             qm.journal,
@@ -201,7 +200,7 @@ class ClusterAgent:
             self.address,
             self.role,
             workload=self.workload.to_dict(),
-            at=int(time.time() * 1000),
+            at=int(self.rt.clock.now() * 1000),
         )
 
     async def start(self, background: bool = False) -> None:
