@@ -31,14 +31,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from qmgr.core.clock import SystemClock  # noqa: E402
 from qmgr.servicebus.entities import FilterType, RuleProperties  # noqa: E402
 from qmgr.servicebus.message import SbMessage  # noqa: E402
 from qmgr.servicebus.namespace import Namespace, NamespaceLimits, ReceiveMode  # noqa: E402
-
-
-class SystemClock:
-    def now(self) -> float:
-        return time.time()
 
 
 def namespace() -> Namespace:
