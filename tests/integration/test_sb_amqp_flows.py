@@ -6,7 +6,6 @@ endpoint queues (docs/servicebus.md; scenarios/nservicebus.toml runs the same to
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from typing import Any
 
@@ -23,12 +22,14 @@ from azure.servicebus import (  # noqa: E402
 from azure.servicebus.exceptions import ServiceBusError  # noqa: E402
 from azure.servicebus.management import EntityStatus, SqlRuleFilter  # noqa: E402
 
+from tests.integration import clock  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
 
 sb_node = admin_http.sb_node
 _quiet_insecure_warning = admin_http._quiet_insecure_warning
+movable_clock = clock.movable_clock  # the node's clock moves past the TTLs
 
 
 def _drain(
@@ -190,7 +191,7 @@ def test_expired_messages_are_dead_lettered_or_dropped_as_configured(
     )  # a longer message TTL is capped by the queue
     _send(sb_node, "dropping", ServiceBusMessage("gone"))
     _send(sb_node, "t", ServiceBusMessage("sub ttl"), topic=True)
-    time.sleep(2.5)
+    clock.advance_clock(sb_node, 2.5)
     assert _drain(sb_node, "short", wait=1) == []
     dead = _drain(sb_node, "short", sub_queue=ServiceBusSubQueue.DEAD_LETTER)
     assert sorted(str(m) for m in dead) == ["fresh", "stale"]
