@@ -37,17 +37,10 @@ from azure.servicebus import (  # noqa: E402
 from sb_node import servicebus_node  # noqa: E402
 
 from qmgr.client import QueueManagerClient  # noqa: E402
+from qmgr.launcher.poll import wait_for  # noqa: E402
 
 BODY = b"x" * 100
 Sender = Callable[[], AbstractContextManager[Callable[[str], None]]]
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise SystemExit("bench_bridge: timed out")
-        time.sleep(0.01)
 
 
 def depth(c: QueueManagerClient, queue: str) -> int:
@@ -148,7 +141,10 @@ def main() -> None:
             base_rate = rate(
                 "MQ publish -> MQ subscription (baseline)",
                 n,
-                lambda: (publish(c, "Plain/x", n), wait_until(lambda: depth(c, "PLAIN") >= n)),
+                lambda: (
+                    publish(c, "Plain/x", n),
+                    wait_for(lambda: depth(c, "PLAIN") >= n, 300.0, 0.01, "PLAIN filled"),
+                ),
             )
             c.mqsc("DEFINE BRIDGE(OUT) DIRECTION(TOSB) TOPICSTR('Out/#') SBENTITY('out')")
             out_rate = rate(
@@ -156,8 +152,11 @@ def main() -> None:
                 n,
                 lambda: (
                     publish(c, "Out/x", n),
-                    wait_until(
-                        lambda: admin.get_queue_runtime_properties("out").active_message_count >= n
+                    wait_for(
+                        lambda: admin.get_queue_runtime_properties("out").active_message_count >= n,
+                        300.0,
+                        0.01,
+                        "the Service Bus queue filled",
                     ),
                 ),
             )
@@ -175,7 +174,7 @@ def main() -> None:
                 n,
                 lambda: (
                     c.mqsc("DEFINE BRIDGE(IN) DIRECTION(FROMSB) SBENTITY('in') TOPICSTR('In/x')"),
-                    wait_until(lambda: depth(c, "IN") >= n),
+                    wait_for(lambda: depth(c, "IN") >= n, 300.0, 0.01, "IN filled"),
                 ),
             )
             c.mqsc("DEFINE BRIDGE(LAT) DIRECTION(TOSB) TOPICSTR('Lat/#') SBENTITY('lat')")

@@ -16,10 +16,8 @@ import multiprocessing as mp
 import os
 import queue
 import signal
-import socket
 import struct
 import subprocess
-import threading
 import time
 import traceback
 from collections import Counter
@@ -29,7 +27,8 @@ from types import FrameType
 from typing import Any
 
 from qmgr.client import OutgoingMessage, QueueManagerClient, StreamPublisher
-from qmgr.launcher.launch import start_node
+from qmgr.launcher.cluster_launch import free_ports
+from qmgr.launcher.launch import NodeProcess, start_together
 from qmgr.launcher.poll import wait_for
 from qmgr.security.files import generate_secret
 from qmgr.security.keys import member_secret
@@ -37,49 +36,28 @@ from qmgr.security.keys import member_secret
 ROUTE = "qmgr.route"  # nodes a copy passed through the cluster, origin first
 
 
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-class BenchNode:
+class BenchNode(NodeProcess):
     """One `qmgr start` process with a fixed port, so a restart keeps its address."""
 
     def __init__(
         self, name: str, base: Path, port: int, args: list[str], env: dict[str, str] | None = None
     ) -> None:
-        self.name = name
-        self.env = env
-        self.data_dir = base / name
-        self.log = base / f"{name}.log"
+        super().__init__(
+            name,
+            log=base / f"{name}.log",
+            data_dir=base / name,
+            listen=f"127.0.0.1:{port}",
+            extra_args=args,
+            env=env,
+            start_timeout=40.0,
+        )
         self.port = port
-        self.args = args
-        self.proc: subprocess.Popen[str] | None = None
-        self.address = f"127.0.0.1:{port}"
+        self.address = self.listen
         self._client: QueueManagerClient | None = None
 
-    def start(self, timeout: float = 40.0) -> None:
-        launched = start_node(
-            self.name,
-            data_dir=self.data_dir,
-            log=self.log,
-            listen=f"127.0.0.1:{self.port}",
-            extra_args=self.args,
-            env=self.env,
-            timeout=timeout,
-        )
-        self.proc = launched.proc
-        self.address = launched.address
+    def start(self, timeout: float | None = None) -> str:
         self._client = None
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return super().start(timeout)
 
     @property
     def c(self) -> QueueManagerClient:
@@ -117,23 +95,20 @@ class BenchNode:
     def kill(self) -> None:
         """kill -9: the node gets no chance to flush or say goodbye."""
         self._drop_client()
-        if self.alive:
-            assert self.proc is not None
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
+        super().kill()
 
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it does not go within a few seconds."""
+    def stop(self, timeout: float = 5.0) -> int:
+        """SIGTERM, then SIGKILL if it does not go within ``timeout`` seconds; its exit code."""
         self._drop_client()
+        if self.proc is None:
+            return 0
         if not self.alive:
-            return
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
+            return self.proc.returncode
         try:
-            self.proc.wait(5)
+            return super().stop(timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.proc.wait(10)
+            return self.proc.wait(10)
 
 
 class BenchCluster:
@@ -176,26 +151,9 @@ class BenchCluster:
             )
         for name in standalone:
             self.nodes[name] = BenchNode(name, self.base, next(rest), [])
-        self._start_all([*full, *standalone])
-        self._start_all(partial)
+        start_together(self.nodes[n] for n in [*full, *standalone])
+        start_together(self.nodes[n] for n in partial)
         return self
-
-    def _start_all(self, names: list[str]) -> None:
-        errors: list[BaseException] = []
-
-        def run(node: BenchNode) -> None:
-            try:
-                node.start()
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=run, args=(self.nodes[n],)) for n in names]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
 
     def define_topic(self, host: str, name: str, topic: str, clroute: str = "TOPICHOST") -> None:
         self[host].c.mqsc(

@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,3 +98,84 @@ def home_for_nodes(home: Path | None) -> Iterator[None]:
             os.environ.pop("QMGR_HOME", None)
         else:
             os.environ["QMGR_HOME"] = old
+
+
+class NodeProcess:
+    """One ``qmgr start`` child that is killed and started again on the same data, log and
+    listen address: the node the integration tests and the benchmarks drive. ``address`` and
+    ``servicebus`` are those of its last READY line."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        log: Path,
+        data_dir: Path | None = None,
+        listen: str = "127.0.0.1:0",
+        extra_args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        start_timeout: float = 30.0,
+    ) -> None:
+        self.name = name
+        self.log = log
+        self.data_dir = data_dir
+        self.listen = listen
+        self.extra_args = list(extra_args or [])  # more `qmgr start` options, kept across starts
+        self.env = env
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen[str] | None = None
+        self.address = ""
+        self.servicebus = ""
+
+    def start(self, timeout: float | None = None) -> str:
+        """Start the node (NodeStartError when it does not become ready); its address."""
+        launched = start_node(
+            self.name,
+            data_dir=self.data_dir,
+            log=self.log,
+            listen=self.listen,
+            extra_args=self.extra_args,
+            env=self.env,
+            timeout=self.start_timeout if timeout is None else timeout,
+        )
+        self.proc = launched.proc
+        self.address = launched.address
+        self.servicebus = launched.servicebus
+        return self.address
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        """kill -9: the node gets no chance to flush anything."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM, then its exit code once it has exited."""
+        assert self.proc is not None, f"node {self.name} was never started"
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+
+def start_together(nodes: Iterable[NodeProcess]) -> None:
+    """Start ``nodes`` at the same time (full repositories wait for each other's Raft, so one
+    at a time would not do) and return once all are ready; the first failure is raised after
+    every start has ended."""
+    errors: list[BaseException] = []
+
+    def run(node: NodeProcess) -> None:
+        try:
+            node.start()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in nodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]

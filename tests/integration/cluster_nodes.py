@@ -4,7 +4,6 @@ same address, helpers to wait for what the nodes report through MQSC."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 from qmgr.client import QueueManagerClient
 from qmgr.client.sync import Subscription
 from qmgr.launcher.cluster_launch import free_ports
+from qmgr.launcher.launch import start_together
 from qmgr.launcher.poll import wait_for
 from qmgr.security.files import generate_secret
 from qmgr.security.keys import member_secret
@@ -34,29 +34,24 @@ def exactly_once(publisher: ClusterNode, sub: Subscription, topic: str, body: by
 
 
 class ClusterNode(NodeProcess):
+    """A cluster member on a fixed port (a restart comes back on the same address) with the
+    `qmgr start` options ``args``."""
+
     def __init__(self, name: str, base: Path, port: int, args: list[str]) -> None:
         super().__init__(name, base)
         self.port = port
-        self.args = args
+        self.listen = f"127.0.0.1:{port}"
+        self.extra_args = args
+        self.start_timeout = 40.0
         self._client: QueueManagerClient | None = None
 
-    def start(self, timeout: float = 40.0) -> str:
-        from qmgr.launcher.launch import start_node
+    @property
+    def args(self) -> list[str]:
+        return self.extra_args
 
-        launched = start_node(
-            self.name,
-            data_dir=self.data_dir,
-            log=self.log,
-            listen=f"127.0.0.1:{self.port}",
-            extra_args=self.args,
-            env=self.env,
-            timeout=timeout,
-        )
-        self.proc = launched.proc
-        self.address = launched.address
-        self.sb_address = launched.servicebus
+    def start(self, timeout: float | None = None) -> str:
         self._client = None
-        return self.address
+        return super().start(timeout)
 
     @property
     def c(self) -> QueueManagerClient:
@@ -143,7 +138,7 @@ class Cluster:
             args += ["--raft-peers", ",".join(raft)]
             self.nodes[name] = self._node(name, ports[i], args)
             self.frs.append(name)
-        self._start_all([self.nodes[n] for n in full])
+        start_together([self.nodes[n] for n in full])
         first = join_first(self) if join_first is not None else full[0]
         order = [grpc_addrs[full.index(first)]] + [
             a for n, a in zip(full, grpc_addrs, strict=True) if n != first
@@ -151,7 +146,7 @@ class Cluster:
         join = ["--cluster", self.name, "--join", ",".join(order)]
         for j, name in enumerate(partial):
             self.nodes[name] = self._node(name, ports[2 * len(full) + j], join)
-        self._start_all([self.nodes[n] for n in partial])
+        start_together([self.nodes[n] for n in partial])
         return self
 
     def _node(self, name: str, port: int, args: list[str]) -> ClusterNode:
@@ -177,24 +172,6 @@ class Cluster:
         """The MQ CONNAME of a full repository's port: ``host(port)``."""
         host, _, port = self[name].address.rpartition(":")
         return f"{host}({port})"
-
-    @staticmethod
-    def _start_all(nodes: list[ClusterNode]) -> None:
-        errors: list[BaseException] = []
-
-        def run(node: ClusterNode) -> None:
-            try:
-                node.start()
-            except BaseException as exc:
-                errors.append(exc)
-
-        threads = [threading.Thread(target=run, args=(n,)) for n in nodes]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise errors[0]
 
     def __getitem__(self, name: str) -> ClusterNode:
         return self.nodes[name]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from qmgr.client import QueueManagerClient
-from qmgr.launcher.launch import qmgr_command, start_node
+from qmgr.launcher.launch import NodeProcess as LaunchedNode
+from qmgr.launcher.launch import qmgr_command
 
 QMGR = qmgr_command()[0]
 
@@ -28,45 +29,27 @@ def kill9(proc: subprocess.Popen[str]) -> None:
                 pipe.close()
 
 
-class NodeProcess:
-    def __init__(self, name: str, base: Path, *, persistent: bool = True) -> None:
-        self.name = name
-        self.base = base
-        self.data_dir = base / name if persistent else None
-        self.proc: subprocess.Popen[str] | None = None
-        self.address = ""
-        self.sb_address = ""  # its Service Bus port (HOST:PORT), when it hosts a namespace
-        self.env = {**os.environ, "QMGR_HOME": str(base / "home")}
-        self.log = base / f"{name}.log"
-        self.extra_args: list[str] = []  # more `qmgr start` options (kept across restarts)
+class NodeProcess(LaunchedNode):
+    """A node of one test under ``base``: its data in ``base/NAME`` (unless not
+    ``persistent``), its log in ``base/NAME.log``, QMGR_HOME in ``base/home``."""
 
-    def start(self, timeout: float = 30.0) -> str:
-        launched = start_node(
-            self.name,
-            data_dir=self.data_dir,
-            log=self.log,
-            env=self.env,
-            timeout=timeout,
-            extra_args=self.extra_args,
+    def __init__(self, name: str, base: Path, *, persistent: bool = True) -> None:
+        super().__init__(
+            name,
+            log=base / f"{name}.log",
+            data_dir=base / name if persistent else None,
+            env={**os.environ, "QMGR_HOME": str(base / "home")},
         )
-        self.proc = launched.proc
-        self.address = launched.address
-        self.sb_address = launched.servicebus
-        return self.address
+        self.base = base
+        self.env: dict[str, str]
+
+    @property
+    def sb_address(self) -> str:
+        """Its Service Bus port (HOST:PORT), when it hosts a namespace."""
+        return self.servicebus
 
     def client(self) -> QueueManagerClient:
         return QueueManagerClient(self.address, timeout=20)
-
-    def kill(self) -> None:
-        """kill -9: no chance to flush anything."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-
-    def stop(self) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(20)
 
     def restart(self) -> str:
         self.kill()

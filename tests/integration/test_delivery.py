@@ -11,23 +11,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from qmgr.client import MQClientError, OutgoingMessage, QueueManagerClient
+from qmgr.launcher.poll import wait_for
 from tests.integration.conftest import NodeProcess, kill9
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def wait_until(pred: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or pred}")
-        time.sleep(0.1)
 
 
 def qstatus(qm: QueueManagerClient, queue: str) -> tuple[int, int]:
@@ -72,16 +64,18 @@ def test_durable_subscriber_closing_after_one_leaves_the_rest(node: NodeProcess)
         with qm.subscribe("load/#", name="D1", durable=True, max_batch=100) as sub:
             first = sub.receive(timeout=20)
             assert first is not None and first.text == "0" and first.backout_count == 0
-            wait_until(lambda: qstatus(qm, queue)[1] > 1, what="deliveries in flight")
+            wait_for(lambda: qstatus(qm, queue)[1] > 1, 30.0, 0.1, what="deliveries in flight")
             in_flight = qstatus(qm, queue)[1]
         # closed: only the message handed to the application was acknowledged
-        wait_until(lambda: qstatus(qm, queue) == (1999, 0), what="the rest back on the queue")
+        wait_for(
+            lambda: qstatus(qm, queue) == (1999, 0), 30.0, 0.1, what="the rest back on the queue"
+        )
         rest = read_all(qm, "load/#", "D1", "marker")
         assert [m.text for m in rest] == [str(i) for i in range(1, 2000)]
         assert in_flight > 1
         # sent but never handed to the application: back with their backout count unchanged
         assert {m.backout_count for m in rest} == {0}
-        wait_until(lambda: qstatus(qm, queue) == (0, 0), what="everything acknowledged")
+        wait_for(lambda: qstatus(qm, queue) == (0, 0), 30.0, 0.1, what="everything acknowledged")
 
 
 def test_explicit_ack_acknowledges_only_what_was_acked(node: NodeProcess) -> None:
@@ -95,7 +89,7 @@ def test_explicit_ack_acknowledges_only_what_was_acked(node: NodeProcess) -> Non
         more = sub.receive_batch(timeout=10)
         assert more and more[0].text == "15"
         sub.close()  # not acknowledged: back on the queue
-        wait_until(lambda: qstatus(qm, "EXP.Q") == (85, 0), what="85 back")
+        wait_for(lambda: qstatus(qm, "EXP.Q") == (85, 0), 30.0, 0.1, what="85 back")
         back = qm.get_many("EXP.Q", 100)
         assert [m.text for m in back] == [str(i) for i in range(15, 100)]
         assert all(m.backout_count == 1 for m in back[: len(more)])
@@ -110,7 +104,7 @@ def test_consume_generator_acknowledges_batches_handed_out(node: NodeProcess) ->
             seen += [m.text for m in batch]
             if len(seen) >= 10:
                 break
-        wait_until(lambda: qstatus(qm, "GEN.Q") == (50 - len(seen), 0), what="rest back")
+        wait_for(lambda: qstatus(qm, "GEN.Q") == (50 - len(seen), 0), 30.0, 0.1, what="rest back")
         assert [m.text for m in qm.get_many("GEN.Q", 100)] == [str(i) for i in range(len(seen), 50)]
 
 
@@ -146,7 +140,9 @@ def _kill_subscriber_midway(node: NodeProcess, qm: QueueManagerClient) -> tuple[
         acked = int(proc.stdout.readline())
         assert acked >= 120
         # everything else was sent (the credit covers it) and is not acknowledged
-        wait_until(lambda: qstatus(qm, queue) == (0, 1000 - acked), what="acknowledgements")
+        wait_for(
+            lambda: qstatus(qm, queue) == (0, 1000 - acked), 30.0, 0.1, what="acknowledgements"
+        )
         in_flight = 1000 - acked
     finally:
         kill9(proc)
@@ -156,7 +152,7 @@ def _kill_subscriber_midway(node: NodeProcess, qm: QueueManagerClient) -> tuple[
 def test_killed_subscriber_process_gets_unacknowledged_back(node: NodeProcess) -> None:
     with node.client() as qm:
         acked, in_flight, queue = _kill_subscriber_midway(node, qm)
-        wait_until(lambda: qstatus(qm, queue) == (1000 - acked, 0), what="backed out")
+        wait_for(lambda: qstatus(qm, queue) == (1000 - acked, 0), 30.0, 0.1, what="backed out")
         rest = read_all(qm, "kill/#", "K1", "marker")
         assert [m.text for m in rest] == [str(i) for i in range(acked, 1000)]
         # the client is gone, so the first message it did not acknowledge counts as handed out
@@ -221,7 +217,9 @@ def test_abandoned_unit_of_work_is_backed_out_and_belongs_to_its_connection(
             assert qstatus(qm, "UOW.Q") == (2, 3)
         finally:
             kill9(proc)
-        wait_until(lambda: qstatus(qm, "UOW.Q") == (5, 0), what="the unit of work backed out")
+        wait_for(
+            lambda: qstatus(qm, "UOW.Q") == (5, 0), 30.0, 0.1, what="the unit of work backed out"
+        )
         back = qm.get_many("UOW.Q", 10)
         assert [m.text for m in back] == [str(i) for i in range(5)]
         assert [m.backout_count for m in back] == [1, 1, 1, 0, 0]
@@ -297,7 +295,9 @@ def test_slow_consumer_is_bounded_on_both_sides(node: NodeProcess, window: int) 
                 pub.publish("slow/x", OutgoingMessage(body, persistent=False))
             assert pub.close().accepted == total
             # the node sends what the credit allows, no more
-            wait_until(lambda: qstatus(qm, "SLOW.Q") == (total - window, window), what="credit")
+            wait_for(
+                lambda: qstatus(qm, "SLOW.Q") == (total - window, window), 30.0, 0.1, what="credit"
+            )
             time.sleep(2.0)
             assert qstatus(qm, "SLOW.Q") == (total - window, window)
             proc.stdin.write("report\n")
@@ -308,7 +308,7 @@ def test_slow_consumer_is_bounded_on_both_sides(node: NodeProcess, window: int) 
         assert report["pending"] == window and report["slow"] and report["events"] == 1
         print(f"window {window}: subscriber report {report}")
         assert report["rss_kib"] < 150 * 1024, report
-        wait_until(lambda: qstatus(qm, "SLOW.Q") == (total, 0), what="in-flight ones back")
+        wait_for(lambda: qstatus(qm, "SLOW.Q") == (total, 0), 30.0, 0.1, what="in-flight ones back")
 
 
 def test_batch_publish_is_all_or_exactly_accepted(node: NodeProcess) -> None:

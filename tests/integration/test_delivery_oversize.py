@@ -12,10 +12,11 @@ import grpc
 import pytest
 
 from qmgr.client import MQClientError, OutgoingMessage, QueueManagerClient
+from qmgr.launcher.poll import wait_for
 from qmgr.wire import messaging_pb2 as pb
 from qmgr.wire import messaging_pb2_grpc
 from tests.integration.conftest import NodeProcess
-from tests.integration.test_delivery import qstatus, wait_until
+from tests.integration.test_delivery import qstatus
 
 MIB = 1024 * 1024
 DEFAULT_GRPC_LIMIT = 4 * MIB
@@ -116,7 +117,7 @@ def test_plain_grpc_channel_declaring_the_default_limit(node: NodeProcess) -> No
         finished.set()
         assert indexes(got, MIB) == list(range(10))
     with node.client() as qm:
-        wait_until(lambda: qstatus(qm, "MID.Q") == (10, 0), what="backed out")
+        wait_for(lambda: qstatus(qm, "MID.Q") == (10, 0), 30.0, 0.1, what="backed out")
         back = qm.get_many("MID.Q", 10)
         back += qm.get_many("MID.Q", 10)
         back += qm.get_many("MID.Q", 10)
@@ -179,4 +180,4 @@ def test_small_bodies_with_large_properties_are_sized_too(node: NodeProcess) -> 
         for _ in call:  # the acknowledgement is sent, then the requests end: so does the stream
             pass
     with node.client() as qm:
-        wait_until(lambda: qstatus(qm, "PROP.Q") == (0, 0), what="all acknowledged")
+        wait_for(lambda: qstatus(qm, "PROP.Q") == (0, 0), 30.0, 0.1, what="all acknowledged")

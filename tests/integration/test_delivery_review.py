@@ -18,10 +18,11 @@ import grpc
 import pytest
 
 from qmgr.client import MQClientError, OutgoingMessage, QueueManagerClient
+from qmgr.launcher.poll import wait_for
 from qmgr.wire import messaging_pb2 as pb
 from qmgr.wire import messaging_pb2_grpc
 from tests.integration.conftest import NodeProcess, kill9
-from tests.integration.test_delivery import ROOT, qstatus, wait_until
+from tests.integration.test_delivery import ROOT, qstatus
 
 
 def put_numbered(qm: QueueManagerClient, queue: str, n: int, *, persistent: bool = True) -> None:
@@ -112,7 +113,9 @@ def test_bogus_acknowledgement_is_invalid_argument_and_changes_nothing(
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
     assert first and [m.body for m in first[0].messages] == [str(i).encode() for i in range(5)]
     with node.client() as qm:
-        wait_until(lambda: qstatus(qm, "BOGUS.Q") == (20 - acked, 0), what="nothing committed")
+        wait_for(
+            lambda: qstatus(qm, "BOGUS.Q") == (20 - acked, 0), 30.0, 0.1, what="nothing committed"
+        )
         rest = drain_to_marker(qm, "BOGUS.Q")
     assert [t for t, _ in rest] == [str(i) for i in range(acked, 20)]
 
@@ -159,7 +162,7 @@ def test_commit_after_the_connection_dropped_reports_the_backout(node: NodeProce
             got = qm.get_many("DROP.Q", 2, unit_of_work=uow)
             assert [m.text for m in got] == ["0", "1"]
             qm._connection.cancel()  # the connection drops before the commit
-            wait_until(lambda: qstatus(qm, "DROP.Q") == (3, 0), what="backed out")
+            wait_for(lambda: qstatus(qm, "DROP.Q") == (3, 0), 30.0, 0.1, what="backed out")
         assert err.value.reason_name == "MQRC_BACKED_OUT"
         rest = drain_to_marker(qm, "DROP.Q")
         assert rest == [("0", 1), ("1", 1), ("2", 0)]
@@ -179,7 +182,7 @@ def test_commit_on_a_closed_connection_is_refused(node: NodeProcess) -> None:
         assert len(got.messages) == 1
         conn_call.cancel()
         with node.client() as qm:
-            wait_until(lambda: qstatus(qm, "CONN.Q") == (1, 0), what="backed out")
+            wait_for(lambda: qstatus(qm, "CONN.Q") == (1, 0), 30.0, 0.1, what="backed out")
         with pytest.raises(grpc.RpcError) as err:
             stub.Commit(pb.UnitOfWork(unit_of_work="U1", connection_id=conn), timeout=20)
         meta = dict(err.value.trailing_metadata() or ())
@@ -234,7 +237,7 @@ def test_two_consumers_one_killed_mid_stream(node: NodeProcess, persistent: bool
             finally:
                 kill9(proc)
             qm.put("TWO.Q", "marker", persistent=True)
-            wait_until(lambda: any(t == "marker" for t, _ in other), 60, "the marker")
+            wait_for(lambda: any(t == "marker" for t, _ in other), 60, 0.1, what="the marker")
             stop.set()
             reader.join(10)
         texts = [t for t, _ in other if t != "marker"]
@@ -243,7 +246,7 @@ def test_two_consumers_one_killed_mid_stream(node: NodeProcess, persistent: bool
         assert len(texts) == len(set(texts)), "duplicate within the surviving consumer"
         assert sorted(set(texts) | set(killed_acked), key=int) == [str(i) for i in range(n)]
         assert {b for _, b in other} <= {0, 1}
-        wait_until(lambda: qstatus(qm, "TWO.Q") == (0, 0), what="all acknowledged")
+        wait_for(lambda: qstatus(qm, "TWO.Q") == (0, 0), 30.0, 0.1, what="all acknowledged")
 
 
 HOLDING_CONSUMER = """
@@ -271,12 +274,12 @@ def test_poison_message_moves_to_boqname_after_repeated_kills_alone(node: NodePr
             assert proc.stdout is not None
             assert proc.stdout.readline().split() == ["poison", str(expected), "50"]
             kill9(proc)
-            wait_until(lambda: qstatus(qm, "HP.Q")[1] == 0, what="backed out")
+            wait_for(lambda: qstatus(qm, "HP.Q")[1] == 0, 30.0, 0.1, what="backed out")
         # closing gracefully after taking one: only that one is counted
         consumer = qm.consumer("HP.Q", ack="explicit")
         first = consumer.receive(timeout=10)
         assert first is not None and (first.text, first.backout_count) == ("0", 0)
-        wait_until(lambda: consumer.pending_messages == 49, what="the rest buffered")
+        wait_for(lambda: consumer.pending_messages == 49, 30.0, 0.1, what="the rest buffered")
         consumer.close()
         assert drain_to_marker(qm, "HP.Q") == [("0", 1)] + [(str(i), 0) for i in range(1, 50)]
         moved = qm.get_many("HP.BOQ", 100)
@@ -293,7 +296,7 @@ def test_node_restart_under_a_consumer_with_unacknowledged_messages(node: NodePr
     consumer = qm.consumer("RS.Q", 10, ack="explicit", max_pending_messages=30)
     acked = consumer.receive_batch(timeout=10)
     consumer.ack()
-    wait_until(lambda: qstatus(qm, "RS.Q")[1] == 30, what="credit used")
+    wait_for(lambda: qstatus(qm, "RS.Q")[1] == 30, 30.0, 0.1, what="credit used")
     held = consumer.receive_batch(timeout=10)  # never acknowledged
     time.sleep(0.5)  # the acknowledged removal is committed by the group commit
     node.kill()
@@ -396,7 +399,7 @@ def test_consumers_of_a_deleted_queue_or_subscription_end_with_an_error(node: No
         assert err.value.reason_name == "MQRC_OBJECT_IN_USE"
         sub.ack()
         queue = sub.queue
-        wait_until(lambda: qstatus(qm, queue) == (0, 0), what="acknowledged")
+        wait_for(lambda: qstatus(qm, queue) == (0, 0), 30.0, 0.1, what="acknowledged")
         qm.unsubscribe("GONE")
         with pytest.raises(MQClientError) as err:
             sub.receive(timeout=20)
@@ -439,7 +442,7 @@ def test_async_consumer_counts_only_what_it_handed_out_and_refuses_a_late_ack(
 
     asyncio.run(scenario())
     with node.client() as qm:
-        wait_until(lambda: qstatus(qm, "ALATE.Q") == (20, 0), what="backed out")
+        wait_for(lambda: qstatus(qm, "ALATE.Q") == (20, 0), 30.0, 0.1, what="backed out")
         assert drain_to_marker(qm, "ALATE.Q") == [("0", 1)] + [(str(i), 0) for i in range(1, 20)]
 
 
@@ -489,7 +492,7 @@ def test_consume_generator_killed_while_processing_a_batch_loses_nothing(
         assert proc.stdout is not None
         assert int(proc.stdout.readline()) == 10
         kill9(proc)
-        wait_until(lambda: qstatus(qm, "BATCHK.Q")[1] == 0, what="backed out")
+        wait_for(lambda: qstatus(qm, "BATCHK.Q")[1] == 0, 30.0, 0.1, what="backed out")
         rest = drain_to_marker(qm, "BATCHK.Q")
         assert [t for t, _ in rest] == [str(i) for i in range(30)]
 

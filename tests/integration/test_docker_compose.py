@@ -23,7 +23,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,7 @@ from qmgr.client import QueueManagerClient  # noqa: E402
 from qmgr.launcher.cluster_start import holds_proxies, knows_topics  # noqa: E402
 from qmgr.launcher.compose import published_ports  # noqa: E402
 from qmgr.launcher.health import check  # noqa: E402
+from qmgr.launcher.poll import wait_for  # noqa: E402
 from qmgr.launcher.topology import load_topology  # noqa: E402
 from qmgr.node.ready import READY_SERVICE  # noqa: E402
 
@@ -287,19 +288,6 @@ def cluster(
         assert left == {"volume": [], "network": [], "container": []}
 
 
-def _wait(what: str, condition: Callable[[], bool], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if condition():
-                return
-        except Exception:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
 def _receive_mq(c: QueueManagerClient, name: str, count: int) -> list[bytes]:
     """Resume durable subscription ``name`` on Prices/# and take ``count`` messages, then
     look once more for anything extra."""
@@ -372,9 +360,15 @@ def test_mq_publications_reach_the_subscriber_and_servicebus_once(
     want = {("SUB1", "Prices/#"), ("SB1", "Prices/#")}
     for host in ("HOSTA1", "HOSTA2"):
         with cluster.client(host) as c:
-            _wait(f"proxies on {host}", holds_proxies(c, want))
+            wait_for(holds_proxies(c, want), 60, 0.5, what=f"proxies on {host}", retry=Exception)
     with cluster.client("PUB1") as c:
-        _wait("PRICES known on PUB1", knows_topics(c, {("PRICES", "HOSTA1"), ("PRICES", "HOSTA2")}))
+        wait_for(
+            knows_topics(c, {("PRICES", "HOSTA1"), ("PRICES", "HOSTA2")}),
+            60,
+            0.5,
+            what="PRICES known on PUB1",
+            retry=Exception,
+        )
         sent = [f"mq-{i}" for i in range(200)]
         for start in range(0, len(sent), 50):
             for body in sent[start : start + 50]:
@@ -404,9 +398,12 @@ def test_restarted_containers_come_back_with_their_durable_state(cluster: Compos
             c.publish(TOPIC, body, persistent=True)
     with cluster.client("SUB1") as c:
         queue = c.create_subscription("Prices/#", name="COMPOSE.SUB")  # resumed: its queue
-        _wait(
-            "publications held by SUB1's subscription",
+        wait_for(
             lambda: _depth(c, queue) == len(kept_mq),
+            60,
+            0.5,
+            what="publications held by SUB1's subscription",
+            retry=Exception,
         )
     kept_sb = [f"kept-sb-{i}" for i in range(20)]
     with ServiceBusClient.from_connection_string(cluster.connection_string()) as sb:
@@ -439,11 +436,23 @@ def test_a_node_killed_with_sigkill_loses_and_duplicates_nothing(cluster: Compos
             c.publish(TOPIC, body, persistent=True)
     with cluster.client("SUB1") as c:
         queue = c.create_subscription("Prices/#", name="COMPOSE.SUB")
-        _wait("publications held by SUB1", lambda: _depth(c, queue) == len(before))
+        wait_for(
+            lambda: _depth(c, queue) == len(before),
+            60,
+            0.5,
+            what="publications held by SUB1",
+            retry=Exception,
+        )
     (container,) = cluster.containers("label=com.docker.compose.service=SUB1")
     killed = _run(["docker", "kill", "--signal", "KILL", container["ID"]], 60)
     assert killed.returncode == 0, killed.stderr
-    _wait("SUB1 down", lambda: check(cluster.address("SUB1"), READY_SERVICE) != "SERVING", 30)
+    wait_for(
+        lambda: check(cluster.address("SUB1"), READY_SERVICE) != "SERVING",
+        30,
+        0.5,
+        what="SUB1 down",
+        retry=Exception,
+    )
     during = [f"while-down-{i}" for i in range(30)]
     with cluster.client("PUB1") as c:
         for body in during:

@@ -27,6 +27,7 @@ import pytest
 
 from qmgr.launcher.cluster_state import pid_alive
 from qmgr.launcher.launch import qmgr_command
+from qmgr.launcher.poll import wait_for
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 QMGR_BIN = Path(qmgr_command()[0]).parent
@@ -219,8 +220,7 @@ def test_cluster_status_shows_each_members_own_view(demo: Cluster) -> None:
 
     pid = int(str(nodes["PUB1"]["pid"]))
     os.kill(pid, signal.SIGKILL)
-    while pid_alive(pid):
-        time.sleep(0.05)
+    wait_for(lambda: not pid_alive(pid), 30.0, what="PUB1 gone")
     down = demo.status()["PUB1"]
     assert (down["alive"], down["ready"], down["healthy"]) == (False, None, False)
     text = demo.qmgr("cluster", "status")

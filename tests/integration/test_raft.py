@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import pytest
 
 from cluster.records import RepoEvent
 from cluster.repository import ApplyResult, Cmd, ErrorCode
+from qmgr.launcher.poll import wait_for
 from qmgr.node.raft import (
     PASSWORD_SUPPORTED,
     RaftConfig,
@@ -121,17 +122,6 @@ class Member:
                 self.kill()
 
 
-def eventually(check: Callable[[], Any], what: str, deadline: float = DEADLINE) -> Any:
-    end = time.monotonic() + deadline
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"never happened: {what}")
-        time.sleep(0.05)
-
-
 def leader_of(members: list[Member]) -> Member | None:
     """The member every live member agrees is leader, if there is one."""
     leaders = {m.status()["leader"] for m in members}
@@ -163,7 +153,7 @@ def group(tmp_path: Path) -> Iterator[list[Member]]:
 def test_three_members_replicate_accept_anywhere_and_survive_the_leader(
     group: list[Member],
 ) -> None:
-    leader = eventually(lambda: leader_of(group), "a leader elected by all three")
+    leader = wait_for(lambda: leader_of(group), DEADLINE, what="a leader elected by all three")
     follower = next(m for m in group if m is not leader)
 
     # A change submitted on a follower is forwarded, committed and applied everywhere.
@@ -171,7 +161,9 @@ def test_three_members_replicate_accept_anywhere_and_survive_the_leader(
     assert join == {"ok": True, "error": None, "events": 1}
     defined = follower.submit(Cmd.define_topic("SPORTS", "QM1", "Sport", "CL1", "TOPICHOST"))
     assert defined == {"ok": True, "error": None, "events": 1}
-    snap = eventually(lambda: same_snapshots(group, 2), "both commands on every member")
+    snap = wait_for(
+        lambda: same_snapshots(group, 2), DEADLINE, what="both commands on every member"
+    )
     assert [t["name"] for t in snap["topics"]] == ["SPORTS"]
 
     # A define of the same object name with another CLROUTE is rejected by every replica,
@@ -184,27 +176,35 @@ def test_three_members_replicate_accept_anywhere_and_survive_the_leader(
         assert answer["error"]["code"] == ErrorCode.CLUSTER_TOPIC_CONFLICT.value
         assert answer["error"]["reason"] == 3368
     assert len({json.dumps(a, sort_keys=True) for a in errors}) == 1
-    snap = eventually(lambda: same_snapshots(group, 3), "the same state after the rejections")
+    snap = wait_for(
+        lambda: same_snapshots(group, 3), DEADLINE, what="the same state after the rejections"
+    )
     assert [(t["name"], t["qmgr"]) for t in snap["topics"]] == [("SPORTS", "QM1")]
 
     # kill -9 the leader: the other two elect a new one and keep accepting changes.
     leader.kill()
     survivors = [m for m in group if m is not leader]
-    new_leader = eventually(lambda: leader_of(survivors), "a new leader among the survivors")
+    new_leader = wait_for(
+        lambda: leader_of(survivors), DEADLINE, what="a new leader among the survivors"
+    )
     assert new_leader is not leader
     for i, member in enumerate(survivors):
         answer = member.submit(Cmd.define_topic(f"NEWS{i}", "QM2", f"News/{i}", "CL1"))
         assert answer["ok"] is True
-    after = eventually(lambda: same_snapshots(survivors, 5), "new definitions on both")
+    after = wait_for(lambda: same_snapshots(survivors, 5), DEADLINE, what="new definitions on both")
     assert {t["name"] for t in after["topics"]} == {"SPORTS", "NEWS0", "NEWS1"}
 
     # The killed member restarts on its data directory and catches up with what it missed.
     leader.start()
-    eventually(lambda: same_snapshots(group, 5), "the restarted member caught up")
-    assert eventually(lambda: leader_of(group), "all three agree on a leader") is not None
+    wait_for(lambda: same_snapshots(group, 5), DEADLINE, what="the restarted member caught up")
+    assert (
+        wait_for(lambda: leader_of(group), DEADLINE, what="all three agree on a leader") is not None
+    )
     # Log compaction (compact_after=4) wrote our JSON snapshot, not a pickle, on every member.
     dumps = [m.data_dir / "raft-snapshot.json" for m in group]
-    eventually(lambda: all(d.exists() for d in dumps), "a snapshot file on every member")
+    wait_for(
+        lambda: all(d.exists() for d in dumps), DEADLINE, what="a snapshot file on every member"
+    )
     for dump in dumps:
         doc = json.loads(dump.read_text())
         assert doc["format"] == "qmgr-raft-snapshot"
@@ -212,23 +212,33 @@ def test_three_members_replicate_accept_anywhere_and_survive_the_leader(
 
 
 def test_status_names_the_leader_and_partners(group: list[Member]) -> None:
-    eventually(lambda: leader_of(group), "a leader")
+    wait_for(lambda: leader_of(group), DEADLINE, what="a leader")
     status = group[0].status()
     assert status["self"] == group[0].addr
     assert set(status["partners"]) == {m.addr for m in group[1:]}
-    eventually(
-        lambda: set(group[0].status()["partners"].values()) == {"connected"}, "partners connected"
+    wait_for(
+        lambda: set(group[0].status()["partners"].values()) == {"connected"},
+        DEADLINE,
+        what="partners connected",
     )
     assert status["leader"] in {m.addr for m in group}
     assert group[0].status()["quorum_connected"] is True
     # a majority is still connected with one partner gone, not with both
     group[2].kill()
-    eventually(lambda: group[0].status()["partners"][group[2].addr] == "disconnected", "gone")
+    wait_for(
+        lambda: group[0].status()["partners"][group[2].addr] == "disconnected",
+        DEADLINE,
+        what="gone",
+    )
     assert group[0].status()["quorum_connected"] is True
     # PySyncObj keeps the leader it last heard of while connected to nobody: quorum_connected
     # is what tells a full repository it cannot commit
     group[1].kill()
-    eventually(lambda: group[0].status()["quorum_connected"] is False, "no majority connected")
+    wait_for(
+        lambda: group[0].status()["quorum_connected"] is False,
+        DEADLINE,
+        what="no majority connected",
+    )
 
 
 def test_single_replica_async_submit_events_in_log_order_and_replay(tmp_path: Path) -> None:
@@ -260,7 +270,9 @@ def test_single_replica_async_submit_events_in_log_order_and_replay(tmp_path: Pa
     seen.clear()
     with RepositoryReplica(config, on_events=record) as again:
         again.wait_ready(DEADLINE)
-        eventually(lambda: again.snapshot() == before, "the state rebuilt from the journal")
+        wait_for(
+            lambda: again.snapshot() == before, DEADLINE, what="the state rebuilt from the journal"
+        )
         assert seen == [("member_joined",), ("topic_defined",)]
 
 
@@ -282,7 +294,9 @@ def test_a_single_replica_commits_each_change_without_waiting_for_its_idle_tick(
         before = replica.snapshot()
     with RepositoryReplica(config) as again:
         again.wait_ready(DEADLINE)
-        eventually(lambda: again.snapshot() == before, "the state rebuilt from the journal")
+        wait_for(
+            lambda: again.snapshot() == before, DEADLINE, what="the state rebuilt from the journal"
+        )
 
 
 def test_submit_without_quorum_raises_unavailable(tmp_path: Path) -> None:
@@ -314,9 +328,11 @@ def test_a_member_with_the_wrong_password_does_not_join(tmp_path: Path) -> None:
     try:
         for m in (*good, bad):
             m.start()
-        eventually(lambda: leader_of(good), "the two members with the right password elect")
+        wait_for(
+            lambda: leader_of(good), DEADLINE, what="the two members with the right password elect"
+        )
         assert good[0].submit(Cmd.join_member("QM1", "QM1_id", "127.0.0.1:1"))["ok"] is True
-        eventually(lambda: same_snapshots(good, 1), "the change on both good members")
+        wait_for(lambda: same_snapshots(good, 1), DEADLINE, what="the change on both good members")
         end = time.monotonic() + 3
         while time.monotonic() < end:  # for a few seconds, the outsider learns nothing
             assert bad.status()["leader"] is None
@@ -340,9 +356,11 @@ def test_a_member_restarted_without_quorum_serves_committed_entries_only_then_co
         first = replicas[addrs[0]]
         first.wait_ready(DEADLINE)
         assert first.submit(Cmd.join_member("QM1", "QM1_id", "127.0.0.1:1")).ok
-        leader = eventually(lambda: first.leader, "a leader")
+        leader = wait_for(lambda: first.leader, DEADLINE, what="a leader")
         follower = next(a for a in addrs if a != leader)
-        eventually(lambda: replicas[follower].snapshot() == first.snapshot(), "replicated")
+        wait_for(
+            lambda: replicas[follower].snapshot() == first.snapshot(), DEADLINE, what="replicated"
+        )
         replicas.pop(follower).close()
         # appended to the leader's log, never committed: the only other member is down
         with pytest.raises(RaftUnavailable):
@@ -351,19 +369,23 @@ def test_a_member_restarted_without_quorum_serves_committed_entries_only_then_co
         replicas.pop(leader).close()
         # restarted alone: its journal holds the uncommitted entry, its view does not
         replicas[leader] = alone = RepositoryReplica(config(leader))
-        eventually(lambda: alone.snapshot() == committed, "the committed view replayed")
-        status = eventually(
+        wait_for(
+            lambda: alone.snapshot() == committed, DEADLINE, what="the committed view replayed"
+        )
+        status = wait_for(
             lambda: (s := alone.status())["last_applied"] == s["commit_index"] and s,
-            "the journal replayed up to the recorded commit index",
+            DEADLINE,
+            what="the journal replayed up to the recorded commit index",
         )
         assert status["log_size"] > status["commit_index"]  # the define is in the log
         assert alone.snapshot() == committed and alone.leader is None
         # the quorum returns: the define queued in the log commits, on both
         replicas[follower] = RepositoryReplica(config(follower))
         for replica in replicas.values():
-            eventually(
+            wait_for(
                 lambda r=replica: [t["name"] for t in r.snapshot()["topics"]] == ["T"],
-                "the queued define committed",
+                DEADLINE,
+                what="the queued define committed",
             )
     finally:
         for replica in replicas.values():

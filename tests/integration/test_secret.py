@@ -24,7 +24,6 @@ from cryptography.fernet import Fernet
 from pysyncobj.encryptor import getEncryptor
 
 from cluster.repository import Cmd
-from qmgr.launcher.launch import start_node
 from qmgr.launcher.poll import wait_for
 from qmgr.node import raft_pickle
 from qmgr.security.files import generate_secret, write_private
@@ -120,10 +119,9 @@ def test_a_full_repository_starts_with_its_secret_in_a_file(tmp_path: Path) -> N
     secret_file = write_private(tmp_path / "cluster.secret", generate_secret() + "\n")
     node = _without_secret(tmp_path, QMGR_CLUSTER_SECRET_FILE=str(secret_file))
     (raft,) = free_ports(1)
-    launched = start_node(
-        "FR1", data_dir=None, log=node.log, extra_args=_fr_args(raft), env=node.env
-    )
-    node.proc, node.address = launched.proc, launched.address
+    node.data_dir = None
+    node.extra_args = _fr_args(raft)
+    node.start()
     try:
         with node.client() as qm:
             assert qm.mqsc_ok("DISPLAY QMGR")[0]

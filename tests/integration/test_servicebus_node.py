@@ -18,6 +18,7 @@ import pytest
 from qmgr.client import MQClientError, QueueManagerClient, ServiceBusClientError
 from qmgr.client.errors import ConnectionFailed
 from qmgr.client.servicebus import ServiceBusAdmin
+from qmgr.launcher.poll import wait_for
 from qmgr.node.server import STORE_FAULT_ENV
 from qmgr.servicebus.errors import Code
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
@@ -320,14 +321,6 @@ def _peek(sb: ServiceBusAdmin, path: str) -> list[Stored]:
     return sb.peek(path, 0, 1000)
 
 
-def _until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.1)
-
-
 def test_sent_messages_survive_kill_9(sb_node: NodeProcess) -> None:
     sb = _sb(sb_node)
     sb.create_queue("orders")
@@ -415,13 +408,17 @@ def test_the_node_timer_expires_schedules_and_unlocks(sb_node: NodeProcess) -> N
     assert [m.state for m in _peek(sb, "later")] == [MessageState.SCHEDULED]
 
     # nobody receives: the node's timer does each of these
-    _until(lambda: len(_peek(sb, "short/$DeadLetterQueue")) == 1, "expired to the DLQ")
-    assert _peek(sb, "short") == []
-    _until(
-        lambda: [m.state for m in _peek(sb, "later")] == [MessageState.ACTIVE],
-        "the scheduled message activated",
+    wait_for(
+        lambda: len(_peek(sb, "short/$DeadLetterQueue")) == 1, 30.0, 0.1, what="expired to the DLQ"
     )
-    _until(lambda: _peek(sb, "locks")[0].lock_token is None, "the lock expired")
+    assert _peek(sb, "short") == []
+    wait_for(
+        lambda: [m.state for m in _peek(sb, "later")] == [MessageState.ACTIVE],
+        30.0,
+        0.1,
+        what="the scheduled message activated",
+    )
+    wait_for(lambda: _peek(sb, "locks")[0].lock_token is None, 30.0, 0.1, what="the lock expired")
     assert sb.receive("locks", 1)[0].delivery_count == 1  # the expired lock counted
 
 
@@ -507,9 +504,11 @@ def test_what_the_namespace_remembers_survives_kill_9(sb_node: NodeProcess) -> N
     assert dead.message.body == b"poison"
     assert dead.message.properties.get("DeadLetterReason") == "Poison"
     assert dead.message.properties.get("DeadLetterErrorDescription") == "cannot parse"
-    _until(
+    wait_for(
         lambda: [m.message.body for m in _peek(sb, "news/Subscriptions/all")] == [b"soon"],
-        "the scheduled message delivered after the restart",
+        30.0,
+        0.1,
+        what="the scheduled message delivered after the restart",
     )
     assert sb.get_topic("news").counts.scheduled == 1  # "tomorrow" still waits
 
@@ -535,7 +534,7 @@ def test_every_acknowledged_send_survives_kill_9_under_load(sb_node: NodeProcess
     threads = [threading.Thread(target=sender) for _ in range(3)]
     for t in threads:
         t.start()
-    _until(lambda: len(acknowledged) >= 300, "300 acknowledged sends")
+    wait_for(lambda: len(acknowledged) >= 300, 30.0, 0.1, what="300 acknowledged sends")
     sb_node.kill()
     stop.set()
     for t in threads:
