@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -29,6 +28,7 @@ from azure.servicebus.exceptions import (  # noqa: E402
     ServiceBusError,
 )
 
+from tests.integration import clock  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
@@ -36,6 +36,7 @@ from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
 # the admin test's fixtures: its node hosting a namespace, and quiet self-signed HTTPS warnings
 sb_node = admin_http.sb_node
 _quiet_insecure_warning = admin_http._quiet_insecure_warning
+movable_clock = clock.movable_clock  # the node's clock moves past a lock
 
 
 def _client(node: NodeProcess) -> ServiceBusClient:
@@ -126,7 +127,7 @@ def test_settling_after_the_lock_expired_raises_lock_lost(sb_node: NodeProcess) 
             sender.send_messages(ServiceBusMessage("m"))
         with client.get_queue_receiver("short", max_wait_time=5) as receiver:
             (msg,) = receiver.receive_messages(max_message_count=1, max_wait_time=5)
-            time.sleep(5.5)
+            clock.advance_clock(sb_node, 5.5)
             # the client refuses by itself to settle past locked-until: make it ask the node
             msg._expiry = datetime.now(UTC) + timedelta(minutes=5)
             with pytest.raises(MessageLockLostError):

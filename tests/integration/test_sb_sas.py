@@ -33,12 +33,13 @@ from azure.servicebus.exceptions import (  # noqa: E402
 from azure.servicebus.management import ServiceBusAdministrationClient  # noqa: E402
 
 from qmgr.node.sbport import CERT_FILE  # noqa: E402
+from tests.integration import clock, test_sb_amqp_js  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
-from tests.integration import test_sb_amqp_js  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 
 NodeFactory = Callable[..., NodeProcess]
 _quiet_insecure_warning = admin_http._quiet_insecure_warning
+movable_clock = clock.movable_clock  # the node's clock moves past a token's expiry
 js_client = test_sb_amqp_js.js_client  # @azure/service-bus installed with npm (or skipped)
 
 KEYS = {
@@ -280,7 +281,7 @@ def test_a_link_whose_token_expires_is_detached(keyed: NodeProcess) -> None:
     ):
         (msg,) = receiver.receive_messages(max_wait_time=2)
         receiver.complete_message(msg)
-        time.sleep(4)
+        clock.advance_clock(keyed, 4)
         with pytest.raises(ServiceBusAuthorizationError, match="expired"):
             receiver.receive_messages(max_wait_time=2)
     send(keyed, "orders", "others go on")
