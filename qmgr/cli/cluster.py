@@ -47,7 +47,7 @@ from qmgr.launcher.cluster_state import (
 from qmgr.launcher.compose import ENV_FILE, compose_files, ensure_env_files
 from qmgr.launcher.errors import ClusterRunningError, NodeStartError
 from qmgr.launcher.registry import register
-from qmgr.launcher.topology import DEFAULT_SOURCE, Topology, TopologyError, load_topology
+from qmgr.launcher.topology import DEFAULT_SOURCE, Topology, load_topology
 from qmgr.security.files import SecretError
 
 
@@ -58,10 +58,7 @@ def cluster() -> None:
 
 
 def _load(path: str | None) -> tuple[Topology, str]:
-    try:
-        topology = load_topology(Path(path) if path else None)
-    except TopologyError as exc:
-        raise click.ClickException(str(exc)) from None
+    topology = load_topology(Path(path) if path else None)
     return topology, str(Path(path).resolve()) if path else DEFAULT_SOURCE
 
 
@@ -258,10 +255,7 @@ def compose(topology_file: str | None, out: str | None) -> None:
     topology, _ = _load(topology_file)
     target = Path(out) if out else (Path(topology_file).parent if topology_file else Path("."))
     label = Path(topology_file).name if topology_file else "(built-in default)"
-    try:
-        files = compose_files(topology, label)
-    except TopologyError as exc:
-        raise click.ClickException(str(exc)) from None
+    files = compose_files(topology, label)
     for rel, text in files.items():
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)

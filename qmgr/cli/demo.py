@@ -102,12 +102,9 @@ def demo(
     from rich.markup import escape
 
     from qmgr.cli.demo_render import print_report, write_chart
-    from qmgr.launcher.topology import DEFAULT_SOURCE, TopologyError, load_topology
+    from qmgr.launcher.topology import DEFAULT_SOURCE, load_topology
 
-    try:
-        topology = load_topology(Path(topology_file) if topology_file else None)
-    except TopologyError as exc:
-        raise click.ClickException(str(exc)) from None
+    topology = load_topology(Path(topology_file) if topology_file else None)
     names = {n.name for n in topology.nodes}
     missing = sorted({PUBLISHER, *(node for node, _ in SUBSCRIPTIONS)} - names)
     if missing:

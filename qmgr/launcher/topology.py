@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from qmgr.launcher.errors import LaunchError
 from qmgr.node.config import NAME_RE
 
 Role = Literal["full", "partial"]
@@ -60,7 +61,7 @@ class ProblemsError(ValueError):
         super().__init__(f"invalid {self.WHAT} {source}:\n{lines}")
 
 
-class TopologyError(ProblemsError):
+class TopologyError(ProblemsError, LaunchError):
     """A topology that cannot be used."""
 
     WHAT = "topology"
