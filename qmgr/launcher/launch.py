@@ -1,4 +1,8 @@
-"""Starting node processes and waiting for their READY line (demo, cluster, benchmarks)."""
+"""Starting one ``qmgr start`` process and waiting for its READY line (:func:`start_node`), a
+node that is killed and started again on the same data and address (:class:`NodeProcess`),
+several started at once (:func:`start_together`), and a throw-away QMGR_HOME for the nodes of
+a demo or load run (:func:`home_for_nodes`). The READY line is read from the child's stdout on a
+thread, so the wait ends the moment it is printed rather than at the next poll."""
 
 from __future__ import annotations
 
