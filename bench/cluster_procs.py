@@ -53,25 +53,6 @@ class BenchNode(NodeProcess):
         )
         self.port = port
         self.address = self.listen
-        self._client: QueueManagerClient | None = None
-
-    def start(self, timeout: float | None = None) -> str:
-        self._client = None
-        return super().start(timeout)
-
-    @property
-    def c(self) -> QueueManagerClient:
-        if self._client is None:
-            self._client = QueueManagerClient(self.address, timeout=20)
-        return self._client
-
-    def mqsc(self, command: str) -> list[dict[str, str]]:
-        return [r.attrs for r in self.c.mqsc(command)]
-
-    def proxies(self) -> set[tuple[str, str]]:
-        """(origin queue manager, topic string) of every proxy subscription held here."""
-        ok, records = self.c.mqsc_ok("DISPLAY SUB(*) SUBTYPE(PROXY)")
-        return {(r.attrs["DESTQMGR"], r.attrs["TOPICSTR"]) for r in records} if ok else set()
 
     def hosts_known(self, topic_object: str) -> set[str]:
         """The queue managers this node knows as hosts of a clustered topic object."""

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from qmgr.client import QueueManagerClient
 from qmgr.launcher.errors import NodeStartError
 
 
@@ -130,9 +131,11 @@ class NodeProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.address = ""
         self.servicebus = ""
+        self._client: QueueManagerClient | None = None
 
     def start(self, timeout: float | None = None) -> str:
         """Start the node (NodeStartError when it does not become ready); its address."""
+        self._client = None  # a client of the previous start is not reused
         launched = start_node(
             self.name,
             data_dir=self.data_dir,
@@ -146,6 +149,22 @@ class NodeProcess:
         self.address = launched.address
         self.servicebus = launched.servicebus
         return self.address
+
+    @property
+    def c(self) -> QueueManagerClient:
+        """A client of the node, made at first use after each start and kept."""
+        if self._client is None:
+            self._client = QueueManagerClient(self.address, timeout=20)
+        return self._client
+
+    def mqsc(self, command: str) -> list[dict[str, str]]:
+        """Attributes of each record a successful command returned."""
+        return [r.attrs for r in self.c.mqsc(command)]
+
+    def proxies(self) -> set[tuple[str, str]]:
+        """(origin queue manager, topic string) of every proxy subscription held here."""
+        ok, records = self.c.mqsc_ok("DISPLAY SUB(*) SUBTYPE(PROXY)")
+        return {(r.attrs["DESTQMGR"], r.attrs["TOPICSTR"]) for r in records} if ok else set()
 
     @property
     def alive(self) -> bool:

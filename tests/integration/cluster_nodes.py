@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from qmgr.client import QueueManagerClient
 from qmgr.client.sync import Subscription
 from qmgr.launcher.cluster_launch import free_ports
 from qmgr.launcher.launch import start_together
@@ -43,30 +42,10 @@ class ClusterNode(NodeProcess):
         self.listen = f"127.0.0.1:{port}"
         self.extra_args = args
         self.start_timeout = 40.0
-        self._client: QueueManagerClient | None = None
 
     @property
     def args(self) -> list[str]:
         return self.extra_args
-
-    def start(self, timeout: float | None = None) -> str:
-        self._client = None
-        return super().start(timeout)
-
-    @property
-    def c(self) -> QueueManagerClient:
-        if self._client is None:
-            self._client = QueueManagerClient(self.address, timeout=20)
-        return self._client
-
-    def mqsc(self, command: str) -> list[dict[str, str]]:
-        """Attributes of each record a successful command returned."""
-        return [r.attrs for r in self.c.mqsc(command)]
-
-    def proxies(self) -> set[tuple[str, str]]:
-        """(origin queue manager, topic) of every proxy subscription held here."""
-        ok, records = self.c.mqsc_ok("DISPLAY SUB(*) SUBTYPE(PROXY)")
-        return {(r.attrs["DESTQMGR"], r.attrs["TOPICSTR"]) for r in records} if ok else set()
 
     def tcluster(self) -> set[tuple[str, str]]:
         """(object name, hosting queue manager) of every clustered definition known here."""
