@@ -40,11 +40,6 @@ class RecordingJournal:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
 def journal() -> RecordingJournal:
     return RecordingJournal()
 

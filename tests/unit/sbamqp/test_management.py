@@ -39,11 +39,6 @@ from qmgr.servicebus.namespace import Namespace, ReceiveMode
 OPS = "com.microsoft:"
 
 
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
 def namespace(clock: ManualClock) -> Namespace:
     """Queue ``q`` and session queue ``s``, both with a 30 s lock."""
     n = Namespace(clock=clock)

@@ -137,11 +137,6 @@ def restarted(journal: RecordingJournal, clock: ManualClock) -> tuple[Namespace,
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
 def journal() -> RecordingJournal:
     return RecordingJournal()
 
