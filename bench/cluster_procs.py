@@ -61,23 +61,6 @@ class BenchNode(NodeProcess):
             return set()
         return {r.attrs["CLUSQMGR"] for r in records if r.attrs.get("CLSTATE") == "ACTIVE"}
 
-    def chstatus(self) -> dict[str, dict[str, str]]:
-        """Sending channels by remote queue manager (STATUS, MSGS, XQMSGSA...)."""
-        ok, records = self.c.mqsc_ok("DISPLAY CHSTATUS(*)")
-        if not ok:
-            return {}
-        return {r.attrs["RQMNAME"]: r.attrs for r in records if r.attrs.get("CHLTYPE") == "CLUSSDR"}
-
-    def _drop_client(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def kill(self) -> None:
-        """kill -9: the node gets no chance to flush or say goodbye."""
-        self._drop_client()
-        super().kill()
-
     def stop(self, timeout: float = 5.0) -> int:
         """SIGTERM, then SIGKILL if it does not go within ``timeout`` seconds; its exit code."""
         self._drop_client()

@@ -135,7 +135,7 @@ class NodeProcess:
 
     def start(self, timeout: float | None = None) -> str:
         """Start the node (NodeStartError when it does not become ready); its address."""
-        self._client = None  # a client of the previous start is not reused
+        self._drop_client()  # a client of the previous start is not reused
         launched = start_node(
             self.name,
             data_dir=self.data_dir,
@@ -166,18 +166,32 @@ class NodeProcess:
         ok, records = self.c.mqsc_ok("DISPLAY SUB(*) SUBTYPE(PROXY)")
         return {(r.attrs["DESTQMGR"], r.attrs["TOPICSTR"]) for r in records} if ok else set()
 
+    def chstatus(self) -> dict[str, dict[str, str]]:
+        """Its sending cluster channels by remote queue manager (STATUS, MSGS, XQMSGSA...)."""
+        ok, records = self.c.mqsc_ok("DISPLAY CHSTATUS(*)")
+        if not ok:
+            return {}
+        return {r.attrs["RQMNAME"]: r.attrs for r in records if r.attrs.get("CHLTYPE") == "CLUSSDR"}
+
+    def _drop_client(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
         """kill -9: the node gets no chance to flush anything."""
+        self._drop_client()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
 
     def stop(self, timeout: float = 20.0) -> int:
-        """SIGTERM, then its exit code once it has exited."""
+        """SIGTERM, then its exit code once it has exited (a client of it stays open: a test
+        may watch what the client sees of the stop)."""
         assert self.proc is not None, f"node {self.name} was never started"
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout)

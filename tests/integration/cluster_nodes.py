@@ -58,18 +58,6 @@ class ClusterNode(NodeProcess):
             if r.attrs.get("CLSTATE") == "ACTIVE"
         }
 
-    def chstatus(self) -> dict[str, dict[str, str]]:
-        ok, records = self.c.mqsc_ok("DISPLAY CHSTATUS(*)")
-        if not ok:
-            return {}
-        return {r.attrs["RQMNAME"]: r.attrs for r in records if r.attrs.get("CHLTYPE") == "CLUSSDR"}
-
-    def kill(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        super().kill()
-
 
 class Cluster:
     """Nodes of one cluster; FRs first (started together), then partial repositories.
