@@ -40,14 +40,19 @@ from qmgr.client.sequenced import (  # noqa: E402
     drain_sessions,
     take_sessions,
 )
+from tests.integration import clock  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess, kill9  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
 
 sb_node = admin_http.sb_node
 _quiet_insecure_warning = admin_http._quiet_insecure_warning
+movable_clock = clock.movable_clock  # the node's clock moves past session locks
 
 ROOT = Path(__file__).resolve().parents[2]
+LOCK_SECONDS = 5  # the session subscription's lock duration
+# the SDK's lock renewal (max_lock_renewal, client time) has ended after this long
+RENEWAL_ENDED = 1.5
 
 
 def _topology(node: NodeProcess) -> None:
@@ -58,7 +63,7 @@ def _topology(node: NodeProcess) -> None:
             forward_subscription="to-sequenced",
             session_topic="sequenced",
             session_subscription="ordered",
-            lock_duration=timedelta(seconds=5),
+            lock_duration=timedelta(seconds=LOCK_SECONDS),
         )
         admin.create_subscription("orders", "audit")  # an ordinary subscription beside it
 
@@ -422,7 +427,9 @@ def test_a_consumer_killed_with_kill_9_resumes_in_order_and_loses_nothing(
         time.sleep(0.02)
     kill9(first)
     assert len(out.read_text().splitlines()) < 120, "the consumer finished before the kill"
-    # its session locks lapse (5 s), then a new consumer resumes from the session state
+    # its session locks lapse (the node's clock moves past them), then a new consumer
+    # resumes from the session state
+    clock.advance_clock(sb_node, LOCK_SECONDS)
     second = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=200)
     assert "DRAINED" in second.stdout, second.stderr
     lines = [line.split() for line in out.read_text().splitlines()]
@@ -460,7 +467,7 @@ def _session_state(node: NodeProcess, session_id: str) -> SequenceState:
                 ) as receiver:
                     return SequenceState.from_bytes(receiver.session.get_state())
             except SessionCannotBeLockedError:  # still locked by the dead consumer
-                time.sleep(0.2)
+                clock.advance_clock(node, LOCK_SECONDS)
 
 
 def test_a_consumer_killed_in_the_middle_of_a_recorded_run_hands_over_only_the_one_in_hand(
@@ -537,7 +544,8 @@ def test_a_session_whose_lock_is_lost_is_taken_again_and_goes_on_in_order(
     def handle(message: Any) -> None:
         seen.append(int(message.application_properties[b"SequenceNumber"]))
         if len(seen) == 1:
-            time.sleep(7)
+            time.sleep(RENEWAL_ENDED)
+            clock.advance_clock(sb_node, 7)
 
     stats = _drain(sb_node, handle, max_lock_renewal=1)
     assert any(s.lock_lost for s in stats.sessions)
@@ -550,7 +558,8 @@ def test_a_session_whose_lock_is_lost_again_and_again_raises(sb_node: NodeProces
     _send_shuffled(sb_node, {"A": 3}, seed=2)
 
     def handle(message: Any) -> None:
-        time.sleep(6)  # always past the lock, never renewed beyond 1 s
+        time.sleep(RENEWAL_ENDED)  # never renewed beyond 1 s
+        clock.advance_clock(sb_node, 6)  # always past the lock
 
     with pytest.raises(SessionLockLostError, match="lost 3 times in a row"):
         _drain(sb_node, handle, max_lock_renewal=1)
@@ -572,7 +581,8 @@ def test_a_session_whose_lock_is_lost_while_another_receiver_waits_is_read_once_
     def handle(message: Any) -> None:
         seen.append(int(message.application_properties[b"SequenceNumber"]))
         if len(seen) == 60:
-            time.sleep(7)
+            time.sleep(RENEWAL_ENDED)
+            clock.advance_clock(sb_node, 7)
 
     with caplog.at_level(logging.WARNING, logger="qmgr.client.sequenced"):
         _drain(sb_node, handle, max_lock_renewal=1, receivers=2, max_held=10, max_message_count=20)
