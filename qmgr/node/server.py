@@ -1,4 +1,5 @@
-"""The node process: one gRPC port serving Messaging, Admin and health; READY line; SIGTERM."""
+"""The node process: one gRPC port serving Messaging, Admin and health; READY line; SIGTERM;
+SIGUSR2 moves the clock of a node started for a test (``ClockFile``)."""
 
 from __future__ import annotations
 
