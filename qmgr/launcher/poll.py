@@ -26,9 +26,12 @@ def wait_for(
     :class:`WaitTimeout` naming ``what`` and the last answer after ``timeout`` seconds. It is
     asked once more at the deadline, so a slow last look still counts. An exception of a
     ``retry`` type counts as "not yet" (a node that is restarting refuses connections); any
-    other goes straight to the caller."""
-    if timeout < 0 or interval <= 0:
-        raise ValueError(f"wait_for needs timeout >= 0 and interval > 0, not {timeout}, {interval}")
+    other goes straight to the caller. ``interval`` 0 looks again at once (a test that must
+    act the moment something starts to move)."""
+    if timeout < 0 or interval < 0:
+        raise ValueError(
+            f"wait_for needs timeout >= 0 and interval >= 0, not {timeout}, {interval}"
+        )
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
