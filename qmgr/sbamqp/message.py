@@ -134,9 +134,6 @@ def encode_batch(messages: list[bytes]) -> bytes:
 # --- to and from the namespace's messages ---------------------------------------------------
 
 
-_ms = timestamp
-
-
 def dotnet_ticks(seconds: float) -> Long:
     """Epoch ``seconds`` as .NET ticks (100 ns since 0001-01-01), for the link property
     ``com.microsoft:locked-until-utc`` of a session receiver (whole milliseconds, as Service Bus)."""
@@ -389,20 +386,20 @@ def to_amqp_general(
     props.group_id = sb.session_id
     props.reply_to_group_id = sb.reply_to_session_id
     if math.isfinite(stored.expires_at):
-        props.absolute_expiry_time = _ms(stored.expires_at)
+        props.absolute_expiry_time = timestamp(stored.expires_at)
     annotations: dict[Any, Any] = {}
     if "amqp-annotations" in extra:
         annotations.update(_map(extra["amqp-annotations"]))
     annotations[SEQUENCE_NUMBER] = Long(stored.sequence_number)
-    annotations[ENQUEUED_TIME] = _ms(stored.enqueued_time)
+    annotations[ENQUEUED_TIME] = timestamp(stored.enqueued_time)
     annotations[MESSAGE_STATE] = Long(stored.state.value)
     if stored.enqueued_sequence_number:
         annotations[ENQUEUE_SEQUENCE_NUMBER] = Long(stored.enqueued_sequence_number)
     if locked_until is not None and not stored.session_lock:
-        annotations[LOCKED_UNTIL] = _ms(locked_until)
+        annotations[LOCKED_UNTIL] = timestamp(locked_until)
     scheduled = stored.scheduled_enqueue_time or sb.scheduled_enqueue_time
     if scheduled is not None:
-        annotations[SCHEDULED_ENQUEUE_TIME] = _ms(scheduled)
+        annotations[SCHEDULED_ENQUEUE_TIME] = timestamp(scheduled)
     if sb.partition_key is not None:
         annotations[PARTITION_KEY] = sb.partition_key
     if stored.dead_letter_source is not None:
