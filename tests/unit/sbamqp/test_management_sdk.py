@@ -57,6 +57,25 @@ def ns(clock: ManualClock) -> Namespace:
     return namespace(clock)
 
 
+def _answering(ns: Namespace, seen: list[Any], transport: Any) -> Callable[..., Any]:
+    """The transport's mgmt_client_request, answered by ``ns``: what it and
+    ManagementLink.execute add to the request, then the wire both ways."""
+
+    def mgmt_client_request(
+        mgmt_client: Any,
+        mgmt_msg: Any,
+        *,
+        operation: bytes,
+        operation_type: bytes,
+        node: bytes,
+        timeout: Any,
+        callback: Callable[..., Any],
+    ) -> Any:
+        return _exchange(ns, seen, transport, mgmt_msg, operation, operation_type, node, callback)
+
+    return mgmt_client_request
+
+
 def _exchange(
     ns: Namespace,
     seen: list[Any],
@@ -67,8 +86,6 @@ def _exchange(
     node: bytes,
     callback: Callable[..., Any],
 ) -> Any:
-    """What the transport's mgmt_client_request and ManagementLink.execute add to the request,
-    then the wire both ways."""
     app = mgmt_msg.application_properties
     app["operation"] = amqp_string_value(operation.decode("UTF-8"))
     app["type"] = amqp_string_value(operation_type)
@@ -89,22 +106,8 @@ def _exchange(
 @pytest.fixture
 def client(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServiceBusClient]:
     seen: list[Any] = []
-
-    def mgmt_client_request(
-        mgmt_client: Any,
-        mgmt_msg: Any,
-        *,
-        operation: bytes,
-        operation_type: bytes,
-        node: bytes,
-        timeout: Any,
-        callback: Callable[..., Any],
-    ) -> Any:
-        return _exchange(
-            ns, seen, PyamqpTransport, mgmt_msg, operation, operation_type, node, callback
-        )
-
-    monkeypatch.setattr(PyamqpTransport, "mgmt_client_request", staticmethod(mgmt_client_request))
+    answer = _answering(ns, seen, PyamqpTransport)
+    monkeypatch.setattr(PyamqpTransport, "mgmt_client_request", staticmethod(answer))
     for handler in (ServiceBusReceiver, ServiceBusSender, _SessionBrowser):
         monkeypatch.setattr(handler, "_open", _opened)
     c = ServiceBusClient.from_connection_string(CONN, retry_total=0)
@@ -114,19 +117,10 @@ def client(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServiceBu
 
 @pytest.fixture
 def async_client(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> AsyncServiceBusClient:
-    async def mgmt_client_request_async(
-        mgmt_client: Any,
-        mgmt_msg: Any,
-        *,
-        operation: bytes,
-        operation_type: bytes,
-        node: bytes,
-        timeout: Any,
-        callback: Callable[..., Any],
-    ) -> Any:
-        return _exchange(
-            ns, [], PyamqpTransportAsync, mgmt_msg, operation, operation_type, node, callback
-        )
+    answer = _answering(ns, [], PyamqpTransportAsync)
+
+    async def mgmt_client_request_async(*args: Any, **kwargs: Any) -> Any:
+        return answer(*args, **kwargs)
 
     async def opened(self: Any, timeout: float | None = None) -> None:
         self._running = True

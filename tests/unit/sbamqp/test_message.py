@@ -7,6 +7,7 @@ import dataclasses
 import datetime as dt
 import math
 import uuid
+from typing import Any
 
 import pytest
 from azure.servicebus import ServiceBusMessage, ServiceBusMessageBatch, ServiceBusReceivedMessage
@@ -46,10 +47,11 @@ def sdk_batch(messages: list[ServiceBusMessage]) -> bytes:
     return encode_payload(bytearray(), BatchMessage(*batch._message))
 
 
-def test_sdk_message_decodes_and_converts():
-    sent = ServiceBusMessage(
+def every_field_message(application_properties: Any) -> ServiceBusMessage:
+    """A message with every field the SDK lets a sender set (body "hello", session "s1")."""
+    return ServiceBusMessage(
         "hello",
-        application_properties={"n": 5, "s": "x", "f": 1.5, "flag": True},
+        application_properties=application_properties,
         session_id="s1",
         message_id="m1",
         correlation_id="c1",
@@ -62,6 +64,10 @@ def test_sdk_message_decodes_and_converts():
         scheduled_enqueue_time_utc=dt.datetime.fromtimestamp(T0 + 60, dt.UTC),
         partition_key="s1",
     )
+
+
+def test_sdk_message_decodes_and_converts():
+    sent = every_field_message({"n": 5, "s": "x", "f": 1.5, "flag": True})
     sb = to_sb_message(sdk_bytes(sent))
     assert sb.body == b"hello" and sb.body_type == "data"
     assert (sb.message_id, sb.correlation_id, sb.session_id, sb.subject) == (

@@ -58,7 +58,7 @@ from qmgr.sbamqp.message import (
     to_sb_message_general,
 )
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
-from tests.unit.sbamqp.test_message import T0, sdk_batch, sdk_bytes
+from tests.unit.sbamqp.test_message import T0, every_field_message, sdk_batch, sdk_bytes
 
 
 def typed(v: Any) -> Any:
@@ -106,21 +106,7 @@ SDK_MESSAGES: list[ServiceBusMessage] = [
     ServiceBusMessage("x" * 100),
     ServiceBusMessage(b""),
     ServiceBusMessage("x" * 300, session_id="s"),
-    ServiceBusMessage(
-        "hello",
-        application_properties=SDK_PROPERTIES,
-        session_id="s1",
-        message_id="m1",
-        correlation_id="c1",
-        subject="subj",
-        content_type="text/plain",
-        reply_to="r",
-        reply_to_session_id="rs",
-        to="t",
-        time_to_live=dt.timedelta(seconds=30),
-        scheduled_enqueue_time_utc=dt.datetime.fromtimestamp(T0 + 60, dt.UTC),
-        partition_key="s1",
-    ),
+    every_field_message(SDK_PROPERTIES),
 ]
 
 
