@@ -71,12 +71,16 @@ def content(ns: Namespace, path: str) -> list[tuple[int, MessageState, int, byte
     ]
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_random_operations_keep_the_books(seed: int) -> None:
-    rng = random.Random(seed)
+def _seeded(seed: int) -> tuple[random.Random, ManualClock, RecordingJournal, Namespace]:
+    """A run's random source and a fresh namespace on a manual clock, journalled."""
     clock = ManualClock()
     journal = RecordingJournal()
-    ns = Namespace(clock=clock, journal=journal)
+    return random.Random(seed), clock, journal, Namespace(clock=clock, journal=journal)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_operations_keep_the_books(seed: int) -> None:
+    rng, clock, journal, ns = _seeded(seed)
     ns.create_queue(
         "q",
         QueueProperties(
@@ -155,10 +159,7 @@ def test_random_operations_keep_the_books(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_session_operations_keep_the_books(seed: int) -> None:
-    rng = random.Random(seed)
-    clock = ManualClock()
-    journal = RecordingJournal()
-    ns = Namespace(clock=clock, journal=journal)
+    rng, clock, journal, ns = _seeded(seed)
     ns.create_queue("s", QueueProperties(requires_session=True, lock_duration=10))
     held: dict[str, float] = {}  # sessions this test holds -> when the lock ends
     tokens: list[tuple[str, uuid.UUID]] = []

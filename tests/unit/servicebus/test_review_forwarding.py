@@ -11,7 +11,7 @@ from qmgr.servicebus.entities import (
     RuleProperties,
     SubscriptionProperties,
 )
-from qmgr.servicebus.message import SbMessage
+from qmgr.servicebus.message import SbMessage, Stored
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
 from tests.unit.servicebus.conftest import RecordingJournal, replay, token
 
@@ -45,12 +45,18 @@ def test_dead_letters_forwarded_to_a_topic_keep_their_sequence_number(ns: Namesp
     assert (m.message.body, m.enqueued_sequence_number, m.dead_letter_source) == (b"b", seq, "q")
 
 
-def test_a_message_abandoned_after_forwarding_was_enabled_moves_on(ns: Namespace) -> None:
+def _locked_when_forwarding_begins(ns: Namespace) -> Stored:
+    """Message b"a" of queue "q", held under a peek lock when "q" starts forwarding to "dest"."""
     ns.create_queue("dest")
     ns.create_queue("q")
     ns.send("q", [SbMessage(b"a")])
     [m] = ns.receive("q", 1, PL)
     ns.update_queue("q", QueueProperties(forward_to="dest"))
+    return m
+
+
+def test_a_message_abandoned_after_forwarding_was_enabled_moves_on(ns: Namespace) -> None:
+    m = _locked_when_forwarding_begins(ns)
     ns.abandon("q", token(m))
     assert ns.get_queue("q").total == 0
     [got] = ns.receive("dest", 10, RD)
@@ -60,11 +66,7 @@ def test_a_message_abandoned_after_forwarding_was_enabled_moves_on(ns: Namespace
 def test_a_message_whose_lock_expires_after_forwarding_was_enabled_moves_on(
     ns: Namespace, clock: ManualClock
 ) -> None:
-    ns.create_queue("dest")
-    ns.create_queue("q")
-    ns.send("q", [SbMessage(b"a")])
-    ns.receive("q", 1, PL)
-    ns.update_queue("q", QueueProperties(forward_to="dest"))
+    _locked_when_forwarding_begins(ns)
     clock.advance(60)
     ns.tick()
     assert ns.get_queue("q").total == 0
@@ -74,11 +76,7 @@ def test_a_message_whose_lock_expires_after_forwarding_was_enabled_moves_on(
 def test_a_message_locked_at_a_restart_of_a_forwarding_queue_moves_on(
     ns: Namespace, journal: RecordingJournal, clock: ManualClock
 ) -> None:
-    ns.create_queue("dest")
-    ns.create_queue("q")
-    ns.send("q", [SbMessage(b"a")])
-    ns.receive("q", 1, PL)
-    ns.update_queue("q", QueueProperties(forward_to="dest"))
+    _locked_when_forwarding_begins(ns)
     again = replay(journal, Namespace(clock=clock, journal=RecordingJournal()))
     assert again.get_queue("q").total == 0
     assert [m.message.body for m in again.receive("dest", 10, RD)] == [b"a"]
