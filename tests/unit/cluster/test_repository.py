@@ -84,31 +84,25 @@ def test_a_new_qmid_under_a_known_name_is_refused_until_force_remove() -> None:
     assert repo.topics() == []
 
 
+def _about(qm: str) -> list[dict[str, Any]]:
+    """One command of each kind whose subject is queue manager ``qm``."""
+    return [
+        Cmd.join_member(qm, f"{qm}_1", "h:1"),
+        Cmd.touch_member(qm),
+        Cmd.leave_member(qm),
+        Cmd.suspend_member(qm),
+        Cmd.resume_member(qm),
+        Cmd.set_workload(qm, CLWLWGHT=5),
+        Cmd.define_topic("T1", qm, "a", C, "TOPICHOST"),
+        Cmd.alter_topic("T1", qm, {}),
+        Cmd.delete_topic("T1", qm),
+    ]
+
+
 def test_a_member_may_only_propose_changes_about_itself() -> None:
-    mine = [
-        Cmd.join_member("QM1", "QM1_1", "h:1"),
-        Cmd.touch_member("QM1"),
-        Cmd.leave_member("QM1"),
-        Cmd.suspend_member("QM1"),
-        Cmd.resume_member("QM1"),
-        Cmd.set_workload("QM1", CLWLWGHT=5),
-        Cmd.define_topic("T1", "QM1", "a", C, "TOPICHOST"),
-        Cmd.alter_topic("T1", "QM1", {}),
-        Cmd.delete_topic("T1", "QM1"),
-    ]
-    for cmd in mine:
+    for cmd in _about("QM1"):
         assert remote_refusal(cmd, "QM1") is None, cmd
-    theirs = [
-        Cmd.join_member("QM2", "QM2_1", "h:1"),
-        Cmd.touch_member("QM2"),
-        Cmd.leave_member("QM2"),
-        Cmd.suspend_member("QM2"),
-        Cmd.set_workload("QM2", CLWLWGHT=5),
-        Cmd.define_topic("T1", "QM2", "a", C, "TOPICHOST"),
-        Cmd.alter_topic("T1", "QM2", {}),
-        Cmd.delete_topic("T1", "QM2"),
-        {"v": 1, "op": "leave_member", "name": ["QM1"]},
-    ]
+    theirs = [*_about("QM2"), {"v": 1, "op": "leave_member", "name": ["QM1"]}]
     for cmd in theirs:
         refusal = remote_refusal(cmd, "QM1")
         assert refusal is not None and "only about itself" in refusal, cmd
