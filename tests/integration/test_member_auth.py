@@ -19,6 +19,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -103,11 +104,11 @@ def received(sub: Any, want: int, timeout: float = 20) -> list[str]:
     return got
 
 
-@pytest.fixture
-def cl(tmp_path: Path) -> Iterator[Cluster]:
+@contextmanager
+def authenticated_cluster(base: Path) -> Iterator[Cluster]:
     """A full repository FR1, a publisher PUB1 and a subscriber SUB1 hosting a DIRECT topic,
-    all with the cluster secret."""
-    cluster = Cluster(tmp_path, secret=SECRET).start(["FR1"], ["PUB1", "SUB1"])
+    all with the cluster secret; every node stopped afterwards."""
+    cluster = Cluster(base, secret=SECRET).start(["FR1"], ["PUB1", "SUB1"])
     try:
         cluster.define_topic("SUB1", "AUTHT", "Auth", clroute="DIRECT")
         cluster.define_topic("PUB1", "PUBT", "Pubs", clroute="TOPICHOST")
@@ -116,6 +117,21 @@ def cl(tmp_path: Path) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One authenticated cluster for the tests whose forged calls must change nothing: each
+    checks the cluster is as it found it, so they can follow one another on it."""
+    with authenticated_cluster(tmp_path_factory.mktemp("member_auth")) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cl(tmp_path: Path) -> Iterator[Cluster]:
+    """An authenticated cluster of one test's own, for tests that kill or re-create SUB1."""
+    with authenticated_cluster(tmp_path) as cluster:
+        yield cluster
 
 
 def heard_from_pub1(cl: Cluster, topic: str) -> tuple[Any, Callable[[], tuple[str, str]], str, str]:
@@ -146,9 +162,9 @@ def heard_from_pub1(cl: Cluster, topic: str) -> tuple[Any, Callable[[], tuple[st
     return sub, position, qmid, before
 
 
-def test_a_forged_hello_is_refused_and_moves_nothing(cl: Cluster) -> None:
-    sub1 = cl["SUB1"]
-    sub, position, qmid, before = heard_from_pub1(cl, f"{TOPIC}/x")
+def test_a_forged_hello_is_refused_and_moves_nothing(shared: Cluster) -> None:
+    sub1 = shared["SUB1"]
+    sub, position, qmid, before = heard_from_pub1(shared, f"{TOPIC}/x")
     no_proof = forged_hello(sub1.address, "PUB1", qmid, None)
     assert no_proof.code() is grpc.StatusCode.UNAUTHENTICATED
     assert "PUB1: no member proof" in (no_proof.details() or "")
@@ -171,7 +187,7 @@ def test_a_forged_hello_is_refused_and_moves_nothing(cl: Cluster) -> None:
     assert position() == (qmid, before)
     assert sub.receive_batch(timeout=1) == []  # nothing forged was delivered
     # the real PUB1 goes on being heard
-    cl["PUB1"].c.publish(f"{TOPIC}/x", OutgoingMessage("after", persistent=True))
+    shared["PUB1"].c.publish(f"{TOPIC}/x", OutgoingMessage("after", persistent=True))
     assert received(sub, 1) == ["after"]
     wait_for(
         lambda: position()[1] != before, 20.0, what="PUB1's position moving on", retry=Exception
@@ -179,8 +195,8 @@ def test_a_forged_hello_is_refused_and_moves_nothing(cl: Cluster) -> None:
     sub.close()
 
 
-def test_a_forged_watch_under_another_members_name_is_refused(cl: Cluster) -> None:
-    fr1 = cl["FR1"]
+def test_a_forged_watch_under_another_members_name_is_refused(shared: Cluster) -> None:
+    fr1 = shared["FR1"]
     members = clusqmgr(fr1)
     hijack = Cmd.join_member("PUB1", "PUB1_0000beef", "127.0.0.1:1")
     unproven = watch(fr1.address, hijack, None)
@@ -199,11 +215,11 @@ def test_a_forged_watch_under_another_members_name_is_refused(cl: Cluster) -> No
     assert as_fr.code() is grpc.StatusCode.PERMISSION_DENIED
     assert "cannot join as a full repository" in (as_fr.details() or "")
     assert clusqmgr(fr1) == members
-    assert ("PUBT", "PUB1") in cl["SUB1"].tcluster()
+    assert ("PUBT", "PUB1") in shared["SUB1"].tcluster()
 
 
-def test_an_unauthenticated_propose_is_refused_and_changes_nothing(cl: Cluster) -> None:
-    fr1 = cl["FR1"]
+def test_an_unauthenticated_propose_is_refused_and_changes_nothing(shared: Cluster) -> None:
+    fr1 = shared["FR1"]
     members = clusqmgr(fr1)
     removal = Cmd.force_remove(qmname="PUB1")
     unproven = propose(fr1.address, removal, None)
@@ -222,30 +238,32 @@ def test_an_unauthenticated_propose_is_refused_and_changes_nothing(cl: Cluster) 
     assert theirs.code() is grpc.StatusCode.PERMISSION_DENIED
     assert "only about itself" in (theirs.details() or "")
     assert clusqmgr(fr1) == members
-    assert ("PUBT", "PUB1") in cl["SUB1"].tcluster()
+    assert ("PUBT", "PUB1") in shared["SUB1"].tcluster()
     assert ("PUBT", "PUB1") in fr1.tcluster()
 
 
-def test_a_member_with_the_wrong_secret_cannot_join(cl: Cluster, tmp_path: Path) -> None:
+def test_a_member_with_the_wrong_secret_cannot_join(shared: Cluster, tmp_path: Path) -> None:
     port = free_ports(1)[0]
-    bad = ClusterNode("BAD1", tmp_path, port, ["--cluster", "DEMO", "--join", cl["FR1"].address])
+    bad = ClusterNode(
+        "BAD1", tmp_path, port, ["--cluster", "DEMO", "--join", shared["FR1"].address]
+    )
     bad.env["QMGR_CLUSTER_SECRET"] = "not the cluster secret"
     with pytest.raises(RuntimeError, match="did not become ready") as failed:
         bad.start(timeout=30)
     assert "the server's proof does not match the cluster secret" in str(failed.value)
     assert bad.proc is None or bad.proc.wait(timeout=10) != 0
-    assert "BAD1" not in clusqmgr(cl["FR1"])
+    assert "BAD1" not in clusqmgr(shared["FR1"])
 
 
-def test_a_node_without_the_secret_cannot_join(cl: Cluster, tmp_path: Path) -> None:
+def test_a_node_without_the_secret_cannot_join(shared: Cluster, tmp_path: Path) -> None:
     port = free_ports(1)[0]
-    join = ["--cluster", "DEMO", "--join", cl["FR1"].address, "--insecure"]
+    join = ["--cluster", "DEMO", "--join", shared["FR1"].address, "--insecure"]
     bad = ClusterNode("BAD2", tmp_path, port, join)
     bad.env.pop("QMGR_CLUSTER_SECRET", None)
     with pytest.raises(RuntimeError, match="did not become ready") as failed:
         bad.start(timeout=30)
     assert "no member proof" in str(failed.value)
-    assert "BAD2" not in clusqmgr(cl["FR1"])
+    assert "BAD2" not in clusqmgr(shared["FR1"])
 
 
 def test_a_node_with_a_secret_does_not_join_a_cluster_without_one(tmp_path: Path) -> None:
