@@ -179,6 +179,13 @@ class ApplyResult:
         return self.error is not None and self.error.code is ErrorCode.REPOS_UNAVAILABLE
 
 
+def _command(op: str, **fields: Any) -> dict[str, Any]:
+    """A version-1 command ``op`` with ``fields``; a field given as None is left out."""
+    cmd: dict[str, Any] = {"v": COMMAND_VERSION, "op": op}
+    cmd.update((key, value) for key, value in fields.items() if value is not None)
+    return cmd
+
+
 class Cmd:
     """Builders for version-1 commands (plain dicts; ``apply`` accepts hand-made ones too)."""
 
@@ -191,52 +198,40 @@ class Cmd:
         workload: Mapping[str, int] | None = None,
         at: int | None = None,
     ) -> dict[str, Any]:
-        cmd: dict[str, Any] = {
-            "v": COMMAND_VERSION,
-            "op": "join_member",
-            "name": name,
-            "qmid": qmid,
-            "address": address,
-            "role": str(role),
-        }
-        if workload is not None:
-            cmd["workload"] = dict(workload)
-        if at is not None:
-            cmd["at"] = at
-        return cmd
+        return _command(
+            "join_member",
+            name=name,
+            qmid=qmid,
+            address=address,
+            role=str(role),
+            workload=None if workload is None else dict(workload),
+            at=at,
+        )
 
     @staticmethod
     def touch_member(name: str, at: int | None = None) -> dict[str, Any]:
-        cmd: dict[str, Any] = {"v": COMMAND_VERSION, "op": "touch_member", "name": name}
-        if at is not None:
-            cmd["at"] = at
-        return cmd
+        return _command("touch_member", name=name, at=at)
 
     @staticmethod
     def leave_member(name: str) -> dict[str, Any]:
-        return {"v": COMMAND_VERSION, "op": "leave_member", "name": name}
+        return _command("leave_member", name=name)
 
     @staticmethod
     def force_remove(qmname: str | None = None, qmid: str | None = None) -> dict[str, Any]:
-        cmd: dict[str, Any] = {"v": COMMAND_VERSION, "op": "force_remove"}
-        if qmname is not None:
-            cmd["qmname"] = qmname
-        if qmid is not None:
-            cmd["qmid"] = qmid
-        return cmd
+        return _command("force_remove", qmname=qmname, qmid=qmid)
 
     @staticmethod
     def suspend_member(name: str) -> dict[str, Any]:
-        return {"v": COMMAND_VERSION, "op": "suspend_member", "name": name}
+        return _command("suspend_member", name=name)
 
     @staticmethod
     def resume_member(name: str) -> dict[str, Any]:
-        return {"v": COMMAND_VERSION, "op": "resume_member", "name": name}
+        return _command("resume_member", name=name)
 
     @staticmethod
     def set_workload(name: str, **attrs: int) -> dict[str, Any]:
         """``Cmd.set_workload("QM1", CLWLWGHT=20, CLWLPRTY=3)``."""
-        return {"v": COMMAND_VERSION, "op": "set_workload", "name": name, "workload": attrs}
+        return _command("set_workload", name=name, workload=attrs)
 
     @staticmethod
     def define_topic(
@@ -249,18 +244,17 @@ class Cmd:
         descr: str = "",
         replace: bool = False,
     ) -> dict[str, Any]:
-        return {
-            "v": COMMAND_VERSION,
-            "op": "define_topic",
-            "name": name,
-            "qmgr": qmgr,
-            "topic_str": topic_str,
-            "cluster": cluster,
-            "clroute": str(clroute),
-            "attrs": dict(attrs or {}),
-            "descr": descr,
-            "replace": replace,
-        }
+        return _command(
+            "define_topic",
+            name=name,
+            qmgr=qmgr,
+            topic_str=topic_str,
+            cluster=cluster,
+            clroute=str(clroute),
+            attrs=dict(attrs or {}),
+            descr=descr,
+            replace=replace,
+        )
 
     @staticmethod
     def alter_topic(
@@ -272,22 +266,20 @@ class Cmd:
         cluster: str | None = None,
         topic_str: str | None = None,
     ) -> dict[str, Any]:
-        cmd: dict[str, Any] = {"v": COMMAND_VERSION, "op": "alter_topic", "name": name}
-        cmd["qmgr"] = qmgr
-        cmd["attrs"] = dict(attrs or {})
-        for key, value in (
-            ("descr", descr),
-            ("clroute", None if clroute is None else str(clroute)),
-            ("cluster", cluster),
-            ("topic_str", topic_str),
-        ):
-            if value is not None:
-                cmd[key] = value
-        return cmd
+        return _command(
+            "alter_topic",
+            name=name,
+            qmgr=qmgr,
+            attrs=dict(attrs or {}),
+            descr=descr,
+            clroute=None if clroute is None else str(clroute),
+            cluster=cluster,
+            topic_str=topic_str,
+        )
 
     @staticmethod
     def delete_topic(name: str, qmgr: str) -> dict[str, Any]:
-        return {"v": COMMAND_VERSION, "op": "delete_topic", "name": name, "qmgr": qmgr}
+        return _command("delete_topic", name=name, qmgr=qmgr)
 
 
 def _get(cmd: Mapping[str, Any], key: str, kind: type, default: Any = ...) -> Any:
@@ -672,11 +664,8 @@ class ClusterRepository:
     def _op_alter(
         self, cmd: Mapping[str, Any], rev: int, ev: list[RepoEvent], warn: list[str]
     ) -> None:
-        name: str = _get(cmd, "name", str)
-        qmgr: str = _get(cmd, "qmgr", str)
-        current = self._topics.get((name, qmgr))
-        if current is None:
-            raise _Rejected(ErrorCode.UNKNOWN_OBJECT_NAME, f"TOPIC({name}) not defined on {qmgr}")
+        current = self._defined_topic(cmd)
+        name, qmgr = current.name, current.qmgr
         changes = _str_map(_get(cmd, "attrs", Mapping, {}), "attrs")
         topic_str: str = _get(cmd, "topic_str", str, current.topic_str)
         if topic_str != current.topic_str:
@@ -717,13 +706,18 @@ class ClusterRepository:
     def _op_delete(
         self, cmd: Mapping[str, Any], rev: int, ev: list[RepoEvent], warn: list[str]
     ) -> None:
+        current = self._defined_topic(cmd)
+        self._drop_topic(current.key)
+        ev.append(RepoEvent(EventKind.TOPIC_DELETED, topic=current))
+
+    def _defined_topic(self, cmd: Mapping[str, Any]) -> ClusterTopic:
+        """The topic definition ``cmd`` names (its name and queue manager); it must exist."""
         name: str = _get(cmd, "name", str)
         qmgr: str = _get(cmd, "qmgr", str)
         current = self._topics.get((name, qmgr))
         if current is None:
             raise _Rejected(ErrorCode.UNKNOWN_OBJECT_NAME, f"TOPIC({name}) not defined on {qmgr}")
-        self._drop_topic(current.key)
-        ev.append(RepoEvent(EventKind.TOPIC_DELETED, topic=current))
+        return current
 
     # ----------------------------------------------------------------- helpers
 
