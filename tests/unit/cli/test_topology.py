@@ -28,6 +28,16 @@ role = "full"
 """
 
 
+def with_setting(line: str) -> str:
+    """MINIMAL with one more top-level setting."""
+    return MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\n' + line)
+
+
+def with_mqsc(script: str) -> str:
+    """MINIMAL whose node FR1 runs ``script`` at start."""
+    return MINIMAL + "mqsc = '''\n" + script + "'''\n"
+
+
 def problems(text: str) -> list[str]:
     with pytest.raises(TopologyError) as info:
         parse_topology(text, "t.toml")
@@ -204,30 +214,12 @@ def test_empty_file_reports_missing_cluster_and_no_nodes() -> None:
         (MINIMAL.replace('role = "full"', "role = true"), 'role must be "full" or "partial"'),
         (MINIMAL + "mqsc = 5\n", "node 1 (FR1): 'mqsc' must be a string, got an integer"),
         (MINIMAL + "description = []\n", "'description' must be a string, got an array"),
-        (
-            MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nsecret_file = ""'),
-            "'secret_file' must not",
-        ),
-        (
-            MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nsecret_file = 1'),
-            "'secret_file' must be",
-        ),
-        (
-            MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nbase_port = "7000"'),
-            "'base_port' must be an integer, got a string",
-        ),
-        (
-            MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nbase_port = true'),
-            "'base_port' must be an integer, got a boolean",
-        ),
-        (
-            MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nbase_port = 0'),
-            "'base_port' 0 is out of range",
-        ),
-        (
-            MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nbase_port = 65436'),
-            "'base_port' 65436 is out of range",
-        ),
+        (with_setting('secret_file = ""'), "'secret_file' must not"),
+        (with_setting("secret_file = 1"), "'secret_file' must be"),
+        (with_setting('base_port = "7000"'), "'base_port' must be an integer, got a string"),
+        (with_setting("base_port = true"), "'base_port' must be an integer, got a boolean"),
+        (with_setting("base_port = 0"), "'base_port' 0 is out of range"),
+        (with_setting("base_port = 65436"), "'base_port' 65436 is out of range"),
     ],
 )
 def test_each_problem_is_named(text: str, expected: str) -> None:
@@ -235,13 +227,13 @@ def test_each_problem_is_named(text: str, expected: str) -> None:
 
 
 def test_highest_usable_base_port() -> None:
-    text = MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nbase_port = 65435')
+    text = with_setting("base_port = 65435")
     assert parse_topology(text).base_port == 65435
 
 
 def test_base_port_cannot_number_more_than_100_nodes() -> None:
     nodes = "".join(f'[[node]]\nname = "N{i}"\n' for i in range(100))
-    text = MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nbase_port = 1000') + nodes
+    text = with_setting("base_port = 1000") + nodes
     assert "cannot number 101 nodes" in one_problem(text)
 
 
@@ -255,7 +247,7 @@ def test_a_misspelt_key_gets_a_suggestion() -> None:
 
 
 def test_a_password_in_the_topology_is_refused_naming_the_new_key() -> None:
-    text = MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\npassword = "s3cret"')
+    text = with_setting('password = "s3cret"')
     problem = one_problem(text)
     assert "'password' is no longer read" in problem and "secret_file" in problem
     assert "s3cret" not in problem
@@ -263,7 +255,7 @@ def test_a_password_in_the_topology_is_refused_naming_the_new_key() -> None:
 
 def test_a_relative_secret_file_is_relative_to_the_topology_file(tmp_path: Path) -> None:
     path = tmp_path / "t.toml"
-    path.write_text(MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\nsecret_file = "c.secret"'))
+    path.write_text(with_setting('secret_file = "c.secret"'))
     assert load_topology(path).secret_file == tmp_path / "c.secret"
 
 
@@ -282,10 +274,7 @@ def test_no_full_repository() -> None:
 
 
 def test_mqsc_that_does_not_parse_names_node_line_position_and_command() -> None:
-    text = (
-        MINIMAL
-        + "mqsc = '''\n* define it\nDEFINE QLOCAL(A)\nDEFINE TOPIC(X) TOPICSTR('a') BOGUS(1)\n'''\n"
-    )
+    text = with_mqsc("* define it\nDEFINE QLOCAL(A)\nDEFINE TOPIC(X) TOPICSTR('a') BOGUS(1)\n")
     found = one_problem(text)
     head, command, caret, message = found.split("\n")
     assert head.startswith("node 1 (FR1): mqsc line 3, position 31: AMQ8405E:")
@@ -296,10 +285,7 @@ def test_mqsc_that_does_not_parse_names_node_line_position_and_command() -> None
 
 
 def test_mqsc_unknown_verb_and_bad_value_are_both_reported() -> None:
-    text = (
-        MINIMAL
-        + "mqsc = '''\nDEFIN QLOCAL(A)\nDEFINE TOPIC(X) TOPICSTR('a') CLROUTE(SIDEWAYS)\n'''\n"
-    )
+    text = with_mqsc("DEFIN QLOCAL(A)\nDEFINE TOPIC(X) TOPICSTR('a') CLROUTE(SIDEWAYS)\n")
     found = problems(text)
     assert len(found) == 2
     assert found[0].startswith("node 1 (FR1): mqsc line 1, position 1: AMQ8426E")
@@ -334,5 +320,5 @@ name = "A"
 
 
 def test_tls_must_be_a_boolean() -> None:
-    text = MINIMAL.replace('cluster = "C1"', 'cluster = "C1"\ntls = "yes"')
+    text = with_setting('tls = "yes"')
     assert "'tls' must be true or false, got a string" in one_problem(text)

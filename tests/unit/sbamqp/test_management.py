@@ -267,13 +267,19 @@ def _defer_all(ns: Namespace, n: int) -> list[int]:
     return seqs
 
 
-def test_receive_deferred_peek_lock_then_settle_through_management(ns: Namespace) -> None:
-    seqs = _defer_all(ns, 2)
+def _receive_deferred(ns: Namespace, seqs: list[int], settle_mode: int) -> Any:
+    """The reply of queue "q" to receive-by-sequence-number (settle mode 0: receive and
+    delete, 1: peek lock)."""
     body = {
         "sequence-numbers": T.AMQP_ARRAY_VALUE([T.AMQP_LONG_VALUE(s) for s in seqs]),
-        "receiver-settle-mode": T.AMQP_UINT_VALUE(1),
+        "receiver-settle-mode": T.AMQP_UINT_VALUE(settle_mode),
     }
-    reply = respond(ns, "q", request("receive-by-sequence-number", body))
+    return respond(ns, "q", request("receive-by-sequence-number", body))
+
+
+def test_receive_deferred_peek_lock_then_settle_through_management(ns: Namespace) -> None:
+    seqs = _defer_all(ns, 2)
+    reply = _receive_deferred(ns, seqs, settle_mode=1)
     got = call(mgmt_handlers.deferred_message_op, reply, receiver=SimpleNamespace())
     assert [m.sequence_number for m in got] == seqs
     assert all(m.lock_token for m in got)
@@ -288,11 +294,7 @@ def test_receive_deferred_peek_lock_then_settle_through_management(ns: Namespace
 
 def test_receive_deferred_receive_and_delete(ns: Namespace) -> None:
     seqs = _defer_all(ns, 1)
-    body = {
-        "sequence-numbers": T.AMQP_ARRAY_VALUE([T.AMQP_LONG_VALUE(s) for s in seqs]),
-        "receiver-settle-mode": T.AMQP_UINT_VALUE(0),
-    }
-    reply = respond(ns, "q", request("receive-by-sequence-number", body))
+    reply = _receive_deferred(ns, seqs, settle_mode=0)
     got = call(
         mgmt_handlers.deferred_message_op,
         reply,
@@ -305,11 +307,7 @@ def test_receive_deferred_receive_and_delete(ns: Namespace) -> None:
 
 def test_receive_deferred_of_a_missing_number_is_message_not_found(ns: Namespace) -> None:
     seqs = _defer_all(ns, 1)
-    body = {
-        "sequence-numbers": T.AMQP_ARRAY_VALUE([T.AMQP_LONG_VALUE(s) for s in [*seqs, 99]]),
-        "receiver-settle-mode": T.AMQP_UINT_VALUE(1),
-    }
-    reply = respond(ns, "q", request("receive-by-sequence-number", body))
+    reply = _receive_deferred(ns, [*seqs, 99], settle_mode=1)
     with pytest.raises(MessageNotFoundError):
         call(mgmt_handlers.deferred_message_op, reply, receiver=SimpleNamespace())
     [still] = ns.peek("q", 1, 10)
