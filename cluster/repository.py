@@ -186,6 +186,11 @@ def _command(op: str, **fields: Any) -> dict[str, Any]:
     return cmd
 
 
+def _topic_command(op: str, name: str, qmgr: str, **fields: Any) -> dict[str, Any]:
+    """A command about topic definition ``name`` of queue manager ``qmgr`` (its key)."""
+    return _command(op, name=name, qmgr=qmgr, **fields)
+
+
 class Cmd:
     """Builders for version-1 commands (plain dicts; ``apply`` accepts hand-made ones too)."""
 
@@ -244,10 +249,10 @@ class Cmd:
         descr: str = "",
         replace: bool = False,
     ) -> dict[str, Any]:
-        return _command(
+        return _topic_command(
             "define_topic",
-            name=name,
-            qmgr=qmgr,
+            name,
+            qmgr,
             topic_str=topic_str,
             cluster=cluster,
             clroute=str(clroute),
@@ -266,10 +271,10 @@ class Cmd:
         cluster: str | None = None,
         topic_str: str | None = None,
     ) -> dict[str, Any]:
-        return _command(
+        return _topic_command(
             "alter_topic",
-            name=name,
-            qmgr=qmgr,
+            name,
+            qmgr,
             attrs=dict(attrs or {}),
             descr=descr,
             clroute=None if clroute is None else str(clroute),
@@ -279,7 +284,7 @@ class Cmd:
 
     @staticmethod
     def delete_topic(name: str, qmgr: str) -> dict[str, Any]:
-        return _command("delete_topic", name=name, qmgr=qmgr)
+        return _topic_command("delete_topic", name, qmgr)
 
 
 def _get(cmd: Mapping[str, Any], key: str, kind: type, default: Any = ...) -> Any:
