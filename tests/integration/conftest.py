@@ -6,7 +6,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from qmgr.launcher.launch import NodeProcess as LaunchedNode
 from qmgr.launcher.launch import qmgr_command
 
 QMGR = qmgr_command()[0]
+NodeFactory = Callable[..., "NodeProcess"]
 
 
 def kill9(proc: subprocess.Popen[str]) -> None:
@@ -80,3 +81,23 @@ def node_factory(tmp_path: Path) -> Iterator[object]:
 @pytest.fixture
 def node(node_factory: object) -> NodeProcess:
     return node_factory("QM1")  # type: ignore[operator,no-any-return]
+
+
+@pytest.fixture(scope="module")
+def module_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
+    """One node QM1 for the tests of a module that leave it running: each names its own queues,
+    topics and subscriptions, so what one leaves behind is nothing another looks at. Tests that
+    kill, stop or restart the node keep their own (``node``)."""
+    node = NodeProcess("QM1", tmp_path_factory.mktemp("module_node"))
+    node.start()
+    yield node
+    node.kill()
+
+
+@pytest.fixture
+def shared_node(module_node: NodeProcess) -> NodeProcess:
+    """The module's node, started again should an earlier test have left it down (one failure
+    then does not fail the tests after it)."""
+    if module_node.proc is None or module_node.proc.poll() is not None:
+        module_node.start()
+    return module_node

@@ -21,7 +21,7 @@ from qmgr.client import MQClientError, OutgoingMessage, QueueManagerClient
 from qmgr.launcher.poll import wait_for
 from qmgr.wire import messaging_pb2 as pb
 from qmgr.wire import messaging_pb2_grpc
-from tests.integration.conftest import NodeProcess, kill9
+from tests.integration.conftest import NodeFactory, NodeProcess, kill9
 from tests.integration.test_delivery import ROOT, qstatus
 
 
@@ -47,6 +47,13 @@ def spawn(script: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", script, *args], stdout=subprocess.PIPE, text=True, cwd=ROOT
     )
+
+
+@pytest.fixture
+def node(shared_node: NodeProcess) -> NodeProcess:
+    """The module's shared node: the tests here that neither kill, stop nor restart it name
+    queues of their own; those that do take a node of their own from ``node_factory``."""
+    return shared_node
 
 
 # -- bogus acknowledgements on a Consume stream ------------------------------------------------
@@ -80,18 +87,32 @@ BOGUS = {
 }
 
 
+def on_queue(control: pb.ConsumeControl, queue: str) -> pb.ConsumeControl:
+    """``control`` with its opening (if it is one) on ``queue``: each case has a queue of its own."""
+    named = pb.ConsumeControl()
+    named.CopyFrom(control)
+    if named.HasField("open"):
+        named.open.queue = queue
+    return named
+
+
 @pytest.mark.parametrize("case", list(BOGUS))
 def test_bogus_acknowledgement_is_invalid_argument_and_changes_nothing(
     node: NodeProcess, case: str
 ) -> None:
+    queue = f"BOGUS.Q{list(BOGUS).index(case)}"
     with node.client() as qm:
-        qm.mqsc("DEFINE QLOCAL(BOGUS.Q)")
-        put_numbered(qm, "BOGUS.Q", 20)
+        qm.mqsc(f"DEFINE QLOCAL({queue})")
+        put_numbered(qm, queue, 20)
     steps = BOGUS[case]
     opening = OPEN
     if steps[0] is OPEN_HANDED:  # a client that reports what it handed out
         opening, steps = OPEN_HANDED, steps[1:]
-    controls = [c if isinstance(c, pb.ConsumeControl) else pb.ConsumeControl(ack=c) for c in steps]
+    opening = on_queue(opening, queue)
+    controls = [
+        on_queue(c, queue) if isinstance(c, pb.ConsumeControl) else pb.ConsumeControl(ack=c)
+        for c in steps
+    ]
     valid_acks = sum(1 for c in controls[:-1] if c.HasField("ack"))  # the last one is bogus
     acked = 3 if valid_acks else 0
     sent = threading.Event()
@@ -113,10 +134,8 @@ def test_bogus_acknowledgement_is_invalid_argument_and_changes_nothing(
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value
     assert first and [m.body for m in first[0].messages] == [str(i).encode() for i in range(5)]
     with node.client() as qm:
-        wait_for(
-            lambda: qstatus(qm, "BOGUS.Q") == (20 - acked, 0), 30.0, 0.1, what="nothing committed"
-        )
-        rest = drain_to_marker(qm, "BOGUS.Q")
+        wait_for(lambda: qstatus(qm, queue) == (20 - acked, 0), 30.0, 0.1, what="nothing committed")
+        rest = drain_to_marker(qm, queue)
     assert [t for t, _ in rest] == [str(i) for i in range(acked, 20)]
 
 
@@ -213,12 +232,13 @@ for m in c:  # take more, never acknowledged
 @pytest.mark.parametrize("persistent", [True, False])
 def test_two_consumers_one_killed_mid_stream(node: NodeProcess, persistent: bool) -> None:
     n = 400
+    queue = "TWO.P.Q" if persistent else "TWO.N.Q"
     with node.client() as qm:
-        qm.mqsc("DEFINE QLOCAL(TWO.Q) MAXDEPTH(10000)")
-        put_numbered(qm, "TWO.Q", n, persistent=persistent)
+        qm.mqsc(f"DEFINE QLOCAL({queue}) MAXDEPTH(10000)")
+        put_numbered(qm, queue, n, persistent=persistent)
         other: list[tuple[str, int]] = []
         stop = threading.Event()
-        with qm.consumer("TWO.Q", 5, max_pending_messages=10) as consumer:
+        with qm.consumer(queue, 5, max_pending_messages=10) as consumer:
 
             def slow_reader() -> None:
                 while not stop.is_set():
@@ -229,14 +249,14 @@ def test_two_consumers_one_killed_mid_stream(node: NodeProcess, persistent: bool
 
             reader = threading.Thread(target=slow_reader)
             reader.start()
-            proc = spawn(KILLED_CONSUMER, node.address, "TWO.Q", "50")
+            proc = spawn(KILLED_CONSUMER, node.address, queue, "50")
             try:
                 assert proc.stdout is not None
                 killed_acked = proc.stdout.readline().strip().split(",")
                 time.sleep(0.3)  # it holds unacknowledged messages
             finally:
                 kill9(proc)
-            qm.put("TWO.Q", "marker", persistent=True)
+            qm.put(queue, "marker", persistent=True)
             wait_for(lambda: any(t == "marker" for t, _ in other), 60, 0.1, what="the marker")
             stop.set()
             reader.join(10)
@@ -246,7 +266,7 @@ def test_two_consumers_one_killed_mid_stream(node: NodeProcess, persistent: bool
         assert len(texts) == len(set(texts)), "duplicate within the surviving consumer"
         assert sorted(set(texts) | set(killed_acked), key=int) == [str(i) for i in range(n)]
         assert {b for _, b in other} <= {0, 1}
-        wait_for(lambda: qstatus(qm, "TWO.Q") == (0, 0), 30.0, 0.1, what="all acknowledged")
+        wait_for(lambda: qstatus(qm, queue) == (0, 0), 30.0, 0.1, what="all acknowledged")
 
 
 HOLDING_CONSUMER = """
@@ -289,7 +309,10 @@ def test_poison_message_moves_to_boqname_after_repeated_kills_alone(node: NodePr
 # -- a node restart under a consumer ------------------------------------------------------------
 
 
-def test_node_restart_under_a_consumer_with_unacknowledged_messages(node: NodeProcess) -> None:
+def test_node_restart_under_a_consumer_with_unacknowledged_messages(
+    node_factory: NodeFactory,
+) -> None:
+    node = node_factory()
     qm = node.client()
     qm.mqsc("DEFINE QLOCAL(RS.Q) MAXDEPTH(10000)")
     put_numbered(qm, "RS.Q", 100)
@@ -344,7 +367,8 @@ def rss_kib(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-def test_publisher_that_never_reads_acknowledgements(node: NodeProcess) -> None:
+def test_publisher_that_never_reads_acknowledgements(node_factory: NodeFactory) -> None:
+    node = node_factory()
     assert node.proc is not None
     body = b"x" * 1000
     yielded = [0]
@@ -497,24 +521,31 @@ def test_consume_generator_killed_while_processing_a_batch_loses_nothing(
         assert [t for t, _ in rest] == [str(i) for i in range(30)]
 
 
-async def subscribe_async(address: str, topic: str) -> None:
+async def subscribe_async(node: NodeProcess, topic: str) -> None:
+    """Connect while the node answers, stop it, then subscribe: as with the synchronous
+    client, the subscription's own time-out must end the wait."""
     from qmgr.client import AsyncQueueManagerClient
 
-    async with AsyncQueueManagerClient(address, timeout=3) as qm:
+    assert node.proc is not None
+    async with AsyncQueueManagerClient(node.address, timeout=3) as qm:
+        await qm.mqsc("DISPLAY QMGR")
+        node.proc.send_signal(signal.SIGSTOP)
         await qm.subscribe(topic)
 
 
-def test_subscribe_to_a_hung_node_fails_instead_of_hanging(node: NodeProcess) -> None:
+def test_subscribe_to_a_hung_node_fails_instead_of_hanging(node_factory: NodeFactory) -> None:
+    node = node_factory()
     assert node.proc is not None
     qm = QueueManagerClient(node.address, timeout=3)
     qm.wait_ready()
-    node.proc.send_signal(signal.SIGSTOP)
     try:
+        node.proc.send_signal(signal.SIGSTOP)
         with pytest.raises(MQClientError) as err:
             qm.subscribe("hung/#")
         assert err.value.reason_name == "MQRC_CONNECTION_BROKEN"
+        node.proc.send_signal(signal.SIGCONT)
         with pytest.raises(MQClientError) as err:
-            asyncio.run(subscribe_async(node.address, "hung/#"))
+            asyncio.run(subscribe_async(node, "hung/#"))
         assert err.value.reason_name == "MQRC_CONNECTION_BROKEN"
     finally:
         node.proc.send_signal(signal.SIGCONT)
@@ -525,7 +556,10 @@ def test_subscribe_to_a_hung_node_fails_instead_of_hanging(node: NodeProcess) ->
     qm.close()
 
 
-def test_stream_publisher_to_a_hung_node_fails_instead_of_hanging(node: NodeProcess) -> None:
+def test_stream_publisher_to_a_hung_node_fails_instead_of_hanging(
+    node_factory: NodeFactory,
+) -> None:
+    node = node_factory()
     assert node.proc is not None
     qm = QueueManagerClient(node.address, timeout=3)
     qm.wait_ready()
