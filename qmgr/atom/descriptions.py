@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlparse
 from xml.etree import ElementTree as ET
@@ -205,6 +205,15 @@ def _nil(element: ET.Element) -> bool:
     return element.get(f"{{{XSI_NS}}}nil", "").lower() == "true"
 
 
+def _children(element: ET.Element, what: str) -> Iterator[tuple[str, ET.Element]]:
+    """``element``'s children with their local names; each must be in the Service Bus
+    namespace (``what`` names the element in the error)."""
+    for child in element:
+        if not child.tag.startswith(_SB):
+            raise AtomError(f"unexpected element {child.tag!r} in <{what}>")
+        yield _local(child.tag), child
+
+
 def _fields(
     description: ET.Element, settable: Iterable[str], read_only: set[str], extra: Iterable[str] = ()
 ) -> tuple[dict[str, str], dict[str, ET.Element]]:
@@ -212,10 +221,7 @@ def _fields(
     special = set(extra)
     values: dict[str, str] = {}
     others: dict[str, ET.Element] = {}
-    for child in description:
-        if not child.tag.startswith(_SB):
-            raise AtomError(f"unexpected element {child.tag!r} in <{_local(description.tag)}>")
-        name = _local(child.tag)
+    for name, child in _children(description, _local(description.tag)):
         if name in values or name in others:
             raise AtomError(f"<{name}> is given twice")
         if name in special:
@@ -342,10 +348,7 @@ def _action(element: ET.Element) -> tuple[str | None, dict[str, Any]]:
 def _sql(element: ET.Element, what: str) -> tuple[str | None, dict[str, Any]]:
     sql: str | None = None
     params: dict[str, Any] = {}
-    for child in element:
-        name = _local(child.tag)
-        if not child.tag.startswith(_SB):
-            raise AtomError(f"unexpected element {child.tag!r} in <{what}>")
+    for name, child in _children(element, what):
         if name == "SqlExpression":
             sql = (child.text or "").strip() or None
         elif name == "Parameters":
@@ -358,10 +361,7 @@ def _sql(element: ET.Element, what: str) -> tuple[str | None, dict[str, Any]]:
 def _correlation(element: ET.Element) -> tuple[dict[str, str], dict[str, Any]]:
     corr: dict[str, str] = {}
     props: dict[str, Any] = {}
-    for child in element:
-        name = _local(child.tag)
-        if not child.tag.startswith(_SB):
-            raise AtomError(f"unexpected element {child.tag!r} in <Filter>")
+    for name, child in _children(element, "Filter"):
         if name == "Properties":
             props = _key_values(child)
         elif name in CORRELATION_FIELDS:

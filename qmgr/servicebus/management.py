@@ -215,6 +215,21 @@ def _save_rule(ns: NamespaceState, sub: SubscriptionEntity, rule: CompiledRule) 
     )
 
 
+def _add(ns: NamespaceState, table: dict[str, Any], e: QueueEntity | TopicEntity) -> None:
+    """A new queue or topic: listed under its key in ``table`` and journaled."""
+    table[key(e.name)] = e
+    _store_entity(ns, e)
+
+
+def _set_props(
+    ns: NamespaceState, e: QueueEntity | TopicEntity | SubscriptionEntity, props: Any
+) -> None:
+    """An update checked: ``e`` takes ``props`` now, journaled."""
+    e.props = props
+    e.updated_at = ns.clock.now()
+    _store_entity(ns, e)
+
+
 # ---------------------------------------------------------------------- queues
 
 
@@ -223,8 +238,7 @@ def create_queue(ns: NamespaceState, name: str, props: QueueProperties | None) -
     props = _check_receiver_props(ns, name, props or QueueProperties(), QueueProperties)
     _check_free(ns, name)
     queue = QueueEntity(name, props, ns.clock.now())
-    ns.queues[key(name)] = queue
-    _store_entity(ns, queue)
+    _add(ns, ns.queues, queue)
     return queue_info(queue)
 
 
@@ -233,9 +247,7 @@ def update_queue(ns: NamespaceState, name: str, props: QueueProperties) -> Queue
     props = _check_receiver_props(ns, queue.name, props, QueueProperties)
     _check_create_only(queue.props, props, ("requires_session", "requires_duplicate_detection"))
     _check_create_only(queue.props, props, ("enable_partitioning",))
-    queue.props = props
-    queue.updated_at = ns.clock.now()
-    _store_entity(ns, queue)
+    _set_props(ns, queue, props)
     forward_held(ns, queue)
     return queue_info(queue)
 
@@ -267,8 +279,7 @@ def create_topic(ns: NamespaceState, name: str, props: TopicProperties | None) -
     _check_topic_props(props)
     _check_free(ns, name)
     topic = TopicEntity(name, props, ns.clock.now())
-    ns.topics[key(name)] = topic
-    _store_entity(ns, topic)
+    _add(ns, ns.topics, topic)
     return topic_info(topic)
 
 
@@ -276,9 +287,7 @@ def update_topic(ns: NamespaceState, name: str, props: TopicProperties) -> Topic
     topic = topic_named(ns, name)
     _check_topic_props(props)
     _check_create_only(topic.props, props, ("requires_duplicate_detection", "enable_partitioning"))
-    topic.props = props
-    topic.updated_at = ns.clock.now()
-    _store_entity(ns, topic)
+    _set_props(ns, topic, props)
     return topic_info(topic)
 
 
@@ -367,9 +376,7 @@ def update_subscription(
     sub = sub_named(ns, topic, name)
     props = _check_sub_props(ns, sub.topic, sub.name, props)
     _check_create_only(sub.props, props, ("requires_session",))
-    sub.props = props
-    sub.updated_at = ns.clock.now()
-    _store_entity(ns, sub)
+    _set_props(ns, sub, props)
     forward_held(ns, sub)
     return sub_info(sub)
 

@@ -190,6 +190,14 @@ def resolve(ns: NamespaceState, path: str) -> tuple[Any, MessageStore]:
     return hit
 
 
+def _disabled(entity: Any, shown_as: str, doing: str) -> ServiceBusError:
+    """ENTITY_DISABLED: ``entity``'s status does not allow ``doing``."""
+    return ServiceBusError(
+        Code.ENTITY_DISABLED,
+        f"{entity.kind} '{shown_as}' is {entity.props.status.value}: {doing} is disabled",
+    )
+
+
 def send_target(ns: NamespaceState, path: str) -> QueueEntity | TopicEntity:
     entity, store = resolve(ns, path)
     if isinstance(entity, SubscriptionEntity) or store.dead_letter:
@@ -198,10 +206,7 @@ def send_target(ns: NamespaceState, path: str) -> QueueEntity | TopicEntity:
             f"cannot send to '{path}': send to a queue or a topic",
         )
     if not entity.props.status.can_send:
-        raise ServiceBusError(
-            Code.ENTITY_DISABLED,
-            f"{entity.kind} '{entity.name}' is {entity.props.status.value}: sending is disabled",
-        )
+        raise _disabled(entity, entity.name, "sending")
     return entity
 
 
@@ -213,10 +218,7 @@ def receive_source(ns: NamespaceState, path: str) -> tuple[Any, MessageStore]:
             f"cannot receive from topic '{entity.name}': receive from a subscription",
         )
     if not entity.props.status.can_receive:
-        raise ServiceBusError(
-            Code.ENTITY_DISABLED,
-            f"{entity.kind} '{entity.path}' is {entity.props.status.value}: receiving is disabled",
-        )
+        raise _disabled(entity, entity.path, "receiving")
     if not store.dead_letter and entity.props.forward_to:
         raise ServiceBusError(
             Code.INVALID_OPERATION,
