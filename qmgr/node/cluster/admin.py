@@ -115,13 +115,8 @@ class ClusterAdmin:
 
     # ---------------------------------------------------------------- changes
 
-    async def suspend(self, cmd: MqscCommand) -> Reply:
-        return await self._suspend(cmd, True)
-
-    async def resume(self, cmd: MqscCommand) -> Reply:
-        return await self._suspend(cmd, False)
-
-    async def _suspend(self, cmd: MqscCommand, suspend: bool) -> Reply:
+    async def suspend_resume(self, cmd: MqscCommand, suspend: bool) -> Reply:
+        """SUSPEND / RESUME QMGR CLUSTER(name)."""
         agent = self.agent
         if cmd.params.get("CLUSTER") != agent.cluster:
             return False, _error(
@@ -139,13 +134,7 @@ class ClusterAdmin:
             )
         ]
 
-    async def stop_channel(self, cmd: MqscCommand) -> Reply:
-        return await self._stop_start(cmd, True)
-
-    async def start_channel(self, cmd: MqscCommand) -> Reply:
-        return await self._stop_start(cmd, False)
-
-    async def _stop_start(self, cmd: MqscCommand, stop: bool) -> Reply:
+    async def stop_start(self, cmd: MqscCommand, stop: bool) -> Reply:
         """STOP / START CHANNEL for a cluster-sender channel (``<cluster>.<member>``)."""
         agent = self.agent
         name = cmd.name or ""
@@ -330,9 +319,7 @@ class ClusterAdmin:
                 )
             )
         out += defined.pending(known, pattern, ChannelStatus.RETRYING.value)
-        if not out and not pattern.endswith("*"):
-            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"cluster queue manager {pattern} not found")
-        return out
+        return _matched(out, pattern, f"cluster queue manager {pattern} not found")
 
     def display_chstatus(self, cmd: MqscCommand) -> list[Record]:
         agent = self.agent
@@ -375,9 +362,7 @@ class ClusterAdmin:
                 ("LSTSEQNO", f"{peer_in.committed[0]}.{peer_in.committed[1]}"),
             ]
             out.append(Record("AMQ8417I", "Display Channel Status details.", attrs))
-        if not out and not pattern.endswith("*"):
-            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"no status found for channel {pattern}")
-        return out
+        return _matched(out, pattern, f"no status found for channel {pattern}")
 
     def display_tcluster(self, cmd: MqscCommand) -> list[Record]:
         agent = self.agent
@@ -420,9 +405,7 @@ class ClusterAdmin:
                 ("CLSTATE", agent.clstate(name, pending | {name}).value),
             ]
             out.append(Record("AMQ8633I", "Display topic details.", attrs))
-        if not out and not pattern.endswith("*"):
-            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"clustered topic {pattern} not found")
-        return out
+        return _matched(out, pattern, f"clustered topic {pattern} not found")
 
     def display_topic(self, cmd: MqscCommand) -> list[Record]:
         """DISPLAY TOPIC; with CLUSINFO also the clustered definitions that match, as
@@ -435,9 +418,7 @@ class ClusterAdmin:
             with contextlib.suppress(MQError):
                 out += part(cmd)
         pattern = cmd.name or "*"
-        if not out and not pattern.endswith("*"):
-            raise MQError("MQRC_UNKNOWN_OBJECT_NAME", f"topic object {pattern} does not exist")
-        return out
+        return _matched(out, pattern, f"topic object {pattern} does not exist")
 
     def display_sub(self, cmd: MqscCommand) -> list[Record]:
         qm = self.agent.qm
@@ -468,9 +449,18 @@ class ClusterAdmin:
                 ("SUBSCOPE", "ALL"),
             ]
             out.append(Record("AMQ8096I", "IBM MQ subscription inquired.", attrs))
-        if not out and not pattern.endswith("*"):
-            raise MQError("MQRC_NO_SUBSCRIPTION", f"subscription {pattern} does not exist")
-        return out
+        return _matched(
+            out, pattern, f"subscription {pattern} does not exist", "MQRC_NO_SUBSCRIPTION"
+        )
+
+
+def _matched(
+    out: list[Record], pattern: str, message: str, reason: str = "MQRC_UNKNOWN_OBJECT_NAME"
+) -> list[Record]:
+    """What DISPLAY found: nothing for a name without a trailing ``*`` is ``reason``."""
+    if not out and not pattern.endswith("*"):
+        raise MQError(reason, message)
+    return out
 
 
 _Act = Callable[[ClusterAdmin, MqscCommand], Reply | Awaitable[Reply]]
@@ -482,10 +472,10 @@ def _shown(display: Callable[[ClusterAdmin, MqscCommand], list[Record]]) -> _Act
 
 # the cluster's own commands: not supported on a queue manager outside a cluster
 _CLUSTER_ONLY: dict[tuple[str, str], _Act] = {
-    ("SUSPEND", "QMGR"): ClusterAdmin.suspend,
-    ("RESUME", "QMGR"): ClusterAdmin.resume,
-    ("STOP", "CHANNEL"): ClusterAdmin.stop_channel,
-    ("START", "CHANNEL"): ClusterAdmin.start_channel,
+    ("SUSPEND", "QMGR"): partial(ClusterAdmin.suspend_resume, suspend=True),
+    ("RESUME", "QMGR"): partial(ClusterAdmin.suspend_resume, suspend=False),
+    ("STOP", "CHANNEL"): partial(ClusterAdmin.stop_start, stop=True),
+    ("START", "CHANNEL"): partial(ClusterAdmin.stop_start, stop=False),
     ("REFRESH", "QMGR"): ClusterAdmin.refresh_qmgr,
     ("REFRESH", "CLUSTER"): ClusterAdmin.refresh_cluster,
     ("RESET", "CLUSTER"): ClusterAdmin.reset_cluster,
