@@ -16,7 +16,9 @@ import json
 import os
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -50,11 +52,23 @@ from qmgr.launcher.registry import register
 from qmgr.launcher.topology import DEFAULT_SOURCE, Topology, load_topology
 from qmgr.security.files import SecretError
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 
 @click.group(cls=LaunchGroup)
 def cluster() -> None:
     """Run a whole cluster on this machine (processes on loopback), described by a topology
     file; or generate the same cluster as docker compose files."""
+
+
+_which_cluster = click.option(
+    "--cluster", "name", help="Which cluster (may be left out when only one is up)."
+)
+
+
+def _timeout(default: float, meaning: str) -> Callable[[_F], _F]:
+    """The --timeout option (seconds), with this command's default and meaning."""
+    return click.option("--timeout", default=default, show_default=True, help=meaning)
 
 
 def _load(path: str | None) -> tuple[Topology, str]:
@@ -64,12 +78,7 @@ def _load(path: str | None) -> tuple[Topology, str]:
 
 @cluster.command()
 @click.argument("topology_file", metavar="[TOPOLOGY]", required=False, type=click.Path())
-@click.option(
-    "--timeout",
-    default=60.0,
-    show_default=True,
-    help="Seconds each group of nodes may take to print READY.",
-)
+@_timeout(60.0, "Seconds each group of nodes may take to print READY.")
 @click.option(
     "--secret-file",
     type=click.Path(dir_okay=False, exists=True),
@@ -148,7 +157,7 @@ def _up(topology: Topology, source: str, timeout: float) -> None:
 
 
 @cluster.command()
-@click.option("--cluster", "name", help="Which cluster (may be left out when only one is up).")
+@_which_cluster
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def status(name: str | None, output: str) -> None:
     """Show the members of a running cluster, each node's channels and the topic hosts it
@@ -163,14 +172,9 @@ def status(name: str | None, output: str) -> None:
 
 @cluster.command()
 @click.argument("node")
-@click.option("--cluster", "name", help="Which cluster (may be left out when only one is up).")
+@_which_cluster
 @click.option("--kill", is_flag=True, help="Stop it with SIGKILL (as kill -9) instead of SIGTERM.")
-@click.option(
-    "--timeout",
-    default=60.0,
-    show_default=True,
-    help="Seconds to wait for it to stop (then SIGKILL) and to print READY again.",
-)
+@_timeout(60.0, "Seconds to wait for it to stop (then SIGKILL) and to print READY again.")
 def restart(node: str, name: str | None, kill: bool, timeout: float) -> None:
     """Stop NODE of a running cluster and start it again on its data and ports: what it holds
     durably (definitions, durable subscriptions, persistent messages, its Service Bus
@@ -217,14 +221,9 @@ def restart(node: str, name: str | None, kill: bool, timeout: float) -> None:
 
 
 @cluster.command()
-@click.option("--cluster", "name", help="Which cluster (may be left out when only one is up).")
+@_which_cluster
 @click.option("--purge", is_flag=True, help="Also delete the nodes' data and logs.")
-@click.option(
-    "--timeout",
-    default=20.0,
-    show_default=True,
-    help="Seconds to wait after SIGTERM before SIGKILL.",
-)
+@_timeout(20.0, "Seconds to wait after SIGTERM before SIGKILL.")
 def down(name: str | None, purge: bool, timeout: float) -> None:
     """Stop every node of a cluster (SIGTERM, then SIGKILL after --timeout). Data and logs are
     kept for the next `up` unless --purge."""
