@@ -17,9 +17,15 @@ import pytest
 
 from qmgr.client import MQClientError, OutgoingMessage, QueueManagerClient
 from qmgr.launcher.poll import wait_for
-from tests.integration.conftest import NodeProcess, kill9
+from tests.integration.conftest import NodeFactory, NodeProcess, kill9
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def node(shared_node: NodeProcess) -> NodeProcess:
+    """The module's one node (see ``shared_node``); tests that kill or restart it use their own."""
+    return shared_node
 
 
 def qstatus(qm: QueueManagerClient, queue: str) -> tuple[int, int]:
@@ -161,7 +167,8 @@ def test_killed_subscriber_process_gets_unacknowledged_back(node: NodeProcess) -
         assert [m.backout_count for m in rest] == [1] + [0] * (1000 - acked - 1)
 
 
-def test_killed_subscriber_and_node_restart(node: NodeProcess) -> None:
+def test_killed_subscriber_and_node_restart(node_factory: NodeFactory) -> None:
+    node = node_factory()
     with node.client() as qm:
         acked, _, queue = _kill_subscriber_midway(node, qm)
         time.sleep(0.5)  # let the node's group commit take the acknowledged removals
@@ -172,7 +179,8 @@ def test_killed_subscriber_and_node_restart(node: NodeProcess) -> None:
         assert [m.text for m in rest] == [str(i) for i in range(acked, 1000)]
 
 
-def test_non_syncpoint_get_is_committed_before_the_answer(node: NodeProcess) -> None:
+def test_non_syncpoint_get_is_committed_before_the_answer(node_factory: NodeFactory) -> None:
+    node = node_factory()
     with node.client() as qm:
         qm.mqsc("DEFINE QLOCAL(NS.Q)")
         qm.put_many("NS.Q", [OutgoingMessage(str(i), persistent=True) for i in range(10)])
@@ -225,7 +233,10 @@ def test_abandoned_unit_of_work_is_backed_out_and_belongs_to_its_connection(
         assert [m.backout_count for m in back] == [1, 1, 1, 0, 0]
 
 
-def test_publisher_whose_node_dies_with_a_full_window_gets_an_error(node: NodeProcess) -> None:
+def test_publisher_whose_node_dies_with_a_full_window_gets_an_error(
+    node_factory: NodeFactory,
+) -> None:
+    node = node_factory()
     qm = node.client()
     pub = qm.stream_publisher(batch_size=1, window=2)
     pub.publish("window/x", "first", persistent=True)
@@ -275,7 +286,8 @@ time.sleep(600)
 
 
 @pytest.mark.parametrize("window", [1000, 65_536])  # 65,536: the SDK's default
-def test_slow_consumer_is_bounded_on_both_sides(node: NodeProcess, window: int) -> None:
+def test_slow_consumer_is_bounded_on_both_sides(node_factory: NodeFactory, window: int) -> None:
+    node = node_factory()
     total = 200_000
     with node.client() as qm:
         qm.mqsc("DEFINE QLOCAL(SLOW.Q) MAXDEPTH(300000)")
