@@ -42,6 +42,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -522,104 +523,107 @@ def targets(
     return rows
 
 
-def throughput_table(results: dict[str, Any]) -> Table:
+RouteCells = Callable[[str, dict[str, Any], dict[str, Any]], list[str]]
+
+
+def _table(title: str, caption: str, *column_groups: tuple[str, ...]) -> Table:
+    """A figures table: the first column names the row (left), the others hold figures (right)."""
+    t = Table(title=title, caption=caption)
+    for i, col in enumerate(c for group in column_groups for c in group):
+        t.add_column(col, justify="right" if i else "left")
+    return t
+
+
+def _route_rows(t: Table, results: dict[str, Any], cells: RouteCells) -> Table:
+    """A row for each route and persistence (a section for each persistence): its label, then
+    ``cells(route key, the route's figures, the persistence's comparisons)``."""
     fig, cmp = results["routes"], results["comparisons"]
-    t = Table(
-        title="1a. Throughput: publications/s, publisher client to subscriber client",
-        caption="cost per extra hop = 1 - ratio; the topic-host route has 2 extra hops "
-        "(per hop: 1 - √ratio); host hop = 1 - topic host ÷ direct",
-    )
-    cols = ("route", "messages", "rounds: pub/s", "median", "CPU µs/pub", "÷ single", "÷ direct")
-    for col in (*cols, "cost per extra hop"):
-        t.add_column(col, justify="left" if col == "route" else "right")
     for k in ("non-persistent", "persistent"):
-        c = cmp[k]
+        for r in ROUTES:
+            t.add_row(f"{r.label}, {k}", *cells(r.key, fig[r.key][k], cmp[k]))
+        t.add_section()
+    return t
+
+
+def throughput_table(results: dict[str, Any]) -> Table:
+    def cells(route: str, f: dict[str, Any], c: dict[str, Any]) -> list[str]:
         vs_single = {"single": "1.00", "topichost": f"{c['topichost_vs_single']:.2f}"}
         vs_single["direct"] = f"{c['direct_vs_single']:.2f}"
         cost = {"single": "—", "direct": f"{c['cost_direct_hop']:.0%} (1 hop)"}
         cost["topichost"] = (
             f"{c['cost_per_hop_topichost']:.0%} (2 hops; host hop {c['cost_host_hop']:.0%})"
         )
-        for r in ROUTES:
-            f = fig[r.key][k]
-            lost = f" ({f['lost']} lost)" if f["lost"] else ""
-            t.add_row(
-                f"{r.label}, {k}",
-                f"{f['throughput_messages']:,}",
-                " ".join(f"{x:,.0f}" for x in f["throughput_rounds"]),
-                f"{f['throughput']:,.0f}{lost}",
-                f"{f['cpu_us_per_pub']:.0f}",
-                vs_single[r.key],
-                f"{c['topichost_vs_direct']:.2f}" if r.key == "topichost" else "",
-                cost[r.key],
-            )
-        t.add_section()
-    return t
+        lost = f" ({f['lost']} lost)" if f["lost"] else ""
+        return [
+            f"{f['throughput_messages']:,}",
+            " ".join(f"{x:,.0f}" for x in f["throughput_rounds"]),
+            f"{f['throughput']:,.0f}{lost}",
+            f"{f['cpu_us_per_pub']:.0f}",
+            vs_single[route],
+            f"{c['topichost_vs_direct']:.2f}" if route == "topichost" else "",
+            cost[route],
+        ]
+
+    t = _table(
+        "1a. Throughput: publications/s, publisher client to subscriber client",
+        "cost per extra hop = 1 - ratio; the topic-host route has 2 extra hops "
+        "(per hop: 1 - √ratio); host hop = 1 - topic host ÷ direct",
+        ("route", "messages", "rounds: pub/s", "median", "CPU µs/pub", "÷ single", "÷ direct"),
+        ("cost per extra hop",),
+    )
+    return _route_rows(t, results, cells)
 
 
 def latency_table(results: dict[str, Any]) -> Table:
-    fig, cmp = results["routes"], results["comparisons"]
-    t = Table(
-        title="1b. Latency (ms): subscriber receive time - publisher send time, paced publishing",
-        caption="common rate: half the slowest cluster route's peak, the same for every route; "
-        "p99 added per extra hop is computed from the common-rate p99",
-    )
-    t.add_column("route")
-    for col in ("half own peak: /s", "p50", "p99", "common rate: /s", "p50", "p99"):
-        t.add_column(col, justify="right")
-    t.add_column("p99 added per extra hop", justify="right")
-    for k in ("non-persistent", "persistent"):
-        c = cmp[k]
+    def cells(route: str, f: dict[str, Any], c: dict[str, Any]) -> list[str]:
         added = {"single": "—", "direct": f"{c['p99_added_direct_hop_ms']:.2f} (1 hop)"}
         added["topichost"] = (
             f"{c['p99_added_per_hop_topichost_ms']:.2f} (2 hops; host hop "
             f"{c['p99_added_host_hop_ms']:.2f})"
         )
-        for r in ROUTES:
-            cells = []
-            for x in (fig[r.key][k]["half_peak"], fig[r.key][k]["common"]):
-                lost = f" ({x['lost']} lost)" if x["lost"] else ""
-                cells += [f"{x['rate']:,.0f}{lost}", f"{x['p50_ms']:.2f}", f"{x['p99_ms']:.2f}"]
-            t.add_row(f"{r.label}, {k}", *cells, added[r.key])
-        t.add_section()
-    return t
+        out = []
+        for x in (f[key] for key, _ in rates):
+            lost = f" ({x['lost']} lost)" if x["lost"] else ""
+            out += [f"{x['rate']:,.0f}{lost}", f"{x['p50_ms']:.2f}", f"{x['p99_ms']:.2f}"]
+        return [*out, added[route]]
+
+    rates = (("half_peak", "half own peak"), ("common", "common rate"))
+    t = _table(
+        "1b. Latency (ms): subscriber receive time - publisher send time, paced publishing",
+        "common rate: half the slowest cluster route's peak, the same for every route; "
+        "p99 added per extra hop is computed from the common-rate p99",
+        ("route", *(c for _, rate in rates for c in (f"{rate}: /s", "p50", "p99"))),
+        ("p99 added per extra hop",),
+    )
+    return _route_rows(t, results, cells)
 
 
 def propagation_table(results: dict[str, Any]) -> Table:
-    t = Table(
-        title=f"2. Proxy-subscription propagation ({results['settings']['trials']} trials each)",
-        caption="from the subscribe call on SUB1 to the proxy listed by DISPLAY SUB(*) "
+    t = _table(
+        f"2. Proxy-subscription propagation ({results['settings']['trials']} trials each)",
+        "from the subscribe call on SUB1 to the proxy listed by DISPLAY SUB(*) "
         "SUBTYPE(PROXY) (polled every 5 ms), and to the first publication of PUB1's tight "
         "publishing loop received",
+        ("routing", "proxy on", "to proxy: median", "max", "to delivery: median", "max"),
     )
-    for col in ("routing", "proxy on", "to proxy: median", "max", "to delivery: median", "max"):
-        t.add_column(col, justify="left" if col == "routing" else "right")
+    times = ("proxy_median_ms", "proxy_max_ms", "first_median_ms", "first_max_ms")
     for key, res in results["propagation"].items():
-        t.add_row(
-            key,
-            res["proxy_on"],
-            f"{res['proxy_median_ms']:.0f} ms",
-            f"{res['proxy_max_ms']:.0f} ms",
-            f"{res['first_median_ms']:.0f} ms",
-            f"{res['first_max_ms']:.0f} ms",
-        )
+        t.add_row(key, res["proxy_on"], *(f"{res[k]:.0f} ms" for k in times))
     return t
 
 
 def failover_table(results: dict[str, Any]) -> Table:
-    t = Table(
-        title="3. kill -9 of HOST2 (hosts HOST1, HOST2) under a paced stream PUB1 → SUB1",
-        caption="re-route: kill → first arrival through HOST1 of a publication sent after the "
+    t = _table(
+        "3. kill -9 of HOST2 (hosts HOST1, HOST2) under a paced stream PUB1 → SUB1",
+        "re-route: kill → first arrival through HOST1 of a publication sent after the "
         "last one that went to HOST2 (or was re-driven or lost); dead host chosen: kill → send "
         "time of that last one; re-driven: through HOST1 but later than 5 × the steady p99 "
         "(at least 50 ms); unacked: XQMSGSA of PUB1's channel to HOST2 before the restart "
         "(includes copies HOST2 forwarded without acknowledging); waited: arrived through "
         "HOST2 after its restart",
+        ("stream", "re-route", "dead host chosen", "on time", "re-driven"),
+        ("unacked on PUB1", "waited", "lost", "dupes", "restart"),
     )
-    for col in ("stream", "re-route", "dead host chosen", "on time", "re-driven"):
-        t.add_column(col, justify="left" if col == "stream" else "right")
-    for col in ("unacked on PUB1", "waited", "lost", "dupes", "restart"):
-        t.add_column(col, justify="right")
     for key, res in results["failover"].items():
         t.add_row(
             f"{key}, {res['rate']:,}/s × {res['published']:,}",
