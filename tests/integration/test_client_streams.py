@@ -14,6 +14,12 @@ from tests.integration.conftest import NodeProcess
 N = 2_500  # several batches and deliveries, a delivery's last message among them
 
 
+@pytest.fixture
+def node(shared_node: NodeProcess) -> NodeProcess:
+    """The module's one node (see ``shared_node``)."""
+    return shared_node
+
+
 @pytest.fixture(params=[True, False], ids=["direct", "public"])
 def carrier(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
     monkeypatch.setattr(direct, "ENABLED", request.param)
@@ -43,21 +49,23 @@ def test_stream_publish_and_receive_every_message_once_in_order(
 def test_consume_acknowledges_each_batch_and_leaves_nothing(
     node: NodeProcess, carrier: bool
 ) -> None:
+    queue = "STREAMS.DIRECT.Q" if carrier else "STREAMS.PUBLIC.Q"  # a queue for each carrier
+    topic = f"streams/{queue}"
     with node.client() as client:
-        client.mqsc("DEFINE QLOCAL(STREAMS.Q)")
-        client.create_subscription("streams/q", name="STREAMS.Q", destination="STREAMS.Q")
-        _publish(client, "streams/q", N, persistent=True)
+        client.mqsc(f"DEFINE QLOCAL({queue})")
+        client.create_subscription(topic, name=queue, destination=queue)
+        _publish(client, topic, N, persistent=True)
         bodies: list[bytes] = []
-        batches = client.consume("STREAMS.Q", 300)
+        batches = client.consume(queue, 300)
         for batch in batches:
             bodies += [m.body for m in batch]
             if len(bodies) >= N:
                 break
         batches.close()  # acknowledges the last batch
         assert bodies == [b"m%d" % i for i in range(N)]
-        assert client.get("STREAMS.Q") is None  # everything acknowledged, nothing went back
+        assert client.get(queue) is None  # everything acknowledged, nothing went back
         # a second consumer sees nothing either, and ends on its own time-out
-        with client.consumer("STREAMS.Q") as again:
+        with client.consumer(queue) as again:
             assert again.receive(timeout=0.3) is None
 
 
