@@ -38,6 +38,7 @@ from qmgr.amqp.connection import (  # noqa: E402
     SessionEnded,
     TransferReceived,
 )
+from tests.unit.amqp.sdk_frames import flow_frame, open_frame, sdk_frame  # noqa: E402
 
 SASL_HEADER = b"AMQP\x03\x01\x00\x00"
 AMQP_HEADER = b"AMQP\x00\x01\x00\x00"
@@ -104,18 +105,12 @@ def attach(name: str, handle: int, role: bool, address: str, **kw: Any) -> pf.At
 
 
 def link_flow(handle: int, credit: int, delivery_count: int = 0, **kw: Any) -> pf.FlowFrame:
-    return pf.FlowFrame(
-        next_incoming_id=kw.pop("next_incoming_id", 0),
-        incoming_window=kw.pop("incoming_window", 65536),
-        next_outgoing_id=kw.pop("next_outgoing_id", 0),
+    return flow_frame(
+        **{"next_incoming_id": 0, "incoming_window": 65536, "next_outgoing_id": 0, **kw},
         outgoing_window=65536,
         handle=handle,
         delivery_count=delivery_count,
         link_credit=credit,
-        available=None,
-        drain=kw.pop("drain", False),
-        echo=kw.pop("echo", False),
-        properties=None,
     )
 
 
@@ -148,27 +143,13 @@ def encode_message(msg: Message) -> bytes:
     return bytes(out)
 
 
-OPEN_FRAME = pf.OpenFrame(
-    container_id="client-1",
-    hostname="localhost",
-    max_frame_size=65536,
-    channel_max=65535,
-    idle_timeout=None,
-    outgoing_locales=None,
-    incoming_locales=None,
-    offered_capabilities=None,
-    desired_capabilities=None,
-    properties={b"product": "azsdk-python-servicebus"},
-)
-BEGIN_FRAME = pf.BeginFrame(
-    remote_channel=None,
+OPEN_FRAME = open_frame("client-1", 65536, {b"product": "azsdk-python-servicebus"})
+BEGIN_FRAME = sdk_frame(
+    pf.BeginFrame,
     next_outgoing_id=0,
     incoming_window=65536,
     outgoing_window=65536,
     handle_max=4294967295,
-    offered_capabilities=None,
-    desired_capabilities=None,
-    properties=None,
 )
 
 
@@ -492,18 +473,8 @@ def test_owed_answers_go_out_beyond_credit_and_wait_for_the_session_window() -> 
     conn.send_owed(link, b"\x05", b"answer 5", settled=True)
     assert frames_of(conn.data_to_send(), TRANSFER) == []
     assert not link.can_send
-    session_flow = pf.FlowFrame(
-        next_incoming_id=4,
-        incoming_window=1,
-        next_outgoing_id=0,
-        outgoing_window=65536,
-        handle=None,
-        delivery_count=None,
-        link_credit=None,
-        available=None,
-        drain=False,
-        echo=False,
-        properties=None,
+    session_flow = flow_frame(
+        next_incoming_id=4, incoming_window=1, next_outgoing_id=0, outgoing_window=65536
     )
     conn.receive_data(frame(session_flow))
     assert [t[11] for t in frames_of(conn.data_to_send(), TRANSFER)] == [b"answer 4"]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from qmgr.amqp import performatives as p
 from qmgr.amqp.framing import encode_frame
 from qmgr.amqp.types import DecodeError, Described, Symbol, UInt, ULong, decode, encode
+from tests.unit.amqp.sdk_frames import flow_frame, open_frame
 
 SAMPLES: list[p.Composite] = [
     p.Open(
@@ -211,19 +212,8 @@ def _sdk_frame(frame) -> bytes:
 def test_we_decode_the_sdks_frames():
     from qmgr.amqp.framing import AMQP_HEADER, FrameDecoder
 
-    open_frame = sdk_perf.OpenFrame(
-        container_id="client",
-        hostname="localhost",
-        max_frame_size=1048576,
-        channel_max=65535,
-        idle_timeout=None,
-        outgoing_locales=None,
-        incoming_locales=None,
-        offered_capabilities=None,
-        desired_capabilities=None,
-        properties={"product": "azsdk-python-servicebus"},
-    )
-    flow = sdk_perf.FlowFrame(
+    opening = open_frame("client", 1048576, {"product": "azsdk-python-servicebus"})
+    flow = flow_frame(
         next_incoming_id=1,
         incoming_window=5000,
         next_outgoing_id=1,
@@ -231,13 +221,9 @@ def test_we_decode_the_sdks_frames():
         handle=1,
         delivery_count=0,
         link_credit=100,
-        available=None,
-        drain=False,
-        echo=False,
-        properties=None,
     )
     decoder = FrameDecoder()
-    out = decoder.feed(AMQP_HEADER + _sdk_frame(open_frame) + _sdk_frame(flow))
+    out = decoder.feed(AMQP_HEADER + _sdk_frame(opening) + _sdk_frame(flow))
     opened, flowed = out[1].performative, out[2].performative
     assert opened == p.Open(
         container_id="client",
