@@ -26,22 +26,17 @@ class Interpreter:
     def condition(
         self, node: a.Node, system: Mapping[str, Any], user: Mapping[str, Any]
     ) -> bool | None:
-        if isinstance(node, a.And):
+        if isinstance(node, (a.And, a.Or)):
+            # three-valued AND/OR: the deciding value (False for AND, True for OR) on either
+            # side decides; otherwise unknown (None) if either side is, else the other value
+            deciding = isinstance(node, a.Or)
             left = self.condition(node.left, system, user)
-            if left is False:
-                return False
+            if left is deciding:
+                return deciding
             right = self.condition(node.right, system, user)
-            if right is False:
-                return False
-            return None if left is None or right is None else True
-        if isinstance(node, a.Or):
-            left = self.condition(node.left, system, user)
-            if left is True:
-                return True
-            right = self.condition(node.right, system, user)
-            if right is True:
-                return True
-            return None if left is None or right is None else False
+            if right is deciding:
+                return deciding
+            return None if left is None or right is None else not deciding
         if isinstance(node, a.Not):
             inner = self.condition(node.operand, system, user)
             return None if inner is None else not inner
