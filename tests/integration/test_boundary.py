@@ -22,6 +22,12 @@ UNARY = [
 ]
 
 
+@pytest.fixture
+def node(shared_node: NodeProcess) -> NodeProcess:
+    """The module's one node (see ``shared_node``)."""
+    return shared_node
+
+
 def _depth(node: NodeProcess, queue: str) -> int:
     with node.client() as qm:
         return int(qm.mqsc(f"DISPLAY QSTATUS({queue}) CURDEPTH")[0]["CURDEPTH"])
@@ -84,25 +90,27 @@ def test_garbage_on_publish_stream_ends_it_with_invalid_argument(node: NodeProce
     _no_traceback(node)
 
 
-@pytest.mark.parametrize(
-    ("fields", "reason"),
-    [
-        ({"expiry_ms": 2**63 - 1}, 2013),  # MQRC_EXPIRY_ERROR
-        ({"expiry_ms": -1000}, 2013),
-        ({"expiry_ms": 999_999_999 * 100 + 1}, 2013),
-        ({"priority": 10}, 2050),  # MQRC_PRIORITY_ERROR
-        ({"priority": -5}, 2050),
-        ({"persistence": 7}, 2047),  # MQRC_PERSISTENCE_ERROR
-        ({"properties": {"MQTopicString": messages_pb2.Value(string_value="x")}}, 2442),
-        ({"properties": {"not a name": messages_pb2.Value(string_value="x")}}, 2442),
-    ],
-)
+POISON_VALUES: list[tuple[dict[str, object], int]] = [
+    ({"expiry_ms": 2**63 - 1}, 2013),  # MQRC_EXPIRY_ERROR
+    ({"expiry_ms": -1000}, 2013),
+    ({"expiry_ms": 999_999_999 * 100 + 1}, 2013),
+    ({"priority": 10}, 2050),  # MQRC_PRIORITY_ERROR
+    ({"priority": -5}, 2050),
+    ({"persistence": 7}, 2047),  # MQRC_PERSISTENCE_ERROR
+    ({"properties": {"MQTopicString": messages_pb2.Value(string_value="x")}}, 2442),
+    ({"properties": {"not a name": messages_pb2.Value(string_value="x")}}, 2442),
+]
+
+
+@pytest.mark.parametrize(("fields", "reason"), POISON_VALUES)
 def test_poison_values_are_rejected_and_change_nothing(
     node: NodeProcess, fields: dict[str, object], reason: int
 ) -> None:
+    case = POISON_VALUES.index((fields, reason))  # a queue and topic for each case
+    queue, topic = f"POISON.Q{case}", f"poison{case}"
     with node.client() as qm:
-        qm.mqsc("DEFINE QLOCAL(POISON.Q)")
-        sub = qm.subscribe("poison/#")
+        qm.mqsc(f"DEFINE QLOCAL({queue})")
+        sub = qm.subscribe(f"{topic}/#")
         with grpc.insecure_channel(node.address) as ch:
             stub = messaging_pb2_grpc.MessagingStub(ch)
             poison = messages_pb2.Message(body=b"poison", persistence=messages_pb2.PERSISTENT)
@@ -113,11 +121,11 @@ def test_poison_values_are_rejected_and_change_nothing(
                 else:
                     setattr(poison, k, v)
             ok = messages_pb2.Message(body=b"ok", persistence=messages_pb2.PERSISTENT)
-            put = messaging_pb2.PutRequest(queue="POISON.Q", messages=[ok, poison])
+            put = messaging_pb2.PutRequest(queue=queue, messages=[ok, poison])
             pub = messaging_pb2.PublishRequest(
                 publications=[
-                    messaging_pb2.Publication(topic="poison/a", message=ok),
-                    messaging_pb2.Publication(topic="poison/b", message=poison),
+                    messaging_pb2.Publication(topic=f"{topic}/a", message=ok),
+                    messaging_pb2.Publication(topic=f"{topic}/b", message=poison),
                 ]
             )
             for call, request in ((stub.Put, put), (stub.Publish, pub)):
@@ -127,9 +135,9 @@ def test_poison_values_are_rejected_and_change_nothing(
                 meta = dict(err.value.trailing_metadata() or ())
                 assert meta.get("mq-reason") == str(reason), (meta, err.value.details())
         # nothing of either batch was stored or published
-        assert _depth(node, "POISON.Q") == 0
+        assert _depth(node, queue) == 0
         # the subscription stream still works: the next thing it receives is the marker
-        qm.publish("poison/marker", b"marker")
+        qm.publish(f"{topic}/marker", b"marker")
         m = sub.receive(timeout=10)
         assert m is not None and m.body == b"marker"
         sub.close()

@@ -22,6 +22,12 @@ MIB = 1024 * 1024
 DEFAULT_GRPC_LIMIT = 4 * MIB
 
 
+@pytest.fixture
+def node(shared_node: NodeProcess) -> NodeProcess:
+    """The module's one node (see ``shared_node``)."""
+    return shared_node
+
+
 def body(i: int, size: int) -> bytes:
     return f"{i:04d}".encode() * (size // 4)
 

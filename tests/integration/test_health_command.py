@@ -7,9 +7,17 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from qmgr.launcher.health import check
 from qmgr.node.ready import READY_SERVICE
-from tests.integration.conftest import QMGR, NodeProcess
+from tests.integration.conftest import QMGR, NodeFactory, NodeProcess
+
+
+@pytest.fixture
+def node(shared_node: NodeProcess) -> NodeProcess:
+    """The module's one node (see ``shared_node``); tests that kill or restart it use their own."""
+    return shared_node
 
 
 def _health(*args: str) -> subprocess.CompletedProcess[str]:
@@ -40,7 +48,8 @@ def test_an_unknown_service_is_not_healthy(node: NodeProcess) -> None:
     assert (result.returncode, result.stdout) == (1, "UNKNOWN_SERVICE\n")
 
 
-def test_a_stopped_node_is_not_healthy(node: NodeProcess) -> None:
+def test_a_stopped_node_is_not_healthy(node_factory: NodeFactory) -> None:
+    node = node_factory()
     address = node.address
     assert node.stop() == 0
     result = _health("--timeout", "2", address)
