@@ -21,17 +21,24 @@ from tests.integration.app_security import Nodes, add_user, nodes
 from tests.integration.cluster_nodes import Cluster
 from tests.integration.conftest import NodeProcess
 from tests.integration.members import proof_for
-from tests.integration.test_member_auth import TOPIC, cl, forged_hello, heard_from_pub1, received
+from tests.integration.test_member_auth import (
+    TOPIC,
+    cl,
+    forged_hello,
+    heard_from_pub1,
+    received,
+    shared,
+)
 
-__all__ = ["cl", "nodes"]
+__all__ = ["cl", "nodes", "shared"]
 
 
-def test_a_member_cannot_open_a_channel_under_another_members_qmid(cl: Cluster) -> None:
+def test_a_member_cannot_open_a_channel_under_another_members_qmid(shared: Cluster) -> None:
     """FORGER proves it is FORGER, then names PUB1's QMID in its hello: the receiver keeps
     its position per QMID, so a sequence pushed there would make PUB1's real publications
     look like duplicates (acknowledged and dropped)."""
-    sub1 = cl["SUB1"]
-    sub, position, qmid, before = heard_from_pub1(cl, f"{TOPIC}/x")
+    sub1 = shared["SUB1"]
+    sub, position, qmid, before = heard_from_pub1(shared, f"{TOPIC}/x")
     for claimed in (qmid, "?PUB1"):  # PUB1's QMID, and the QMID of state kept by name
         proof = proof_for(sub1.address, "FORGER", CHANNEL)
         refused = forged_hello(sub1.address, "FORGER", claimed, proof)
@@ -39,7 +46,7 @@ def test_a_member_cannot_open_a_channel_under_another_members_qmid(cl: Cluster) 
         assert f"QMID {claimed} is not queue manager FORGER's" in (refused.details() or "")
     assert position() == (qmid, before)
     assert sub.receive_batch(timeout=1) == []
-    cl["PUB1"].c.publish(f"{TOPIC}/x", OutgoingMessage("after", persistent=True))
+    shared["PUB1"].c.publish(f"{TOPIC}/x", OutgoingMessage("after", persistent=True))
     assert received(sub, 1) == ["after"]
     sub.close()
 
@@ -110,7 +117,7 @@ def test_a_claimed_sender_cannot_forge_log_lines(cl: Cluster) -> None:
     assert not any(line.startswith("FORGED") for line in _log_lines(sub1.log))
 
 
-def test_a_channel_without_a_hello_is_not_held_open(cl: Cluster) -> None:
+def test_a_channel_without_a_hello_is_not_held_open(shared: Cluster) -> None:
     """An unauthenticated caller opens Peer.Channel and sends nothing: the node ends the
     stream instead of keeping it (and its state) forever."""
     silence = threading.Event()
@@ -120,11 +127,11 @@ def test_a_channel_without_a_hello_is_not_held_open(cl: Cluster) -> None:
         return
         yield
 
-    with grpc.insecure_channel(cl["SUB1"].address) as channel:
+    with grpc.insecure_channel(shared["SUB1"].address) as channel:
         call = crpc.PeerStub(channel).Channel(nothing(), timeout=60)
         with pytest.raises(grpc.RpcError) as ended:
             list(call)
     silence.set()
     assert ended.value.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "no hello within" in (ended.value.details() or "")
-    assert cl["SUB1"].mqsc("DISPLAY QMGR")  # still serving
+    assert shared["SUB1"].mqsc("DISPLAY QMGR")  # still serving
