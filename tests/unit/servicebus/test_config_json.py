@@ -91,6 +91,12 @@ def nsb_forwarding_topology() -> dict[str, Any]:
     }
 
 
+def sample_namespace(data: dict[str, Any]) -> dict[str, Any]:
+    """The sample's namespace (at ``NS``)."""
+    ns: dict[str, Any] = data["UserConfig"]["Namespaces"][0]
+    return ns
+
+
 def sample() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(EMULATOR_SAMPLE)
     return data
@@ -156,7 +162,7 @@ def test_missing_properties_take_service_bus_defaults() -> None:
 
 def test_emulator_caps_are_lifted() -> None:
     data = sample()
-    ns = data["UserConfig"]["Namespaces"][0]
+    ns = sample_namespace(data)
     ns["Queues"] = [
         {"Name": f"q{i}", "Properties": {"DefaultMessageTimeToLive": "P14D"}} for i in range(120)
     ]
@@ -221,7 +227,7 @@ def test_nservicebus_forwarding_topology_reads() -> None:
 
 def test_misspelt_filter_type_is_an_error_not_a_default_rule() -> None:
     data = sample()
-    rule = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"][3]["Rules"][0]
+    rule = sample_namespace(data)["Topics"][0]["Subscriptions"][3]["Rules"][0]
     rule["Properties"]["FilterType"] = "SqlFilter"
     exc = failure(data)
     assert exc.where == f"{SUB4}.Rules[0].Properties.FilterType"
@@ -231,7 +237,7 @@ def test_misspelt_filter_type_is_an_error_not_a_default_rule() -> None:
 
 def test_missing_filter_type_and_body_mismatch() -> None:
     data = sample()
-    rules = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"][3]["Rules"]
+    rules = sample_namespace(data)["Topics"][0]["Subscriptions"][3]["Rules"]
     del rules[0]["Properties"]["FilterType"]
     exc = failure(data)
     assert exc.where == f"{SUB4}.Rules[0].Properties"
@@ -247,28 +253,28 @@ def test_missing_filter_type_and_body_mismatch() -> None:
     assert "SqlFilter does not go with FilterType Correlation" in exc.text
 
 
-def test_sql_syntax_error_names_path_and_position() -> None:
+@pytest.mark.parametrize(
+    ("part", "expression", "position"),
+    [
+        ("SqlFilter", "sys.MessageId = '1' AND AND x = 1", 24),
+        ("Action", "SET sys.SequenceNumber = 5", 4),
+    ],
+)
+def test_a_syntax_error_names_its_path_and_position(
+    part: str, expression: str, position: int
+) -> None:
     data = sample()
-    rules = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"][3]["Rules"]
-    rules[0]["Properties"]["SqlFilter"]["SqlExpression"] = "sys.MessageId = '1' AND AND x = 1"
+    rule = sample_namespace(data)["Topics"][0]["Subscriptions"][3]["Rules"][0]
+    rule["Properties"][part]["SqlExpression"] = expression
     exc = failure(data)
-    assert exc.where == f"{SUB4}.Rules[0].Properties.SqlFilter.SqlExpression"
-    assert exc.position == 24
+    assert exc.where == f"{SUB4}.Rules[0].Properties.{part}.SqlExpression"
+    assert exc.position == position
     assert "^" in exc.text
-
-
-def test_action_syntax_error_names_its_path() -> None:
-    data = sample()
-    rules = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"][3]["Rules"]
-    rules[0]["Properties"]["Action"]["SqlExpression"] = "SET sys.SequenceNumber = 5"
-    exc = failure(data)
-    assert exc.where == f"{SUB4}.Rules[0].Properties.Action.SqlExpression"
-    assert exc.position is not None
 
 
 def test_empty_correlation_filter_is_an_error() -> None:
     data = sample()
-    sub = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"][0]
+    sub = sample_namespace(data)["Topics"][0]["Subscriptions"][0]
     sub["Rules"][0]["Properties"]["CorrelationFilter"] = {}
     exc = failure(data)
     assert exc.where.startswith(f"{NS}.Topics[0].Subscriptions[0].Rules[0].Properties")
@@ -277,7 +283,7 @@ def test_empty_correlation_filter_is_an_error() -> None:
 
 def test_correlation_property_values_must_be_scalars() -> None:
     data = sample()
-    sub = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"][1]
+    sub = sample_namespace(data)["Topics"][0]["Subscriptions"][1]
     sub["Rules"][0]["Properties"]["CorrelationFilter"]["Properties"] = {"prop3": [1, 2]}
     exc = failure(data)
     assert exc.where == (
@@ -304,7 +310,7 @@ def test_correlation_property_values_must_be_scalars() -> None:
 )
 def test_bad_queue_property_names_its_path(change: Any, where: str, words: str) -> None:
     data = sample()
-    change(data["UserConfig"]["Namespaces"][0]["Queues"][0])
+    change(sample_namespace(data)["Queues"][0])
     exc = failure(data)
     path = f"{NS}.Queues[0].Properties"
     assert exc.where == (f"{path}.{where}" if where else path)
@@ -323,7 +329,7 @@ def test_bad_queue_property_names_its_path(change: Any, where: str, words: str) 
 )
 def test_invalid_names_name_their_path(path: tuple[Any, ...], name: Any, words: str) -> None:
     data = sample()
-    node = data["UserConfig"]["Namespaces"][0]
+    node = sample_namespace(data)
     where = NS
     for i in range(0, len(path), 2):
         node = node[path[i]][path[i + 1]]
@@ -336,20 +342,20 @@ def test_invalid_names_name_their_path(path: tuple[Any, ...], name: Any, words: 
 
 def test_duplicate_names_are_errors() -> None:
     data = sample()
-    ns = data["UserConfig"]["Namespaces"][0]
+    ns = sample_namespace(data)
     ns["Topics"][0]["Name"] = "QUEUE.1"  # queues and topics share one set of names
     exc = failure(data)
     assert exc.where == f"{NS}.Topics[0].Name"
     assert f"{NS}.Queues[0]" in exc.text
 
     data = sample()
-    subs = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"]
+    subs = sample_namespace(data)["Topics"][0]["Subscriptions"]
     subs[2]["Name"] = "Subscription.1"
     exc = failure(data)
     assert exc.where == f"{NS}.Topics[0].Subscriptions[2].Name"
 
     data = sample()
-    rules = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"][3]["Rules"]
+    rules = sample_namespace(data)["Topics"][0]["Subscriptions"][3]["Rules"]
     rules.append(copy.deepcopy(rules[0]))
     exc = failure(data)
     assert exc.where == f"{SUB4}.Rules[1].Name"
@@ -404,7 +410,7 @@ def test_structure_errors_name_their_path(mutate: Any, where: str, words: str) -
 
 def test_forwarding_that_the_file_alone_shows_wrong() -> None:
     data = sample()
-    queue = data["UserConfig"]["Namespaces"][0]["Queues"][0]
+    queue = sample_namespace(data)["Queues"][0]
     queue["Properties"]["ForwardTo"] = "Queue.1"
     exc = failure(data)
     assert exc.where == f"{NS}.Queues[0].Properties.ForwardTo"
@@ -425,10 +431,10 @@ def test_a_key_given_twice_is_an_error() -> None:
     assert info.value.where == f"{NS}.Queues[0].Properties"
     assert "'MaxDeliveryCount' is given twice" in info.value.text
     data = sample()
-    data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["maxdeliverycount"] = 4
+    sample_namespace(data)["Queues"][0]["Properties"]["maxdeliverycount"] = 4
     assert "given twice" in failure(data).text
     data = sample()
-    data["UserConfig"]["Namespaces"][0]["Queues"][0]["name"] = "other"
+    sample_namespace(data)["Queues"][0]["name"] = "other"
     exc = failure(data)
     assert exc.where == f"{NS}.Queues[0]" and "'name' is given twice" in exc.text
 
@@ -444,14 +450,14 @@ def test_invalid_json_reports_line_and_column() -> None:
 
 def test_error_message_carries_the_code_and_path() -> None:
     data = sample()
-    data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["MaxDeliveryCount"] = "x"
+    sample_namespace(data)["Queues"][0]["Properties"]["MaxDeliveryCount"] = "x"
     exc = failure(data)
     assert str(exc).startswith(f"BadArgument: {NS}.Queues[0].Properties.MaxDeliveryCount: ")
 
 
 def test_status_property_is_accepted() -> None:
     data = sample()
-    data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["Status"] = "SendDisabled"
+    sample_namespace(data)["Queues"][0]["Properties"]["Status"] = "SendDisabled"
     config = config_json.parse(data)
     assert config.namespace.queues[0].properties.status is Status.SEND_DISABLED
 
@@ -555,7 +561,7 @@ def test_apply_updates_a_rule_whose_filter_changed() -> None:
     ns = namespace()
     config_json.apply(ns, config_json.loads(EMULATOR_SAMPLE))
     data = sample()
-    rule = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"][3]["Rules"][0]
+    rule = sample_namespace(data)["Topics"][0]["Subscriptions"][3]["Rules"][0]
     rule["Properties"]["SqlFilter"]["SqlExpression"] = "userProp1 = 'value2'"
     changes = config_json.apply(ns, config_json.parse(data))
     assert changes == ["updated rule 'sql-filter-1' of 'topic.1/Subscriptions/subscription.4'"]
@@ -604,7 +610,7 @@ def test_forwarding_to_an_entity_the_namespace_already_has() -> None:
     ns = namespace()
     ns.create_queue("existing")
     data = sample()
-    data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["ForwardTo"] = "existing"
+    sample_namespace(data)["Queues"][0]["Properties"]["ForwardTo"] = "existing"
     config_json.apply(ns, config_json.parse(data))
     assert ns.get_queue("queue.1").properties.forward_to == "existing"
 
@@ -612,7 +618,7 @@ def test_forwarding_to_an_entity_the_namespace_already_has() -> None:
 def test_forwarding_to_a_missing_entity_fails_with_its_path_and_changes_nothing() -> None:
     ns = namespace()
     data = sample()
-    subs = data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"]
+    subs = sample_namespace(data)["Topics"][0]["Subscriptions"]
     subs[2]["Properties"]["ForwardTo"] = "nowhere"
     exc = apply_failure(ns, data)
     assert exc.where == f"{NS}.Topics[0].Subscriptions[2].Properties.ForwardTo"
@@ -624,7 +630,7 @@ def test_changing_a_create_only_property_fails_and_changes_nothing() -> None:
     ns = namespace()
     ns.create_queue("queue.1")
     data = sample()
-    data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["RequiresSession"] = True
+    sample_namespace(data)["Queues"][0]["Properties"]["RequiresSession"] = True
     exc = apply_failure(ns, data)
     assert exc.where == f"{NS}.Queues[0].Properties.RequiresSession"
     assert "only be set when the entity is created" in exc.text
@@ -702,7 +708,7 @@ def test_the_dry_run_copies_a_subscription_without_rules_as_it_is() -> None:
     ns.create_subscription("topic.1", "empty")
     ns.delete_rule("topic.1", "empty", "$Default")
     data = sample()
-    data["UserConfig"]["Namespaces"][0]["Topics"][0]["Subscriptions"] = [
+    sample_namespace(data)["Topics"][0]["Subscriptions"] = [
         {
             "Name": "one",
             "Rules": [
@@ -727,10 +733,10 @@ def test_entities_the_file_does_not_name_count_by_name_only() -> None:
     ns.create_subscription("other", "s", SubscriptionProperties(forward_to="gone"))
     ns.delete_queue("gone")
     data = sample()
-    data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["ForwardTo"] = "other"
+    sample_namespace(data)["Queues"][0]["Properties"]["ForwardTo"] = "other"
     config_json.apply(ns, config_json.parse(data))
     assert ns.get_queue("queue.1").properties.forward_to == "other"
-    data["UserConfig"]["Namespaces"][0]["Queues"].append({"Name": "Other"})
+    sample_namespace(data)["Queues"].append({"Name": "Other"})
     exc = apply_failure(ns, data, Code.ENTITY_ALREADY_EXISTS)
     assert exc.where == f"{NS}.Queues[1]"
 
@@ -743,14 +749,14 @@ def test_a_deleted_forwarding_destination_fails_in_the_dry_run_too() -> None:
     ns.create_queue("queue.1", QueueProperties(forward_to="gone"))
     ns.delete_queue("gone")
     data = sample()
-    del data["UserConfig"]["Namespaces"][0]["Queues"][0]["Properties"]["ForwardTo"]
+    del sample_namespace(data)["Queues"][0]["Properties"]["ForwardTo"]
     exc = apply_failure(ns, data)  # changes MaxDeliveryCount of queue.1, adds topic.1
     assert exc.where == f"{NS}.Queues[0].Properties.ForwardTo"
     assert "gone" in exc.text
     assert ns.list_topics() == []
     # The same file without queue.1 applies: the dangling forwarding is left as it is.
     data = sample()
-    data["UserConfig"]["Namespaces"][0]["Queues"] = []
+    sample_namespace(data)["Queues"] = []
     config_json.apply(ns, config_json.parse(data))
     assert ns.get_queue("queue.1").properties.forward_to == "gone"
     assert [t.name for t in ns.list_topics()] == ["topic.1"]
