@@ -21,40 +21,34 @@ NOTHING_FOUND = {"AMQ8147E", "AMQ8420I"}  # "object not found", "channel status 
 
 # columns: (heading, attribute names tried in order)
 Columns = tuple[tuple[str, tuple[str, ...]], ...]
-MEMBER_COLUMNS: Columns = (
-    ("CLUSQMGR", ("CLUSQMGR",)),
-    ("QMTYPE", ("QMTYPE",)),
-    ("CONNAME", ("CONNAME",)),
-    ("STATUS", ("STATUS",)),
-    ("SUSPEND", ("SUSPEND",)),
-)
-CHANNEL_COLUMNS: Columns = (
-    ("CHANNEL", ("CHANNEL",)),
-    ("CHLTYPE", ("CHLTYPE",)),
-    ("RQMNAME", ("RQMNAME",)),
-    ("CONNAME", ("CONNAME",)),
-    ("STATUS", ("STATUS",)),
-    ("MSGS", ("MSGS",)),
+
+
+def _columns(*columns: str | tuple[str, tuple[str, ...]]) -> Columns:
+    """Columns; a bare attribute name is also its column's heading."""
+    return tuple((c, (c,)) if isinstance(c, str) else c for c in columns)
+
+
+MEMBER_COLUMNS = _columns("CLUSQMGR", "QMTYPE", "CONNAME", "STATUS", "SUSPEND")
+CHANNEL_COLUMNS = _columns(
+    "CHANNEL",
+    "CHLTYPE",
+    "RQMNAME",
+    "CONNAME",
+    "STATUS",
+    "MSGS",
     ("waiting", ("CURDEPTH", "XQMSGSA")),
 )
-BRIDGE_COLUMNS: Columns = (
-    ("BRIDGE", ("BRIDGE",)),
-    ("DIRECTION", ("DIRECTION",)),
-    ("TOPICSTR", ("TOPICSTR",)),
-    ("SBENTITY", ("SBENTITY",)),
-    ("STATUS", ("STATUS",)),
-    ("MSGS", ("MSGS",)),
+BRIDGE_COLUMNS = _columns(
+    "BRIDGE",
+    "DIRECTION",
+    "TOPICSTR",
+    "SBENTITY",
+    "STATUS",
+    "MSGS",
     ("waiting", ("CURDEPTH",)),
-    ("LASTERR", ("LASTERR",)),
+    "LASTERR",
 )
-TOPIC_COLUMNS: Columns = (
-    ("TOPIC", ("TOPIC",)),
-    ("TOPICSTR", ("TOPICSTR",)),
-    ("host", ("CLUSQMGR",)),
-    ("CLROUTE", ("CLROUTE",)),
-    ("CLSTATE", ("CLSTATE",)),
-    ("PUB", ("PUB",)),
-)
+TOPIC_COLUMNS = _columns("TOPIC", "TOPICSTR", ("host", ("CLUSQMGR",)), "CLROUTE", "CLSTATE", "PUB")
 
 
 def wide_console() -> Any:
