@@ -11,6 +11,7 @@ import os
 import pty
 import stat
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -28,20 +29,39 @@ ADMIN = ("admin", "admin-Pa55")
 APP = ("app", "app-Pa55")
 
 
-@pytest.fixture
-def users_file(tmp_path: Path) -> Path:
-    path = tmp_path / "users.json"
+def with_users(path: Path) -> Path:
+    """A users file at ``path`` with ADMIN (in group mqm) and APP."""
     add_user(path, *ADMIN, "mqm")
     add_user(path, *APP)
     return path
 
 
 @pytest.fixture
-def node(nodes: Nodes, users_file: Path) -> Launched:
-    launched = nodes.start("QM1", "--auth", str(users_file))
-    with admin(launched) as qm:
-        qm.mqsc("DEFINE QLOCAL(AUTH.Q)")
-    return launched
+def users_file(tmp_path: Path) -> Path:
+    return with_users(tmp_path / "users.json")
+
+
+@pytest.fixture(scope="module")
+def auth_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launched]:
+    """One node with --auth and queue AUTH.Q for the tests that only call it: what they are
+    refused changes nothing, and what they are allowed leaves AUTH.Q as they found it."""
+    base = tmp_path_factory.mktemp("auth")
+    started = Nodes(base)
+    try:
+        launched = started.start("QM1", "--auth", str(with_users(base / "users.json")))
+        with admin(launched) as qm:
+            qm.mqsc("DEFINE QLOCAL(AUTH.Q)")
+        yield launched
+    finally:
+        started.stop_all()
+
+
+@pytest.fixture
+def node(auth_node: Launched) -> Launched:
+    """The module's node with AUTH.Q empty (should a test that failed have left a message)."""
+    with admin(auth_node) as qm:
+        qm.mqsc("CLEAR QLOCAL(AUTH.Q)")
+    return auth_node
 
 
 def admin(node: Launched) -> QueueManagerClient:
