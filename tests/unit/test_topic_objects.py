@@ -18,6 +18,14 @@ def obj(name: str, topic_str: str, **attrs: str) -> TopicObject:
     return TopicObject(name, topic_str, attrs)
 
 
+def holding(*defined: TopicObject) -> TopicObjects:
+    """The topic objects: SYSTEM.BASE.TOPIC and ``defined``, put in that order."""
+    objects = TopicObjects()
+    for o in defined:
+        objects.put(o)
+    return objects
+
+
 def test_base_defaults_are_the_documented_ones() -> None:
     expected = {
         "CLROUTE": "DIRECT",
@@ -64,9 +72,10 @@ def test_with_no_objects_everything_resolves_to_the_base_defaults() -> None:
 
 
 def test_asparent_attributes_come_from_the_closest_object_above() -> None:
-    objects = TopicObjects()
-    objects.put(obj("SPORT", "Sport", PUB="DISABLED", DEFPRTY="3"))
-    objects.put(obj("FOOTBALL", "Sport/Football", DEFPRTY="7"))
+    objects = holding(
+        obj("SPORT", "Sport", PUB="DISABLED", DEFPRTY="3"),
+        obj("FOOTBALL", "Sport/Football", DEFPRTY="7"),
+    )
     resolved = objects.resolve("Sport/Football/Results")
     assert resolved.admin == "FOOTBALL"
     assert resolved["DEFPRTY"] == "7"  # the closest object wins
@@ -78,16 +87,14 @@ def test_asparent_attributes_come_from_the_closest_object_above() -> None:
 
 
 def test_explicit_asparent_is_the_same_as_missing() -> None:
-    objects = TopicObjects()
-    objects.put(obj("SPORT", "Sport", DURSUB="NO"))
-    objects.put(obj("FOOTBALL", "Sport/Football", DURSUB="ASPARENT"))
+    objects = holding(
+        obj("SPORT", "Sport", DURSUB="NO"), obj("FOOTBALL", "Sport/Football", DURSUB="ASPARENT")
+    )
     assert objects.resolve("Sport/Football")["DURSUB"] == "NO"
 
 
 def test_ancestry_is_by_level_prefix_not_string_prefix() -> None:
-    objects = TopicObjects()
-    objects.put(obj("SPORT", "Sport", PUB="DISABLED"))
-    objects.put(obj("LEAD", "/Sport", SUB="DISABLED"))
+    objects = holding(obj("SPORT", "Sport", PUB="DISABLED"), obj("LEAD", "/Sport", SUB="DISABLED"))
     assert objects.resolve("Sports/Football").admin == BASE_TOPIC_NAME
     assert objects.resolve("Sports/Football")["PUB"] == "ENABLED"
     assert objects.resolve("Sport/Football")["SUB"] == "ENABLED"  # '/Sport' is not above it
@@ -125,18 +132,16 @@ def test_deleting_the_base_topic_falls_back_to_built_in_defaults() -> None:
 
 
 def test_asparent_on_the_base_topic_uses_the_built_in_default() -> None:
-    objects = TopicObjects()
-    objects.put(TopicObject(BASE_TOPIC_NAME, "", {"PUB": "ASPARENT", "MDURMDL": ""}))
+    objects = holding(TopicObject(BASE_TOPIC_NAME, "", {"PUB": "ASPARENT", "MDURMDL": ""}))
     resolved = objects.resolve("x")
     assert resolved["PUB"] == "ENABLED"
     assert resolved["MDURMDL"] == "SYSTEM.DURABLE.MODEL.QUEUE"
 
 
 def test_cluster_inherits_and_names_the_clustered_point() -> None:
-    objects = TopicObjects()
     sport = obj("SPORT", "Sport", CLUSTER="DEMO", CLROUTE="TOPICHOST")
-    objects.put(sport)
-    objects.put(obj("FOOTBALL", "Sport/Football", DEFPRTY="5"))  # CLUSTER blank: inherit
+    # FOOTBALL's CLUSTER is blank: it inherits
+    objects = holding(sport, obj("FOOTBALL", "Sport/Football", DEFPRTY="5"))
     resolved = objects.resolve("Sport/Football/Results")
     assert resolved["CLUSTER"] == "DEMO"
     assert resolved.cluster == "DEMO"
@@ -150,10 +155,8 @@ def test_cluster_inherits_and_names_the_clustered_point() -> None:
 
 
 def test_the_closest_clustered_object_is_the_clustered_point() -> None:
-    objects = TopicObjects()
-    objects.put(obj("SPORT", "Sport", CLUSTER="C1"))
     football = obj("FOOTBALL", "Sport/Football", CLUSTER="C2", CLROUTE="TOPICHOST")
-    objects.put(football)
+    objects = holding(obj("SPORT", "Sport", CLUSTER="C1"), football)
     resolved = objects.resolve("Sport/Football/x")
     assert resolved.cluster_object == football
     assert resolved["CLUSTER"] == "C2"
@@ -163,10 +166,8 @@ def test_the_closest_clustered_object_is_the_clustered_point() -> None:
 
 
 def test_proxysub_and_wildcard_are_explicit_not_inherited() -> None:
-    objects = TopicObjects()
     sport = obj("SPORT", "Sport", PROXYSUB="FORCE", WILDCARD="BLOCK")
-    objects.put(sport)
-    objects.put(obj("FOOTBALL", "Sport/Football"))
+    objects = holding(sport, obj("FOOTBALL", "Sport/Football"))
     below = objects.resolve("Sport/Football/x")
     assert below["PROXYSUB"] == "FIRSTUSE"  # FOOTBALL's own (default) value
     assert below["WILDCARD"] == "PASSTHRU"
@@ -178,8 +179,7 @@ def test_proxysub_and_wildcard_are_explicit_not_inherited() -> None:
 
 
 def test_wildcard_block_hides_topics_from_less_specific_wildcards() -> None:
-    objects = TopicObjects()
-    objects.put(obj("FOOTBALL", "Sport/Football", WILDCARD="BLOCK"))
+    objects = holding(obj("FOOTBALL", "Sport/Football", WILDCARD="BLOCK"))
     resolved = objects.resolve("Sport/Football/Results")
     assert resolved.wildcard_blocked("Sport/#")
     assert resolved.wildcard_blocked("#")
@@ -195,9 +195,9 @@ def test_wildcard_block_hides_topics_from_less_specific_wildcards() -> None:
 
 
 def test_wildcard_subscriptions_resolve_before_the_first_wildcard_level() -> None:
-    objects = TopicObjects()
-    objects.put(obj("SPORT", "Sport", SUBSCOPE="QMGR"))
-    objects.put(obj("FOOTBALL", "Sport/Football", CLUSTER="DEMO"))
+    objects = holding(
+        obj("SPORT", "Sport", SUBSCOPE="QMGR"), obj("FOOTBALL", "Sport/Football", CLUSTER="DEMO")
+    )
     resolved = objects.resolve("Sport/#")
     assert resolved.admin == "SPORT"
     assert resolved.resolved_at == "Sport"
@@ -210,11 +210,12 @@ def test_wildcard_subscriptions_resolve_before_the_first_wildcard_level() -> Non
 
 
 def test_objects_below_finds_objects_at_or_below() -> None:
-    objects = TopicObjects()
-    objects.put(obj("SPORT", "Sport"))
-    objects.put(obj("FOOTBALL", "Sport/Football", CLUSTER="DEMO"))
-    objects.put(obj("TENNIS", "Sport/Tennis", CLUSTER="DEMO"))
-    objects.put(obj("SPORTS", "Sports", CLUSTER="DEMO"))
+    objects = holding(
+        obj("SPORT", "Sport"),
+        obj("FOOTBALL", "Sport/Football", CLUSTER="DEMO"),
+        obj("TENNIS", "Sport/Tennis", CLUSTER="DEMO"),
+        obj("SPORTS", "Sports", CLUSTER="DEMO"),
+    )
     names = [o.name for o in objects.objects_below("Sport")]
     assert names == ["SPORT", "FOOTBALL", "TENNIS"]
     assert [o.name for o in objects.objects_below("Sport/Football")] == ["FOOTBALL"]
@@ -223,8 +224,7 @@ def test_objects_below_finds_objects_at_or_below() -> None:
 
 
 def test_put_replaces_by_name_and_rejects_a_second_object_at_one_topicstr() -> None:
-    objects = TopicObjects()
-    objects.put(obj("SPORT", "Sport", PUB="DISABLED"))
+    objects = holding(obj("SPORT", "Sport", PUB="DISABLED"))
     assert objects.resolve("Sport/x")["PUB"] == "DISABLED"
     objects.put(obj("SPORT", "Sport", PUB="ENABLED"))
     assert objects.resolve("Sport/x")["PUB"] == "ENABLED"  # replaced, resolution refreshed
