@@ -42,11 +42,16 @@ class Trace:
 
 
 class Net:
-    def __init__(self, full_repositories: tuple[str, ...] = ("FR1", "FR2")) -> None:
+    def __init__(
+        self, members: tuple[str, ...] = (), full_repositories: tuple[str, ...] = ("FR1", "FR2")
+    ) -> None:
+        """The full repositories, then ``members`` (partial repositories), all joined."""
         self.repo = ClusterRepository(CLUSTER)
         self.nodes: dict[str, Node] = {}
         for name in full_repositories:
             self.add(name, role=Role.REPOS)
+        for name in members:
+            self.add(name)
 
     def cmd(self, command: dict[str, object]) -> None:
         result = self.repo.apply(command)

@@ -13,16 +13,8 @@ from cluster.routing import Purpose, Reason, publication_refused
 from .net import Net
 
 
-def net_of(*names: str) -> Net:
-    """The two full repositories and queue managers ``names``, all joined."""
-    net = Net()
-    for name in names:
-        net.add(name)
-    return net
-
-
 def one_host() -> Net:
-    net = net_of("TH", "P", "S", "Q")
+    net = Net(("TH", "P", "S", "Q"))
     net.define("T1", "TH", "Sport/Football")
     return net
 
@@ -74,7 +66,7 @@ def test_one_copy_per_node_whatever_its_subscription_count() -> None:
 
 
 def test_two_branches_on_two_hosts() -> None:
-    net = net_of("H1", "H2", "P", "S")
+    net = Net(("H1", "H2", "P", "S"))
     net.define("T1", "H1", "/USA/Alabama")
     net.define("T2", "H2", "/USA/Alaska")
     net.subscribe("S", "al", "/USA/Alabama/#")
@@ -89,7 +81,7 @@ def test_two_branches_on_two_hosts() -> None:
 
 
 def two_hosts() -> Net:
-    net = net_of("H1", "H2", "P", "S1", "S2")
+    net = Net(("H1", "H2", "P", "S1", "S2"))
     net.define("T1", "H1", "Price")
     net.define("T1", "H2", "Price")
     return net
@@ -138,7 +130,7 @@ def test_subscriber_on_a_host_gets_each_publication_once_and_the_host_does_not_r
 
 
 def test_wildcard_above_all_clustered_points_gets_local_publications_only() -> None:
-    net = net_of("H1", "H2", "P", "S")
+    net = Net(("H1", "H2", "P", "S"))
     net.define("FOOT", "H1", "Sport/Football")
     net.define("TENNIS", "H2", "Sport/Tennis")
     diff = net.subscribe("S", "all", "Sport/#")
@@ -158,7 +150,7 @@ def test_wildcard_above_all_clustered_points_gets_local_publications_only() -> N
 
 
 def test_direct_routing_sends_proxies_everywhere_and_publications_straight_to_subscribers() -> None:
-    net = net_of("A", "B", "C", "D")
+    net = Net(("A", "B", "C", "D"))
     net.define("T1", "A", "News", clroute="DIRECT")
     net.subscribe("C", "c1", "News/#")
     net.subscribe("C", "c2", "News/World")
