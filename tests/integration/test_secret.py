@@ -189,7 +189,17 @@ def _send_and_await_drop(address: tuple[str, int], frame: bytes) -> bytes:
 
 @pytest.fixture
 def secure(tmp_path: Path) -> Iterator[Cluster]:
+    """Three full repositories and HOST1 of one test's own (one that forces HOST1 out)."""
     cl = Cluster(tmp_path).start(["FR1", "FR2", "FR3"], ["HOST1"])
+    yield cl
+    cl.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The same cluster for the tests that leave it as it was: attacks it drops, and a
+    definition of a topic of their own."""
+    cl = Cluster(tmp_path_factory.mktemp("secure")).start(["FR1", "FR2", "FR3"], ["HOST1"])
     yield cl
     cl.stop()
 
@@ -214,17 +224,20 @@ def _assert_still_serving(cl: Cluster, topic: str) -> None:
 
 
 def test_a_crafted_pickle_on_the_raft_port_runs_nothing_and_is_dropped(
-    secure: Cluster, tmp_path: Path
+    shared_secure: Cluster, tmp_path: Path
 ) -> None:
     marker = tmp_path / "pwned"
-    for name in secure.frs:
+    for name in shared_secure.frs:
         for what, frame in _attacks(marker).items():
-            answer = _send_and_await_drop(_raft_address(secure, name), frame)
+            answer = _send_and_await_drop(_raft_address(shared_secure, name), frame)
             assert answer == b"", f"{name} answered a {what}"
             assert not marker.exists(), f"{name} ran the payload of a {what}"
-    _assert_still_serving(secure, "ORDERS")
+    _assert_still_serving(shared_secure, "ORDERS")
     assert not marker.exists()
-    assert all(secure[n].proc is not None and secure[n].proc.poll() is None for n in secure.nodes)
+    assert all(
+        shared_secure[n].proc is not None and shared_secure[n].proc.poll() is None
+        for n in shared_secure.nodes
+    )
 
 
 def test_even_an_insecure_full_repository_does_not_run_a_pickled_payload(
@@ -418,12 +431,12 @@ def test_a_node_keeps_its_data_private(tmp_path: Path) -> None:
         node.kill()
 
 
-def test_a_full_repository_keeps_its_raft_journal_private(secure: Cluster, tmp_path: Path) -> None:
-    secure.define_topic("HOST1", "ORDERS", "Orders")
-    secure.wait_definition("ORDERS", ["HOST1"])
+def test_a_full_repository_keeps_its_raft_journal_private(shared_secure: Cluster) -> None:
+    shared_secure.define_topic("HOST1", "JOURNAL", "Journal")
+    shared_secure.wait_definition("JOURNAL", ["HOST1"])
     for name in ("FR1", "HOST1"):
-        _assert_private(tmp_path / name)
-    assert any("raft" in path for path in _modes(tmp_path / "FR1"))
+        _assert_private(shared_secure.base / name)
+    assert any("raft" in path for path in _modes(shared_secure.base / "FR1"))
 
 
 def test_a_data_directory_left_readable_is_made_private_at_start(tmp_path: Path) -> None:
