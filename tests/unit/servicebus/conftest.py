@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from qmgr.core.clock import ManualClock
+from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.errors import Code, ServiceBusError
-from qmgr.servicebus.message import Stored
-from qmgr.servicebus.namespace import Namespace
+from qmgr.servicebus.message import SbMessage, Stored
+from qmgr.servicebus.namespace import Namespace, ReceiveMode
 from qmgr.servicebus.state import resolve
 from qmgr.servicebus.store import MessageStore
 
@@ -20,6 +21,17 @@ def token(stored: Stored) -> uuid.UUID:
     """The lock token of a message received in peek-lock mode."""
     assert stored.lock_token is not None
     return stored.lock_token
+
+
+def one_locked(
+    ns: Namespace, message: SbMessage | None = None, props: QueueProperties | None = None
+) -> Stored:
+    """Queue "q" created (with ``props``), ``message`` (an empty one by default) sent to it,
+    and received again under a peek lock."""
+    ns.create_queue("q", props)
+    ns.send("q", [message or SbMessage()])
+    [m] = ns.receive("q", 1, ReceiveMode.PEEK_LOCK)
+    return m
 
 
 def store_of(ns: Namespace, path: str) -> MessageStore:

@@ -8,7 +8,7 @@ from qmgr.core.clock import ManualClock
 from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.message import MessageState, SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import RecordingJournal, restarted, token
+from tests.unit.servicebus.conftest import RecordingJournal, one_locked, restarted, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
@@ -67,9 +67,7 @@ def test_released_completed_and_received_and_deleted_are_not_counted_or_resurrec
 def test_a_deferred_message_received_again_stays_deferred_and_counts(
     ns: Namespace, journal: RecordingJournal, clock: ManualClock
 ) -> None:
-    ns.create_queue("q")
-    ns.send("q", [SbMessage(b"d")])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(ns, SbMessage(b"d"))
     ns.defer("q", token(m))
     ns.receive_deferred("q", [m.sequence_number], PL)
     again, _ = restarted(journal, clock)
@@ -81,9 +79,7 @@ def test_a_deferred_message_received_again_stays_deferred_and_counts(
 def test_a_dead_lettered_message_locked_at_the_restart_stays_in_the_dead_letter_queue(
     ns: Namespace, journal: RecordingJournal, clock: ManualClock
 ) -> None:
-    ns.create_queue("q", QueueProperties(max_delivery_count=1))
-    ns.send("q", [SbMessage(b"x")])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(ns, SbMessage(b"x"), QueueProperties(max_delivery_count=1))
     ns.dead_letter("q", token(m), reason="bad")
     ns.receive(DLQ, 1, PL)
     again, _ = restarted(journal, clock)

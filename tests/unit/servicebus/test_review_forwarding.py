@@ -13,7 +13,7 @@ from qmgr.servicebus.entities import (
 )
 from qmgr.servicebus.message import SbMessage, Stored
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import RecordingJournal, replay, token
+from tests.unit.servicebus.conftest import RecordingJournal, one_locked, replay, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
@@ -48,9 +48,7 @@ def test_dead_letters_forwarded_to_a_topic_keep_their_sequence_number(ns: Namesp
 def _locked_when_forwarding_begins(ns: Namespace) -> Stored:
     """Message b"a" of queue "q", held under a peek lock when "q" starts forwarding to "dest"."""
     ns.create_queue("dest")
-    ns.create_queue("q")
-    ns.send("q", [SbMessage(b"a")])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(ns, SbMessage(b"a"))
     ns.update_queue("q", QueueProperties(forward_to="dest"))
     return m
 

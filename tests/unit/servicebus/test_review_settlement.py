@@ -12,7 +12,7 @@ from qmgr.servicebus.entities import QueueProperties
 from qmgr.servicebus.errors import Code
 from qmgr.servicebus.message import SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import RecordingJournal, fails, token
+from tests.unit.servicebus.conftest import RecordingJournal, fails, one_locked, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
@@ -77,9 +77,7 @@ def test_cancel_scheduled_twice_the_same_number(
 def test_a_refused_settlement_leaves_the_message_locked(
     ns: Namespace, journal: RecordingJournal, op: str, kw: dict[str, Any]
 ) -> None:
-    ns.create_queue("q")
-    ns.send("q", [SbMessage(b"a")])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(ns, SbMessage(b"a"))
     calls = len(journal.calls)
     fails(Code.BAD_ARGUMENT, getattr(ns, op), "q", token(m), **kw)
     assert len(journal.calls) == calls

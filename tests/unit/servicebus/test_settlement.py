@@ -13,7 +13,7 @@ from qmgr.servicebus.entities import QueueProperties, Status, SubscriptionProper
 from qmgr.servicebus.errors import Code
 from qmgr.servicebus.message import MessageState, SbMessage, Stored
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import RecordingJournal, fails, token
+from tests.unit.servicebus.conftest import RecordingJournal, fails, one_locked, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
@@ -210,9 +210,7 @@ def test_max_delivery_count_dead_letters(ns: Namespace, journal: RecordingJourna
 
 
 def test_dead_letter_with_reason_description_and_properties(ns: Namespace) -> None:
-    ns.create_queue("q")
-    ns.send("q", [SbMessage(b"x", properties={"a": 1})])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(ns, SbMessage(b"x", properties={"a": 1}))
     ns.dead_letter("q", token(m), reason="Invalid", description="bad total", properties={"b": 2})
     [dead] = ns.peek("q/$DeadLetterQueue", 0, 10)
     assert dead.message.properties == {
@@ -225,9 +223,7 @@ def test_dead_letter_with_reason_description_and_properties(ns: Namespace) -> No
 
 
 def test_no_dead_lettering_from_a_dead_letter_queue(ns: Namespace) -> None:
-    ns.create_queue("q")
-    ns.send("q", [SbMessage()])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(ns)
     ns.dead_letter("q", token(m))
     [d] = ns.receive("q/$DeadLetterQueue", 1, PL)
     fails(Code.INVALID_OPERATION, ns.dead_letter, "q/$DeadLetterQueue", token(d))
@@ -237,9 +233,7 @@ def test_no_dead_lettering_from_a_dead_letter_queue(ns: Namespace) -> None:
 
 
 def test_release_does_not_count_a_delivery(ns: Namespace) -> None:
-    ns.create_queue("q")
-    ns.send("q", [SbMessage()])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(ns)
     ns.release("q", token(m))
     [m] = ns.receive("q", 1, PL)
     assert m.delivery_count == 0
@@ -248,9 +242,7 @@ def test_release_does_not_count_a_delivery(ns: Namespace) -> None:
 def test_lock_expiry_makes_message_available_with_count(
     ns: Namespace, clock: ManualClock, journal: RecordingJournal
 ) -> None:
-    ns.create_queue("q", QueueProperties(lock_duration=30.0))
-    ns.send("q", [SbMessage(b"a")])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(ns, SbMessage(b"a"), QueueProperties(lock_duration=30.0))
     assert m.locked_until == clock.now() + 30
     assert ns.next_deadline() == clock.now() + 30
     clock.advance(29)
@@ -266,9 +258,7 @@ def test_lock_expiry_makes_message_available_with_count(
 
 
 def test_expired_lock_is_lost_even_before_the_timer_runs(ns: Namespace, clock: ManualClock) -> None:
-    ns.create_queue("q", QueueProperties(lock_duration=10.0))
-    ns.send("q", [SbMessage()])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(ns, props=QueueProperties(lock_duration=10.0))
     clock.advance(10)
     fails(Code.MESSAGE_LOCK_LOST, ns.complete, "q", token(m))
     fails(Code.MESSAGE_LOCK_LOST, ns.abandon, "q", token(m))  # counted once only
@@ -289,9 +279,7 @@ def test_lock_expiry_past_max_delivery_count_dead_letters(
 
 
 def test_renew_lock(ns: Namespace, clock: ManualClock) -> None:
-    ns.create_queue("q", QueueProperties(lock_duration=10.0))
-    ns.send("q", [SbMessage()])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(ns, props=QueueProperties(lock_duration=10.0))
     clock.advance(8)
     until = ns.renew_lock("q", token(m))
     assert until == clock.now() + 10
@@ -387,9 +375,7 @@ def test_peek_dead_letter_queue_in_sequence_order(ns: Namespace) -> None:
 
 
 def test_delete_queue_loses_its_locks(ns: Namespace) -> None:
-    ns.create_queue("q")
-    ns.send("q", [SbMessage()])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(ns)
     ns.delete_queue("q")
     ns.create_queue("q")
     fails(Code.MESSAGE_LOCK_LOST, ns.complete, "q", token(m))

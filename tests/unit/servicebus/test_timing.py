@@ -15,7 +15,7 @@ from qmgr.servicebus.entities import (
 from qmgr.servicebus.errors import Code, ServiceBusError
 from qmgr.servicebus.message import MessageState, SbMessage
 from qmgr.servicebus.namespace import Namespace, ReceiveMode
-from tests.unit.servicebus.conftest import RecordingJournal, store_of, token
+from tests.unit.servicebus.conftest import RecordingJournal, one_locked, store_of, token
 
 PL = ReceiveMode.PEEK_LOCK
 RD = ReceiveMode.RECEIVE_AND_DELETE
@@ -92,9 +92,9 @@ def test_locked_message_expires_only_when_its_lock_ends(ns: Namespace, clock: Ma
 def test_deferred_messages_are_not_expired_to_the_dead_letter_queue(
     ns: Namespace, clock: ManualClock
 ) -> None:
-    ns.create_queue("q", QueueProperties(dead_lettering_on_expiration=True))
-    ns.send("q", [SbMessage(time_to_live=5)])
-    [m] = ns.receive("q", 1, PL)
+    m = one_locked(
+        ns, SbMessage(time_to_live=5), QueueProperties(dead_lettering_on_expiration=True)
+    )
     ns.defer("q", token(m))
     clock.advance(10)
     ns.tick()
