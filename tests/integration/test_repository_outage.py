@@ -10,7 +10,7 @@ from pathlib import Path
 
 from qmgr.client import QueueManagerClient
 from qmgr.launcher.poll import wait_for
-from tests.integration.cluster_nodes import Cluster, ClusterNode, free_ports
+from tests.integration.cluster_nodes import Cluster, ClusterNode, exactly_once, free_ports
 
 
 def clstate(node: ClusterNode, name: str, host: str) -> str | None:
@@ -41,13 +41,6 @@ def define_pending(
     }
 
 
-def receive_once(sub: object, body: bytes) -> None:
-    """``body`` arrives, exactly once: nothing else follows it."""
-    got = [m.body for m in sub.receive_batch(timeout=20)]  # type: ignore[attr-defined]
-    got += [m.body for m in sub.receive_batch(timeout=1.5)]  # type: ignore[attr-defined]
-    assert got == [body]
-
-
 def descr(node: ClusterNode, name: str, host: str) -> str:
     ok, records = node.c.mqsc_ok(f"DISPLAY TCLUSTER({name})")
     return next(r.attrs["DESCR"] for r in records if ok and r.attrs["CLUSQMGR"] == host)
@@ -65,8 +58,7 @@ def test_both_full_repositories_down_routing_goes_on_and_definitions_made_meanwh
         cl["FR1"].kill()
         cl["FR2"].kill()
         # routing over the existing routes never stops
-        cl["PUB1"].c.publish("Orders/New", b"while both are down")
-        receive_once(sub, b"while both are down")
+        exactly_once(cl["PUB1"], sub, "Orders/New", b"while both are down")
         # definitions are accepted where they are made, and kept pending
         define_pending(cl["HOST1"], "PRICES", "Prices", "TOPICHOST")
         define_pending(
@@ -80,8 +72,7 @@ def test_both_full_repositories_down_routing_goes_on_and_definitions_made_meanwh
         assert cl["HOST1"].mqsc("DISPLAY TOPIC(ORDERS)")[0]["CLROUTE"] == "TOPICHOST"
         assert clstate(cl["SUB1"], "PRICES", "HOST1") is None  # not known elsewhere yet
         assert clstate(cl["HOST1"], "PRICES", "HOST1") == "PENDING"  # still pending on retry
-        cl["PUB1"].c.publish("Orders/New", b"still routed")
-        receive_once(sub, b"still routed")
+        exactly_once(cl["PUB1"], sub, "Orders/New", b"still routed")
         # the full repositories come back one after the other
         cl["FR1"].start()
         cl["FR2"].start()
@@ -97,10 +88,8 @@ def test_both_full_repositories_down_routing_goes_on_and_definitions_made_meanwh
         # the new definition routes: a publication reaches the subscriber once
         prices = cl["SUB1"].c.subscribe("Prices/Today")
         cl.wait_proxy("HOST1", "SUB1", "Prices/Today")
-        cl["PUB1"].c.publish("Prices/Today", b"after the outage")
-        receive_once(prices, b"after the outage")
-        cl["PUB1"].c.publish("Orders/New", b"after the outage")
-        receive_once(sub, b"after the outage")
+        exactly_once(cl["PUB1"], prices, "Prices/Today", b"after the outage")
+        exactly_once(cl["PUB1"], sub, "Orders/New", b"after the outage")
         prices.close()
         sub.close()
     finally:
