@@ -283,14 +283,14 @@ def test_a_single_replica_commits_each_change_without_waiting_for_its_idle_tick(
     not when the Raft thread's idle wait ends. With that wait made longer than each submit
     may take, every submit still commits (and is in the journal replayed at restart)."""
     (addr,) = free_addresses(1)
-    timers = RaftTimers(tick=3.0)
+    timers = RaftTimers(tick=2.0)  # twice the time a submit may take
     config = RaftConfig(addr, (addr,), "CL1", data_dir=tmp_path, timers=timers)
     with RepositoryReplica(config) as replica:
         replica.wait_ready(DEADLINE)
-        assert replica.submit(Cmd.join_member("QM1", "QM1_id", "127.0.0.1:1"), timeout=1.5).ok
+        assert replica.submit(Cmd.join_member("QM1", "QM1_id", "127.0.0.1:1"), timeout=1.0).ok
         for i in range(10):
             define = Cmd.define_topic(f"T{i}", "QM1", f"A/{i}", "CL1")
-            assert replica.submit(define, timeout=1.5).ok
+            assert replica.submit(define, timeout=1.0).ok
         before = replica.snapshot()
     with RepositoryReplica(config) as again:
         again.wait_ready(DEADLINE)
