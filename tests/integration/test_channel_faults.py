@@ -35,8 +35,20 @@ def rss_mib(node: ClusterNode) -> float:
 
 @pytest.fixture
 def cl(tmp_path: Path) -> Iterator[Cluster]:
-    """A full repository, a publishing node PUB1 and a subscribing node SUB1."""
+    """A full repository, a publishing node PUB1 and a subscribing node SUB1 of one test's own
+    (one that re-creates PUB1)."""
     cluster = Cluster(tmp_path).start(["FR1"], ["PUB1", "SUB1"])
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The same three nodes for the tests that leave them running and their channels RUNNING,
+    each on a topic of its own."""
+    cluster = Cluster(tmp_path_factory.mktemp("channel_faults")).start(["FR1"], ["PUB1", "SUB1"])
     try:
         yield cluster
     finally:
@@ -50,22 +62,22 @@ def direct_topic(cl: Cluster, host: str, name: str, topic: str) -> None:
 
 
 def test_a_channel_that_cannot_go_on_shows_why_and_recovers_without_duplicates(
-    cl: Cluster,
+    shared: Cluster,
 ) -> None:
-    direct_topic(cl, "PUB1", "STAT", "Stat")
-    sub = cl["SUB1"]
+    direct_topic(shared, "PUB1", "STAT", "Stat")
+    sub = shared["SUB1"]
     sub.mqsc("DEFINE QLOCAL(SUBQ)")
     sub.mqsc("DEFINE SUB(S1) TOPICSTR('Stat/x') DEST(SUBQ)")
-    cl.wait_proxy("PUB1", "SUB1", "Stat/x")
+    shared.wait_proxy("PUB1", "SUB1", "Stat/x")
     # the subscription's queue and the dead-letter queue refuse everything: the receiver
     # cannot deliver the publication (PMSGDLV ALLDUR, a durable subscription) nor
     # dead-letter it, so the channel cannot go on
     sub.mqsc("ALTER QLOCAL(SUBQ) PUT(DISABLED)")
     sub.mqsc(f"ALTER QLOCAL({DLQ}) PUT(DISABLED)")
-    cl["PUB1"].c.publish("Stat/x", OutgoingMessage("first", persistent=True))
+    shared["PUB1"].c.publish("Stat/x", OutgoingMessage("first", persistent=True))
 
     def sdr() -> dict[str, str]:
-        return cl["PUB1"].chstatus().get("SUB1", {})
+        return shared["PUB1"].chstatus().get("SUB1", {})
 
     status = wait_for(
         lambda: sdr().get("STATUS") == "RETRYING",
@@ -93,19 +105,19 @@ def test_a_channel_that_cannot_go_on_shows_why_and_recovers_without_duplicates(
     assert dead[0].properties["MQDLH.DestQName"] == "Stat/x"
     assert dead[0].properties["MQDLH.PutApplName"] == "PUB1"
     sub.mqsc("ALTER QLOCAL(SUBQ) PUT(ENABLED)")
-    cl["PUB1"].c.publish("Stat/x", OutgoingMessage("marker", persistent=True))
+    shared["PUB1"].c.publish("Stat/x", OutgoingMessage("marker", persistent=True))
     wait_for(lambda: depth(sub, "SUBQ") == 1, 20.0, what="the marker", retry=Exception)
     assert [m.body for m in sub.c.browse("SUBQ")] == [b"marker"]
     assert depth(sub, DLQ) == 1
 
 
-def test_a_publication_that_cannot_be_sent_does_not_stop_its_channel(cl: Cluster) -> None:
+def test_a_publication_that_cannot_be_sent_does_not_stop_its_channel(shared: Cluster) -> None:
     """An expiry the wire cannot carry (a poison value from an application) is rejected at the
     edge with MQRC_EXPIRY_ERROR, nothing is queued for the channel, and the channel goes on."""
-    direct_topic(cl, "PUB1", "POISON", "Poison")
-    sub = cl["SUB1"].c.subscribe("Poison/x", name="POISON", durable=True)
-    cl.wait_proxy("PUB1", "SUB1", "Poison/x")
-    pub = cl["PUB1"]
+    direct_topic(shared, "PUB1", "POISON", "Poison")
+    sub = shared["SUB1"].c.subscribe("Poison/x", name="POISON", durable=True)
+    shared.wait_proxy("PUB1", "SUB1", "Poison/x")
+    pub = shared["PUB1"]
     with pytest.raises(MQClientError) as rejected:
         pub.c.publish("Poison/x", OutgoingMessage("poison", persistent=True, ttl_ms=2**63 - 1))
     assert rejected.value.reason_name == "MQRC_EXPIRY_ERROR"
@@ -245,9 +257,9 @@ def test_a_dead_subscriber_node_fills_its_hosts_transmission_queue_up_to_maxdept
 
 
 def test_altering_the_transmission_queue_of_no_member_fails_and_creates_nothing(
-    cl: Cluster,
+    shared: Cluster,
 ) -> None:
-    pub = cl["PUB1"]
+    pub = shared["PUB1"]
     for name in ("SYSTEM.CLUSTER.TRANSMIT.", "SYSTEM.CLUSTER.TRANSMIT.NOSUCHQM"):
         ok, records = pub.c.mqsc_ok(f"ALTER QLOCAL({name}) MAXDEPTH(5)")
         assert not ok
