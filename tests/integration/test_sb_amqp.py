@@ -28,15 +28,19 @@ from azure.servicebus.exceptions import (  # noqa: E402
     ServiceBusError,
 )
 
-from tests.integration import clock  # noqa: E402
+from tests.integration import clock, sb_nodes  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
+from tests.integration.sb_drain import receive_all  # noqa: E402
+from tests.integration.sb_nodes import unique_name  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
 
-# the admin test's fixtures: its node hosting a namespace, and quiet self-signed HTTPS warnings
-sb_node = admin_http.sb_node
+# one node for the module (each test makes entities of its own names), and quiet self-signed
+# HTTPS warnings; a test that moves the node's clock or kills the node has a node of its own
+sb_node = sb_nodes.shared_sb_node
+own_sb_node = admin_http.sb_node
 _quiet_insecure_warning = admin_http._quiet_insecure_warning
-movable_clock = clock.movable_clock  # the node's clock moves past a lock
+movable_clock = clock.movable_clock  # the own node's clock moves past a lock
 
 
 def _client(node: NodeProcess) -> ServiceBusClient:
@@ -120,14 +124,14 @@ def test_abandon_defer_dead_letter_and_the_dead_letter_queue(sb_node: NodeProces
     assert props.total_message_count == 0
 
 
-def test_settling_after_the_lock_expired_raises_lock_lost(sb_node: NodeProcess) -> None:
-    _admin(sb_node).create_queue("short", lock_duration=timedelta(seconds=5))
-    with _client(sb_node) as client:
+def test_settling_after_the_lock_expired_raises_lock_lost(own_sb_node: NodeProcess) -> None:
+    _admin(own_sb_node).create_queue("short", lock_duration=timedelta(seconds=5))
+    with _client(own_sb_node) as client:
         with client.get_queue_sender("short") as sender:
             sender.send_messages(ServiceBusMessage("m"))
         with client.get_queue_receiver("short", max_wait_time=5) as receiver:
             (msg,) = receiver.receive_messages(max_message_count=1, max_wait_time=5)
-            clock.advance_clock(sb_node, 5.5)
+            clock.advance_clock(own_sb_node, 5.5)
             # the client refuses by itself to settle past locked-until: make it ask the node
             msg._expiry = datetime.now(UTC) + timedelta(minutes=5)
             with pytest.raises(MessageLockLostError):
@@ -243,10 +247,10 @@ def test_next_available_times_out_cleanly_when_the_sdk_retries(
         _client(sb_node) as client,
         pytest.raises(OperationTimeoutError),
         client.get_queue_receiver(
-            "idle-sessions", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=6
+            "idle-sessions", session_id=NEXT_AVAILABLE_SESSION, max_wait_time=3
         ) as receiver,
     ):
-        receiver.receive_messages(max_message_count=10, max_wait_time=6)
+        receiver.receive_messages(max_message_count=10, max_wait_time=3)
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert not [w for w in warnings if "attach" in w], warnings
 
@@ -268,9 +272,9 @@ def test_garbage_on_the_port_harms_no_other_connection(sb_node: NodeProcess) -> 
     assert _admin(sb_node).get_queue_runtime_properties("g").active_message_count == 2
 
 
-def test_kill_9_loses_nothing_acknowledged(sb_node: NodeProcess) -> None:
-    _admin(sb_node).create_queue("durable")
-    with _client(sb_node) as client:
+def test_kill_9_loses_nothing_acknowledged(own_sb_node: NodeProcess) -> None:
+    _admin(own_sb_node).create_queue("durable")
+    with _client(own_sb_node) as client:
         with client.get_queue_sender("durable") as sender:
             for i in range(20):
                 sender.send_messages([ServiceBusMessage(f"d{i}-{j}") for j in range(5)])
@@ -283,21 +287,16 @@ def test_kill_9_loses_nothing_acknowledged(sb_node: NodeProcess) -> None:
                     receiver.complete_message(m)
                 done += len(batch)
     # killed right after the last complete was echoed: each echo waited for the write-ahead log
-    sb_node.kill()
-    sb_node.start()
+    own_sb_node.kill()
+    own_sb_node.start()
     with (
-        _client(sb_node) as client,
+        _client(own_sb_node) as client,
         client.get_queue_receiver(
             "durable", receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, max_wait_time=5
         ) as receiver,
     ):
-        left: list[str] = []
-        while True:
-            batch = receiver.receive_messages(max_message_count=100, max_wait_time=3)
-            if not batch:
-                break
-            left += [str(m) for m in batch]
-    expected = [f"d{i}-{j}" for i in range(20) for j in range(5)][30:]
+        expected = [f"d{i}-{j}" for i in range(20) for j in range(5)][30:]
+        left = [str(m) for m in receive_all(receiver, len(expected))]
     assert left == expected
 
 
@@ -397,21 +396,22 @@ def test_every_oversize_message_gets_message_size_exceeded_and_the_link_goes_on(
     """Over the entity's 256 KB and over the link's 1 MB max-message-size alike: the SDK raises
     MessageSizeExceededError at once (no retries), the same sender then sends, and nothing of
     the refused message is stored."""
-    _admin(sb_node).create_queue("sizes")
-    with _client(sb_node) as client, client.get_queue_sender("sizes") as sender:
+    queue = unique_name("sizes")  # one per size on the shared node
+    _admin(sb_node).create_queue(queue)
+    with _client(sb_node) as client, client.get_queue_sender(queue) as sender:
         with pytest.raises(MessageSizeExceededError):  # not retried: the error is the outcome
             sender.send_messages(ServiceBusMessage(b"x" * size))
         sender.send_messages(ServiceBusMessage("small"))
-    assert _admin(sb_node).get_queue_runtime_properties("sizes").active_message_count == 1
+    assert _admin(sb_node).get_queue_runtime_properties(queue).active_message_count == 1
 
     async def run() -> None:
         async with (
             AsyncServiceBusClient.from_connection_string(_conn(sb_node)) as client,
-            client.get_queue_sender("sizes") as sender,
+            client.get_queue_sender(queue) as sender,
         ):
             with pytest.raises(MessageSizeExceededError):
                 await sender.send_messages(ServiceBusMessage(b"y" * size))
             await sender.send_messages(ServiceBusMessage("small again"))
 
     asyncio.run(run())
-    assert _admin(sb_node).get_queue_runtime_properties("sizes").active_message_count == 2
+    assert _admin(sb_node).get_queue_runtime_properties(queue).active_message_count == 2
