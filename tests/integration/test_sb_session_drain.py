@@ -22,21 +22,23 @@ from qmgr.client.sequenced import SESSION_QUIET  # noqa: E402
 from qmgr.spark import drain as drain_module  # noqa: E402
 from qmgr.spark.drain import drain  # noqa: E402
 from qmgr.spark.options import SESSION_RECEIVERS, SbSource, read_options  # noqa: E402
+from tests.integration import sb_nodes  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
+from tests.integration.sb_nodes import unique_name  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
 
-sb_node = admin_http.sb_node
+sb_node = sb_nodes.shared_sb_node  # one node for the module, a queue of its own per test
 _quiet_insecure_warning = admin_http._quiet_insecure_warning
 
 SESSIONS, PER_SESSION = 6, 120
 
 
-def _source(node: NodeProcess, sessions: str = "all") -> SbSource:
+def _source(node: NodeProcess, queue: str, sessions: str = "all") -> SbSource:
     return SbSource(
         label="sb:sessions",
         connection_string=_conn(node),
-        queue="sessions",
+        queue=queue,
         topic=None,
         subscription=None,
         sessions=sessions,
@@ -45,10 +47,10 @@ def _source(node: NodeProcess, sessions: str = "all") -> SbSource:
     )
 
 
-def _send(node: NodeProcess, messages: list[ServiceBusMessage]) -> None:
+def _send(node: NodeProcess, queue: str, messages: list[ServiceBusMessage]) -> None:
     with (
         ServiceBusClient.from_connection_string(_conn(node)) as client,
-        client.get_queue_sender("sessions") as sender,
+        client.get_queue_sender(queue) as sender,
     ):
         for i in range(0, len(messages), 100):
             sender.send_messages(messages[i : i + 100])
@@ -60,16 +62,20 @@ def _message(session: str, n: int) -> ServiceBusMessage:
     )
 
 
-def _fill(node: NodeProcess) -> None:
-    _admin(node).create_queue("sessions", requires_session=True)
+def _fill(node: NodeProcess) -> str:
+    """A session-enabled queue of its own holding every session's messages in order."""
+    queue = unique_name("sessions")
+    _admin(node).create_queue(queue, requires_session=True)
     _send(
         node,
+        queue,
         [_message(f"s{k}", n) for n in range(1, PER_SESSION + 1) for k in range(SESSIONS)],
     )
+    return queue
 
 
-def _active(node: NodeProcess) -> int:
-    return int(_admin(node).get_queue_runtime_properties("sessions").active_message_count)
+def _active(node: NodeProcess, queue: str) -> int:
+    return int(_admin(node).get_queue_runtime_properties(queue).active_message_count)
 
 
 def _per_session(rows: list[Any]) -> dict[str, list[int]]:
@@ -80,8 +86,8 @@ def _per_session(rows: list[Any]) -> dict[str, list[int]]:
 
 
 def test_sessions_are_read_at_once_each_in_its_order(sb_node: NodeProcess) -> None:
-    _fill(sb_node)
-    rows = list(drain(_source(sb_node), 2.0, None, 25))
+    queue = _fill(sb_node)
+    rows = list(drain(_source(sb_node, queue), 2.0, None, 25))
     expected = {f"s{k}": list(range(1, PER_SESSION + 1)) for k in range(SESSIONS)}
     assert _per_session(rows) == expected  # every message once, each session in its order
     # several receivers held sessions at once: the rows of some sessions interleave
@@ -93,60 +99,72 @@ def test_sessions_are_read_at_once_each_in_its_order(sb_node: NodeProcess) -> No
     assert SESSION_RECEIVERS > 1
     pairs = zip(ordered, ordered[1:], strict=False)
     assert any(b_first < a_last for (_, a_last), (b_first, _) in pairs)
-    assert _active(sb_node) == 0
+    assert _active(sb_node, queue) == 0
 
 
 def test_max_messages_holds_over_sessions_read_at_once(sb_node: NodeProcess) -> None:
-    _fill(sb_node)
-    rows = list(drain(_source(sb_node), 2.0, 130, 25))
+    queue = _fill(sb_node)
+    rows = list(drain(_source(sb_node, queue), 2.0, 130, 25))
     assert len(rows) == 130
     for numbers in _per_session(rows).values():  # a prefix of each session, in order
         assert numbers == list(range(1, len(numbers) + 1))
-    assert _active(sb_node) == SESSIONS * PER_SESSION - 130
+    assert _active(sb_node, queue) == SESSIONS * PER_SESSION - 130
 
 
 def test_a_late_duplicate_is_read_by_the_wait_that_ends_the_drain(sb_node: NodeProcess) -> None:
     """Once every session went quiet and was left, a copy of an earlier message sent to one
     of them (as a redelivery after a fault sends it) within ``idle`` is still read."""
-    _fill(sb_node)
+    queue = _fill(sb_node)
     rows: list[Any] = []
-    reader = threading.Thread(target=lambda: rows.extend(drain(_source(sb_node), 8.0, None, 25)))
-    reader.start()
-    deadline = time.monotonic() + 60
-    while len(rows) < SESSIONS * PER_SESSION and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert len(rows) == SESSIONS * PER_SESSION
-    time.sleep(4 * SESSION_QUIET)  # the sessions were left: the receivers wait for another
-    _send(sb_node, [_message("s2", 7)])
-    reader.join(60)
+    with (
+        ServiceBusClient.from_connection_string(_conn(sb_node)) as client,
+        # opened before the drain, so that the late send takes a moment, not a connection
+        client.get_queue_sender(queue) as sender,
+    ):
+        # idle 6 s: the drain ends once no session came within it; still about three times
+        # what the late send needs once the sessions were left
+        reader = threading.Thread(
+            target=lambda: rows.extend(drain(_source(sb_node, queue), 6.0, None, 25))
+        )
+        reader.start()
+        deadline = time.monotonic() + 60
+        while len(rows) < SESSIONS * PER_SESSION and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(rows) == SESSIONS * PER_SESSION
+        time.sleep(4 * SESSION_QUIET)  # the sessions were left: the receivers wait for another
+        sender.send_messages([_message("s2", 7)])
+        reader.join(60)
     assert not reader.is_alive()
     numbers = _per_session(rows)["s2"]
     assert numbers == [*range(1, PER_SESSION + 1), 7]
-    assert _active(sb_node) == 0
+    assert _active(sb_node, queue) == 0
 
 
 def test_a_partition_closed_early_leaves_what_it_had_not_handed_over(
     sb_node: NodeProcess,
 ) -> None:
-    _fill(sb_node)
-    rows = drain(_source(sb_node), 2.0, None, 25)
+    queue = _fill(sb_node)
+    rows = drain(_source(sb_node, queue), 2.0, None, 25)
     taken = [next(rows) for _ in range(60)]
     rows.close()  # Spark stopped reading the partition (a failed task)
     total = SESSIONS * PER_SESSION
-    assert _active(sb_node) >= total - 60  # completed: at most the rows handed over
-    rest = list(drain(_source(sb_node), 2.0, None, 25))
+    assert _active(sb_node, queue) >= total - 60  # completed: at most the rows handed over
+    rest = list(drain(_source(sb_node, queue), 2.0, None, 25))
     seen = _per_session(taken + rest)
     for k in range(SESSIONS):  # nothing lost; what was handed but not completed comes again
         assert set(seen[f"s{k}"]) == set(range(1, PER_SESSION + 1))
     assert len(taken) + len(rest) >= total
-    assert _active(sb_node) == 0
+    assert _active(sb_node, queue) == 0
 
 
-def _shuffled_fill(node: NodeProcess) -> None:
-    """Every session's LoadSeq sent out of order (pairs swapped: 2, 1, 4, 3, ...)."""
-    _admin(node).create_queue("sessions", requires_session=True)
+def _shuffled_fill(node: NodeProcess) -> str:
+    """Every session's LoadSeq sent out of order (pairs swapped: 2, 1, 4, 3, ...), to a
+    session-enabled queue of its own."""
+    queue = unique_name("sessions")
+    _admin(node).create_queue(queue, requires_session=True)
     order = [n + 1 if n % 2 else n - 1 for n in range(1, PER_SESSION + 1)]
-    _send(node, [_message(f"s{k}", n) for n in order for k in range(SESSIONS)])
+    _send(node, queue, [_message(f"s{k}", n) for n in order for k in range(SESSIONS)])
+    return queue
 
 
 def test_a_sequenced_partition_closed_early_settles_nothing_more(
@@ -157,14 +175,14 @@ def test_a_sequenced_partition_closed_early_settles_nothing_more(
     Spark stops reading (the generator closed: a failed task, a ``limit``), nothing more is
     completed and what is left is read, in order, by the next drain."""
     monkeypatch.setattr(drain_module, "SEQUENCED_LAG", 10)
-    _shuffled_fill(sb_node)
-    rows = drain(_source(sb_node, "sequenced"), 2.0, None, 25)
+    queue = _shuffled_fill(sb_node)
+    rows = drain(_source(sb_node, queue, "sequenced"), 2.0, None, 25)
     taken = [next(rows) for _ in range(60)]
     rows.close()
     total = SESSIONS * PER_SESSION
-    completed = total - _active(sb_node)
+    completed = total - _active(sb_node, queue)
     assert 60 <= completed <= 60 + 10  # what Spark took, and at most the lag more
-    rest = list(drain(_source(sb_node, "sequenced"), 2.0, None, 25))
+    rest = list(drain(_source(sb_node, queue, "sequenced"), 2.0, None, 25))
     before, after = _per_session(taken), _per_session(rest)
     for k in range(SESSIONS):
         first, then = before.get(f"s{k}", []), after.get(f"s{k}", [])
@@ -175,7 +193,7 @@ def test_a_sequenced_partition_closed_early_settles_nothing_more(
     seen = {(row[10], int(row[3]["LoadSeq"])) for row in taken + rest}
     assert len(taken) + len(rest) == len(seen)  # nothing twice
     assert total - len(seen) == completed - 60  # only the rows completed ahead are not read
-    assert _active(sb_node) == 0
+    assert _active(sb_node, queue) == 0
 
 
 @pytest.mark.parametrize("sessions", ["all", "sequenced"])
@@ -184,11 +202,11 @@ def test_a_read_in_partitions_takes_each_session_once_in_order(
 ) -> None:
     """``partitions=3``: three sources sharing the receivers; read at once (as Spark's tasks
     do), every session is drained once and in order between them."""
-    _shuffled_fill(sb_node) if sessions == "sequenced" else _fill(sb_node)
+    queue = _shuffled_fill(sb_node) if sessions == "sequenced" else _fill(sb_node)
     opts = read_options(
         {
             "servicebus": sb_node.sb_address,
-            "queue": "sessions",
+            "queue": queue,
             "sessions": sessions,
             "sequence_property": "LoadSeq",
             "partitions": "3",
@@ -225,7 +243,7 @@ def test_a_read_in_partitions_takes_each_session_once_in_order(
                 assert numbers == sorted(numbers), session
     assert len(rows) == SESSIONS * PER_SESSION
     assert sum(1 for part in results if part) > 1  # the partitions shared the sessions
-    assert _active(sb_node) == 0
+    assert _active(sb_node, queue) == 0
 
 
 def test_partitions_apply_to_session_reads_only() -> None:
