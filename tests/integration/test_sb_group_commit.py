@@ -32,6 +32,7 @@ from azure.servicebus.exceptions import ServiceBusError  # noqa: E402
 from qmgr.node.server import STORE_FAULT_ENV  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
+from tests.integration.sb_drain import receive_all  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
 
 _quiet_insecure_warning = admin_http._quiet_insecure_warning
@@ -54,21 +55,17 @@ def _uid(message: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _drain(node: NodeProcess, queue: str) -> Counter[str]:
-    """Every message left in ``queue`` (received and deleted), by unique id; the last receive
-    found nothing more."""
-    got: Counter[str] = Counter()
+def _drain(node: NodeProcess, queue: str, expect: int | None = None) -> Counter[str]:
+    """Every message left in ``queue`` (received and deleted), by unique id: with ``expect``,
+    that many and what one short receive more brings (a duplicate would); without, until a
+    receive of 3 s found nothing more."""
     with (
         ServiceBusClient.from_connection_string(_conn(node)) as client,
         client.get_queue_receiver(
             queue, receive_mode=ServiceBusReceiveMode.RECEIVE_AND_DELETE, prefetch_count=100
         ) as receiver,
     ):
-        while True:
-            batch = receiver.receive_messages(max_message_count=100, max_wait_time=3)
-            if not batch:
-                return got
-            got.update(_uid(m) for m in batch)
+        return Counter(_uid(m) for m in receive_all(receiver, expect))
 
 
 def _until(check: Callable[[], bool], event: threading.Event) -> None:
@@ -116,7 +113,7 @@ def test_concurrent_senders_on_several_connections_each_message_once(node: NodeP
 
     acked = asyncio.run(run())
     assert len(acked) == connections * links * batches * size
-    got = _drain(node, "many")
+    got = _drain(node, "many", expect=len(acked))
     assert got == Counter(acked)
 
 
@@ -206,8 +203,8 @@ def test_kill_9_mid_stream_with_duplicate_detection_stores_each_send_once(
     ):
         for ids in sent.failed:  # the application sends again what failed
             link.send_messages(_batch(ids, message_id=True))
-    got = _drain(node, "dedup")
     every = set(sent.acked) | {i for ids in sent.failed for i in ids}
+    got = _drain(node, "dedup", expect=len(every))
     assert got == Counter(every)
 
 
