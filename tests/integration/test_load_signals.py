@@ -14,8 +14,10 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from qmgr.launcher.launch import qmgr_command  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
-QMGR = str(ROOT / ".venv" / "bin" / "qmgr")
+QMGR = qmgr_command()  # the venv's script, else `python -m qmgr.cli.main`
 PUBLISHERS = 2
 MESSAGES = 200
 
@@ -58,7 +60,7 @@ def test_without_java_it_says_what_to_install_and_starts_nothing(tmp_path: Path)
     env["PATH"] = str(tmp_path / "no-java")
     out = tmp_path / "out"
     done = subprocess.run(
-        [QMGR, "load", str(scenario_file(tmp_path)), "--out", str(out)],
+        [*QMGR, "load", str(scenario_file(tmp_path)), "--out", str(out)],
         env=env,
         capture_output=True,
         text=True,
@@ -130,7 +132,7 @@ def _launch(tmp_path: Path, out: Path) -> tuple[subprocess.Popen[bytes], Path]:
     log = tmp_path / "load.log"
     with open(log, "wb") as output:
         job = subprocess.Popen(
-            [QMGR, "load", str(scenario_file(tmp_path)), "--out", str(out)],
+            [*QMGR, "load", str(scenario_file(tmp_path)), "--out", str(out)],
             env=isolated_env(tmp_path),
             stdin=subprocess.DEVNULL,
             stdout=output,

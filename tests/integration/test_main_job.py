@@ -15,8 +15,10 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from qmgr.launcher.launch import qmgr_command  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
-QMGR = str(ROOT / ".venv" / "bin" / "qmgr")
+QMGR = qmgr_command()  # the venv's script, else `python -m qmgr.cli.main`
 
 pytestmark = pytest.mark.slow
 
@@ -83,7 +85,7 @@ def test_the_main_job_shows_the_contrasts_with_nothing_lost(tmp_path: Path) -> N
             "SB1",
         ):
             shown = subprocess.run(
-                [QMGR, "runmqsc", node],
+                [*QMGR, "runmqsc", node],
                 input="DISPLAY CLUSQMGR(*)\n",
                 env=env,
                 capture_output=True,
@@ -94,7 +96,7 @@ def test_the_main_job_shows_the_contrasts_with_nothing_lost(tmp_path: Path) -> N
             # itself and the full repositories, as a partial repository knows them in MQ
             assert f"CLUSQMGR({node})" in shown.stdout and "CLUSQMGR(FR1)" in shown.stdout
         bridge = subprocess.run(
-            [QMGR, "runmqsc", "SB1"],
+            [*QMGR, "runmqsc", "SB1"],
             input="DISPLAY BRIDGE(*)\n",
             env=env,
             capture_output=True,
@@ -104,7 +106,7 @@ def test_the_main_job_shows_the_contrasts_with_nothing_lost(tmp_path: Path) -> N
         assert "BRIDGE(PRICES.SB)" in bridge.stdout
     finally:
         subprocess.run(
-            [QMGR, "cluster", "down", "--cluster", "DEMO"],
+            [*QMGR, "cluster", "down", "--cluster", "DEMO"],
             env=env,
             capture_output=True,
             text=True,
