@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 
 class Filter(ABC):
@@ -29,47 +29,41 @@ class Filter(ABC):
         """True when the filter selects the message."""
 
 
-class TrueFilter(Filter):
+class _ConstantFilter(Filter):
+    """A filter whose answer is the same for every message: ``VALUE``, written ``TEXT``."""
+
+    VALUE: ClassVar[bool]
+    TEXT: ClassVar[str]
+
+    @property
+    def text(self) -> str:
+        return self.TEXT
+
+    def evaluate(self, system: Mapping[str, Any], user: Mapping[str, Any]) -> bool | None:
+        return self.VALUE
+
+    def matches(self, system: Mapping[str, Any], user: Mapping[str, Any]) -> bool:
+        return self.VALUE
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self).__name__)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class TrueFilter(_ConstantFilter):
     """Selects every message; the same as the SQL filter `1=1` (the `$Default` rule)."""
 
-    @property
-    def text(self) -> str:
-        return "1=1"
-
-    def evaluate(self, system: Mapping[str, Any], user: Mapping[str, Any]) -> bool | None:
-        return True
-
-    def matches(self, system: Mapping[str, Any], user: Mapping[str, Any]) -> bool:
-        return True
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is TrueFilter
-
-    def __hash__(self) -> int:
-        return hash("TrueFilter")
-
-    def __repr__(self) -> str:
-        return "TrueFilter()"
+    VALUE = True
+    TEXT = "1=1"
 
 
-class FalseFilter(Filter):
+class FalseFilter(_ConstantFilter):
     """Selects no message; the same as the SQL filter `1=0`."""
 
-    @property
-    def text(self) -> str:
-        return "1=0"
-
-    def evaluate(self, system: Mapping[str, Any], user: Mapping[str, Any]) -> bool | None:
-        return False
-
-    def matches(self, system: Mapping[str, Any], user: Mapping[str, Any]) -> bool:
-        return False
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is FalseFilter
-
-    def __hash__(self) -> int:
-        return hash("FalseFilter")
-
-    def __repr__(self) -> str:
-        return "FalseFilter()"
+    VALUE = False
+    TEXT = "1=0"
