@@ -8,6 +8,7 @@ system properties.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from qmgr.filters import ast as a
@@ -173,19 +174,23 @@ class Parser:
     # -- conditions --------------------------------------------------------------------------
 
     def condition_or_value(self) -> a.Node:
-        left = self.and_level()
-        while self.tok.is_keyword("OR"):
-            self.advance()
-            right = self.and_level()
-            left = self.made(a.Or(self.need_condition(left), self.need_condition(right), left.pos))
-        return left
+        return self.chained("OR", a.Or, self.and_level)
 
     def and_level(self) -> a.Node:
-        left = self.not_level()
-        while self.tok.is_keyword("AND"):
+        return self.chained("AND", a.And, self.not_level)
+
+    def chained(
+        self,
+        keyword: str,
+        node: Callable[[a.Condition, a.Condition, int], a.Node],
+        operand: Callable[[], a.Node],
+    ) -> a.Node:
+        """``operand (keyword operand)*``, grouped from the left."""
+        left = operand()
+        while self.tok.is_keyword(keyword):
             self.advance()
-            right = self.not_level()
-            left = self.made(a.And(self.need_condition(left), self.need_condition(right), left.pos))
+            right = operand()
+            left = self.made(node(self.need_condition(left), self.need_condition(right), left.pos))
         return left
 
     def not_level(self) -> a.Node:
