@@ -18,7 +18,7 @@ from qmgr.filters import sysprops
 from qmgr.filters import values as v
 from qmgr.filters.compiler import ValueFn, compile_value
 from qmgr.filters.convert import convert_to
-from qmgr.filters.errors import FilterEvaluationError, FilterSyntaxError
+from qmgr.filters.errors import FilterEvaluationError
 from qmgr.filters.parser import parse_action
 
 
@@ -30,13 +30,13 @@ class _Step:
     value: ValueFn | None  # None for REMOVE
 
 
-class Action:
+class Action(p.CompiledText):
     """A compiled rule action. Build it with `compile_action`; instances are immutable."""
 
     def __init__(
         self, text: str, parameters: Mapping[str, Any], statements: tuple[a.Statement, ...]
     ) -> None:
-        self.text = text
+        self._text = text
         self.parameters = dict(parameters)
         self.statements = statements
         steps = []
@@ -49,6 +49,10 @@ class Action:
                 value_fn, _source = compile_value(text, statement.value, self.parameters)
             steps.append(_Step(statement, prop, folded, value_fn))
         self._steps = tuple(steps)
+
+    @property
+    def text(self) -> str:
+        return self._text
 
     @property
     def canonical_text(self) -> str:
@@ -76,19 +80,6 @@ class Action:
             else:
                 _set_user(new_user, step.statement.target.name, step.folded, value)
         return new_system, new_user
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Action)
-            and self.text == other.text
-            and p.cache_key(self.parameters) == p.cache_key(other.parameters)
-        )
-
-    def __hash__(self) -> int:
-        return hash((self.text, p.cache_key(self.parameters)))
-
-    def __repr__(self) -> str:
-        return f"Action({self.text!r})"
 
 
 def _set_user(user: dict[str, Any], name: str, folded: tuple[str, ...], value: Any) -> None:
@@ -122,15 +113,12 @@ def compile_action(text: str, parameters: Mapping[str, Any] | None = None) -> Ac
     Raises FilterSyntaxError when Service Bus would reject the rule at creation (syntax, more
     than 32 statements, unknown or read-only system properties, REMOVE of a system property).
     """
-    if not isinstance(text, str):
-        raise FilterSyntaxError("the action text must be a string", "", 0)
-    bound = p.normalize(parameters, text)
-    return _compile_cached(text, p.cache_key(bound))
+    return _compile_cached(text, p.bound_key(text, parameters, "action"))
 
 
 @lru_cache(maxsize=1024)
 def _compile_cached(text: str, key: p.ParamKey) -> Action:
-    bound = {name: value for name, _type, value in key}
+    bound = p.bound_of(key)
     statements = parse_action(text)
     p.check_bound(statements, bound, text)
     return Action(text, bound, statements)

@@ -46,6 +46,43 @@ def cache_key(parameters: Mapping[str, Any] | None) -> ParamKey:
     )
 
 
+def bound_key(text: Any, parameters: Mapping[str, Any] | None, what: str) -> ParamKey:
+    """The cache key of ``text`` compiled with ``parameters`` (normalised and checked);
+    FilterSyntaxError when ``text`` (of a ``what``: filter or action) is not a string."""
+    if not isinstance(text, str):
+        raise FilterSyntaxError(f"the {what} text must be a string", "", 0)
+    return cache_key(normalize(parameters, text))
+
+
+def bound_of(key: ParamKey) -> dict[str, Any]:
+    """The parameters a cache key was made of."""
+    return {name: value for name, _type, value in key}
+
+
+class CompiledText:
+    """A filter or action compiled from ``text`` with ``parameters``: equal (and hashed) by
+    its kind, its text and its parameters' values and types."""
+
+    __slots__ = ()
+    parameters: dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        raise NotImplementedError
+
+    def _identity(self) -> tuple[str, ParamKey]:
+        return self.text, cache_key(self.parameters)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.text!r})"
+
+
 def check_bound(
     nodes: Iterable[a.Node | a.Statement], parameters: Mapping[str, Any], text: str
 ) -> None:

@@ -10,11 +10,10 @@ from qmgr.filters import ast as a
 from qmgr.filters import params as p
 from qmgr.filters.base import Filter
 from qmgr.filters.compiler import Matcher, Predicate, compile_condition
-from qmgr.filters.errors import FilterSyntaxError
 from qmgr.filters.parser import parse_filter
 
 
-class SqlFilter(Filter):
+class SqlFilter(p.CompiledText, Filter):
     """A compiled SQL filter. Build it with `compile_filter`; instances are immutable."""
 
     __slots__ = ("_text", "parameters", "tree", "source", "evaluate", "matches")
@@ -40,34 +39,18 @@ class SqlFilter(Filter):
         """The filter as the library prints it (normalised spacing, quoting and parentheses)."""
         return a.to_text(self.tree)
 
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, SqlFilter)
-            and self._text == other._text
-            and p.cache_key(self.parameters) == p.cache_key(other.parameters)
-        )
-
-    def __hash__(self) -> int:
-        return hash((self._text, p.cache_key(self.parameters)))
-
-    def __repr__(self) -> str:
-        return f"SqlFilter({self._text!r})"
-
 
 def compile_filter(text: str, parameters: Mapping[str, Any] | None = None) -> SqlFilter:
     """Parse, check and compile a SQL filter; the same text and parameters give the same object.
 
     Raises FilterSyntaxError when Service Bus would reject the rule at creation.
     """
-    if not isinstance(text, str):
-        raise FilterSyntaxError("the filter text must be a string", "", 0)
-    bound = p.normalize(parameters, text)
-    return _compile_cached(text, p.cache_key(bound))
+    return _compile_cached(text, p.bound_key(text, parameters, "filter"))
 
 
 @lru_cache(maxsize=4096)
 def _compile_cached(text: str, key: p.ParamKey) -> SqlFilter:
-    bound = {name: value for name, _type, value in key}
+    bound = p.bound_of(key)
     tree = parse_filter(text)
     p.check_bound([tree], bound, text)
     return SqlFilter(text, bound, tree)
