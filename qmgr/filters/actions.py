@@ -51,10 +51,6 @@ class Action(p.CompiledText):
         self._steps = tuple(steps)
 
     @property
-    def text(self) -> str:
-        return self._text
-
-    @property
     def canonical_text(self) -> str:
         return a.action_to_text(self.statements)
 

@@ -64,11 +64,12 @@ class CompiledText:
     its kind, its text and its parameters' values and types."""
 
     __slots__ = ()
+    _text: str
     parameters: dict[str, Any]
 
     @property
     def text(self) -> str:
-        raise NotImplementedError
+        return self._text
 
     def _identity(self) -> tuple[str, ParamKey]:
         return self.text, cache_key(self.parameters)

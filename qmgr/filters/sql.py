@@ -31,10 +31,6 @@ class SqlFilter(p.CompiledText, Filter):
         self.matches = matches
 
     @property
-    def text(self) -> str:
-        return self._text
-
-    @property
     def canonical_text(self) -> str:
         """The filter as the library prints it (normalised spacing, quoting and parentheses)."""
         return a.to_text(self.tree)
