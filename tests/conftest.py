@@ -10,6 +10,9 @@ leave out the slow kinds (``scripts/test --quick`` runs neither of the first thr
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 # modules that run Spark without asking for a ``spark`` fixture (the load job, spark-submit)
@@ -33,3 +36,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
         if path.stem in DOCKER_MODULES:
             item.add_marker(pytest.mark.docker)
+
+
+@pytest.fixture(scope="session")
+def spark_session() -> Iterator[Any]:
+    """One local Spark session (one JVM, local[2]) per test process, shared by every module
+    that asks for it: starting a JVM takes seconds, and with ``--dist loadfile`` a worker runs
+    several Spark modules in turn. A module that needs other settings (a shuffle width, the
+    QMGR_HOME its nodes register in) sets them on the session in a fixture of its own and puts
+    them back afterwards."""
+    pytest.importorskip("pyspark")
+    from qmgr.spark.session import local_session
+
+    session = local_session("qmgr-tests", cores=2)
+    yield session
+    session.stop()

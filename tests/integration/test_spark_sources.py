@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +28,14 @@ from pyspark.sql import functions as F  # noqa: E402
 from qmgr.client import OutgoingMessage, QueueManagerClient  # noqa: E402
 from qmgr.launcher.poll import wait_for
 from qmgr.spark import register  # noqa: E402
-from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
+from qmgr.spark.job import _activate as activate  # noqa: E402
 from tests.integration.app_security import Nodes, add_user, make_certs, nodes  # noqa: E402
 from tests.integration.cluster_nodes import cluster_with_topics, free_ports  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 from tests.integration.test_sb_admin_http import _conn  # noqa: E402
 
 NodeFactory = Callable[..., NodeProcess]
-__all__ = ["nodes", "sb_node"]
-sb_node = admin_http.sb_node  # a node hosting a namespace, its Service Bus port on a free port
+__all__ = ["nodes"]
 
 
 @pytest.fixture(scope="module")
@@ -47,27 +46,42 @@ def qmgr_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def spark(qmgr_home: Path) -> Iterator[SparkSession]:
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # the workers import qmgr
+def spark(spark_session: SparkSession, qmgr_home: Path) -> Iterator[SparkSession]:
+    """The test process's shared local session (tests/conftest.py), its Python workers
+    running this interpreter (they import qmgr), two shuffle partitions, and the "qmgr" source
+    registered again with this module's QMGR_HOME (the source carries the driver's to the
+    workers); all put back afterwards."""
+    before = os.environ.get("QMGR_HOME")
+    width = str(spark_session.conf.get("spark.sql.shuffle.partitions"))
     os.environ["QMGR_HOME"] = str(qmgr_home)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("test_spark_sources")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    yield session
-    session.stop()
+    spark_session.conf.set("spark.sql.shuffle.partitions", "2")
+    register(spark_session)
+    yield spark_session
+    spark_session.conf.set("spark.sql.shuffle.partitions", width)
+    if before is None:
+        os.environ.pop("QMGR_HOME", None)
+    else:
+        os.environ["QMGR_HOME"] = before
+    register(spark_session)
 
 
-@pytest.fixture
-def named_node(tmp_path: Path, qmgr_home: Path) -> Iterator[NodeProcess]:
-    """QM1, registered where the Spark session's workers look up node names."""
-    node = NodeProcess("QM1", tmp_path)
+@pytest.fixture(scope="module")
+def named_node(tmp_path_factory: pytest.TempPathFactory, qmgr_home: Path) -> Iterator[NodeProcess]:
+    """QM1, registered where the Spark session's workers look up node names; the tests that
+    use it share it, each on queues and subscriptions of its own."""
+    node = NodeProcess("QM1", tmp_path_factory.mktemp("named"))
     node.env["QMGR_HOME"] = str(qmgr_home)
+    node.start()
+    yield node
+    node.kill()
+
+
+@pytest.fixture(scope="module")
+def sb_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
+    """A node hosting a namespace (its Service Bus port on a free port), shared by the Service
+    Bus tests, each on entities of its own."""
+    node = NodeProcess("QM1", tmp_path_factory.mktemp("sb"))
+    node.extra_args = ["--servicebus"]
     node.start()
     yield node
     node.kill()
@@ -253,8 +267,9 @@ def test_queues_listed_in_one_read_are_one_partition_each_drained_in_order(
 
 
 def test_read_stream_takes_a_subscription_continuously(
-    spark: SparkSession, node: NodeProcess
+    spark: SparkSession, shared_node: NodeProcess
 ) -> None:
+    node = shared_node  # the module's node: these tests leave it running
     _subscribe(node, "LIVE", "Live/#")
     stream = (
         spark.readStream.format("qmgr")
@@ -332,16 +347,30 @@ def _refused(call: Callable[[], object], text: str) -> None:
     assert text in str(info.value), str(info.value)[:2000]
 
 
+def _all_refused(spark: SparkSession, calls: list[tuple[Callable[[], object], str]]) -> None:
+    """Each call refused with its text, four at a time: each check waits on a Python worker
+    Spark starts for it (an unanswered connection on its time-out), not on the other checks."""
+
+    def one(call: Callable[[], object], text: str) -> None:
+        activate(spark)  # this thread's JVM side finds the session and its "qmgr" source
+        _refused(call, text)
+
+    with ThreadPoolExecutor(4) as pool:
+        for done in [pool.submit(one, call, text) for call, text in calls]:
+            done.result()
+
+
 def test_bad_options_are_refused_before_anything_is_sent(
-    spark: SparkSession, node: NodeProcess
+    spark: SparkSession, shared_node: NodeProcess
 ) -> None:
+    node = shared_node  # the module's node: these tests leave it running
     _subscribe(node, "NOTHING", "Bad/#")
     rows = load_rows(spark, 2, 10, "Bad")
     addr = node.address
     closed = f"127.0.0.1:{free_ports(1)[0]}"
     cases: list[tuple[DataFrame, dict[str, Any], str]] = [
+        (rows, {"node": closed}, f"node {closed} ({closed}) does not answer"),  # the longest
         (rows, {"node": "NOPE"}, "unknown node 'NOPE'"),
-        (rows, {"node": closed}, f"node {closed} ({closed}) does not answer"),
         (rows, {}, "option node is required"),
         (rows.drop("topic"), {"node": addr}, "no topic column and there is no topic option"),
         (rows, {"node": addr, "rate": "fast"}, "option rate must be a number >= 0, got 'fast'"),
@@ -371,11 +400,14 @@ def test_bad_options_are_refused_before_anything_is_sent(
             "has no body",
         ),
     ]
-    for df, options, text in cases:
-        _refused(lambda df=df, options=options: write(df, **options), text)
-    _refused(
-        lambda: rows.write.format("qmgr").mode("overwrite").option("node", addr).save(),
-        "messages can only be appended",
+    calls: list[tuple[Callable[[], object], str]] = [
+        (lambda df=df, options=options: write(df, **options), text) for df, options, text in cases
+    ]
+    calls.append(
+        (
+            lambda: rows.write.format("qmgr").mode("overwrite").option("node", addr).save(),
+            "messages can only be appended",
+        )
     )
     reads: list[tuple[dict[str, Any], str]] = [
         ({"subscription": "NOTHING"}, "exactly one of option node (MQ) or servicebus"),
@@ -391,8 +423,8 @@ def test_bad_options_are_refused_before_anything_is_sent(
         ),
         ({"servicebus": "nowhere", "queue": "q"}, "connection string or HOST:PORT"),
     ]
-    for options, text in reads:
-        _refused(lambda options=options: read(spark, **options), text)
+    calls += [(lambda options=options: read(spark, **options), text) for options, text in reads]
+    _all_refused(spark, calls)
     assert _sub_depth(node, "NOTHING") == 0
 
 
@@ -486,13 +518,17 @@ def _send(node: NodeProcess, entity: str, messages: list[ServiceBusMessage]) -> 
 
 
 def _topic_with(
-    node: NodeProcess, subscription: str, properties: dict[str, Any], msgs: list[ServiceBusMessage]
+    node: NodeProcess,
+    topic: str,
+    subscription: str,
+    properties: dict[str, Any],
+    msgs: list[ServiceBusMessage],
 ) -> Any:
-    """Topic "prices" with one subscription, ``msgs`` sent to it; the namespace's admin."""
+    """Topic ``topic`` with one subscription, ``msgs`` sent to it; the namespace's admin."""
     sb = node.client().servicebus
-    sb.create_topic("prices")
-    sb.create_subscription("prices", subscription, properties)
-    _send(node, "prices", msgs)
+    sb.create_topic(topic)
+    sb.create_subscription(topic, subscription, properties)
+    _send(node, topic, msgs)
     return sb
 
 
@@ -537,7 +573,7 @@ def test_service_bus_subscription_receive_and_delete_up_to_max_messages(
     spark: SparkSession, sb_node: NodeProcess
 ) -> None:
     msgs = [ServiceBusMessage(f"p{i}", subject=f"Prices/{i}") for i in range(30)]
-    sb = _topic_with(sb_node, "all", {}, msgs)
+    sb = _topic_with(sb_node, "prices", "all", {}, msgs)
     rows = read(
         spark,
         servicebus=sb_node.sb_address,
@@ -575,24 +611,24 @@ def test_service_bus_sessions_sequenced_restores_the_order_of_load_seq(
 ) -> None:
     sent_order = [3, 1, 2, 6, 4, 5, 9, 10, 7, 8]  # each session's LoadSeq as sent: disordered
     msgs = [_message(i, f"pub{k}") for i in sent_order for k in (1, 2)]
-    sb = _topic_with(sb_node, "ordered", {"RequiresSession": True}, msgs)
+    sb = _topic_with(sb_node, "prices-sequenced", "ordered", {"RequiresSession": True}, msgs)
     rows = read(
         spark,
         servicebus=sb_node.sb_address,
-        topic="prices",
+        topic="prices-sequenced",
         subscription="ordered",
         sessions="sequenced",
         idle=1,
     )
     per_session = by_session(rows)
     assert per_session == {"pub1": list(range(1, 11)), "pub2": list(range(1, 11))}
-    assert sb.get_subscription("prices", "ordered").counts.active == 0
+    assert sb.get_subscription("prices-sequenced", "ordered").counts.active == 0
     # the same options with max_messages are refused: a sequenced drain takes every session
     _refused(
         lambda: read(
             spark,
             servicebus=sb_node.sb_address,
-            topic="prices",
+            topic="prices-sequenced",
             subscription="ordered",
             sessions="sequenced",
             max_messages=5,
