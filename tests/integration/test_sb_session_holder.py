@@ -24,12 +24,14 @@ from azure.servicebus.exceptions import (  # noqa: E402
     SessionLockLostError,
 )
 
+from tests.integration import clock  # noqa: E402
 from tests.integration import test_sb_admin_http as admin_http  # noqa: E402
 from tests.integration.conftest import NodeProcess  # noqa: E402
 from tests.integration.test_sb_admin_http import _admin, _conn  # noqa: E402
 
 sb_node = admin_http.sb_node
 _quiet_insecure_warning = admin_http._quiet_insecure_warning
+movable_clock = clock.movable_clock  # the node's clock moves past the session locks
 
 LOCK = 5  # seconds: the queue's lock duration
 
@@ -57,7 +59,7 @@ def test_a_closing_receiver_leaves_the_session_another_took(sb_node: NodeProcess
         first = client.get_queue_receiver("q", session_id="S", max_wait_time=2)
         first.__enter__()
         assert len(first.receive_messages(max_message_count=1, max_wait_time=5)) == 1
-        time.sleep(LOCK + 1.5)  # the first receiver's session lock runs out (not renewed)
+        clock.advance_clock(sb_node, LOCK + 1)  # the first receiver's lock runs out (not renewed)
         with client.get_queue_receiver("q", session_id="S", max_wait_time=2) as second:
             got = second.receive_messages(max_message_count=10, max_wait_time=3)
             assert sorted(str(m) for m in got) == ["m0", "m1", "m2"]
@@ -98,7 +100,7 @@ def test_a_receiver_whose_session_lock_ran_out_acts_on_it_no_more(sb_node: NodeP
             first.defer_message(early[1])
             first.session.set_state(b"first")
             firsts[name] = first, early[1].sequence_number
-        time.sleep(LOCK + 1.5)  # the first receivers' session locks run out (not renewed)
+        clock.advance_clock(sb_node, LOCK + 1)  # the first receivers' locks run out (not renewed)
         for name, call in calls.items():
             first, deferred_seq = firsts[name]
             with client.get_queue_receiver("q", session_id=name, max_wait_time=2) as second:
