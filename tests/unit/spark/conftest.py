@@ -1,8 +1,8 @@
-"""One local Spark session for the unit tests of the Spark code."""
+"""The unit tests of the Spark code run on the test process's shared local session
+(``spark_session`` in tests/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,9 +11,5 @@ pyspark = pytest.importorskip("pyspark")
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    from qmgr.spark.session import local_session
-
-    session = local_session("qmgr-unit-tests", cores=2)
-    yield session
-    session.stop()
+def spark(spark_session: Any) -> Any:
+    return spark_session
