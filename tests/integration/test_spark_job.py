@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from qmgr.launcher.launch import qmgr_command  # noqa: E402
 from qmgr.spark import metrics as m  # noqa: E402
 from qmgr.spark.job import JobOptions, run_scenarios  # noqa: E402
 from qmgr.spark.report import ScenarioResult, console  # noqa: E402
@@ -23,12 +25,28 @@ SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 @pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from qmgr.spark.session import local_session
+def spark(spark_session: Any) -> Any:
+    """The test process's shared local session (tests/conftest.py), as the job's own is."""
+    return spark_session
 
-    session = local_session("qmgr-job-tests", cores=2)
-    yield session
-    session.stop()
+
+def _qmgr(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*qmgr_command(), *args], capture_output=True, text=True, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def bridge_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The bridge topology (two topic hosts for Prices, a Service Bus node bridging Prices/#
+    and Orders/#) started once with ``qmgr cluster up`` under a QMGR_HOME of the module's, for
+    the tests that run on it; its name."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("QMGR_HOME", str(tmp_path_factory.mktemp("bridge-home")))
+        up = _qmgr("cluster", "up", str(SCENARIOS / "topology-bridge.toml"), "--timeout", "60")
+        try:
+            assert up.returncode == 0, up.stdout + up.stderr
+            yield "LOADSB"
+        finally:
+            _qmgr("cluster", "down", "--cluster", "LOADSB")
 
 
 def small(name: str, publishers: int = 2, messages: int = 300, **load: Any) -> Scenario:
@@ -122,15 +140,15 @@ def test_two_topic_hosts_share_the_load_and_lose_order_and_a_kill_loses_nothing(
 
 
 def test_mq_to_service_bus_sessions_and_the_sequenced_helper_and_nservicebus(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, bridge_cluster: str
 ) -> None:
-    """One cluster (two topic hosts for Prices, a Service Bus node bridging Prices/# and
-    Orders/#): the bridge carries a disordered stream into per-publisher sessions, the
+    """The bridge cluster (two topic hosts for Prices, a Service Bus node bridging Prices/#
+    and Orders/#): the bridge carries a disordered stream into per-publisher sessions, the
     sequenced-delivery helper hands it over in order; the ForwardingTopology routes each
     event type to the endpoints whose rules ask for it."""
-    sequenced, nsb = run(
-        spark, tmp_path, small("bridge-sequenced", messages=150), small("nservicebus", messages=100)
-    )
+    options = JobOptions(scenarios=(), out=tmp_path / "out", timeout=60, cluster=bridge_cluster)
+    scenarios = [small("bridge-sequenced", messages=150), small("nservicebus", messages=100)]
+    sequenced, nsb = run_scenarios(spark, scenarios, options, console())
     assert_complete(sequenced)
     table = rows(sequenced)
     assert table[("MQ", m.ALL)]["out_of_order"] > 0  # two topic hosts
@@ -155,19 +173,12 @@ def test_mq_to_service_bus_sessions_and_the_sequenced_helper_and_nservicebus(
 def test_a_cluster_started_by_qmgr_cluster_up_is_used_and_left_running(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import subprocess
-
     from qmgr.client import QueueManagerClient
     from qmgr.launcher.cluster_state import read_state, state_dir
-    from qmgr.launcher.launch import qmgr_command
     from qmgr.spark.job import JobError
 
     monkeypatch.setenv("QMGR_HOME", str(tmp_path / "home"))
-
-    def qmgr(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*qmgr_command(), *args], capture_output=True, text=True, timeout=180)
-
-    up = qmgr("cluster", "up", str(SCENARIOS / "topology-direct.toml"), "--timeout", "60")
+    up = _qmgr("cluster", "up", str(SCENARIOS / "topology-direct.toml"), "--timeout", "60")
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         options = JobOptions(scenarios=(), out=tmp_path / "out", cluster="LOAD3")
@@ -200,53 +211,37 @@ def test_a_cluster_started_by_qmgr_cluster_up_is_used_and_left_running(
             with pytest.raises(JobError, match="no node SUB1 answers on 127.0.0.1:"):
                 run_scenarios(spark, [small("direct", messages=100)], composed, console())
     finally:
-        qmgr("cluster", "down", "--cluster", "LOAD3")
+        _qmgr("cluster", "down", "--cluster", "LOAD3")
 
 
-def test_a_run_larger_than_the_queues_sizes_them_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_run_larger_than_the_queues_sizes_them_first(bridge_cluster: str) -> None:
     """The drain reads after the injection, so a run of more publications than a queue's
     MAXDEPTH (100,000 by default) would lose non-persistent copies to full queues (NPMSGDLV):
     stage 0 raises the durable model queue's MAXDEPTH where the job's MQ subscriptions go,
     the bridge subscription's queue feeding a measured Service Bus entity (and not the other
     bridge's) and every transmission queue; it never lowers one."""
-    import subprocess
-
-    from qmgr.launcher.launch import qmgr_command
     from qmgr.launcher.topology import load_topology
     from qmgr.spark.job import size_queues, size_transmission_queues
     from qmgr.spark.nodes import attach_nodes
 
-    monkeypatch.setenv("QMGR_HOME", str(tmp_path / "home"))
+    nodes = attach_nodes(bridge_cluster, load_topology(SCENARIOS / "topology-bridge.toml"))
+    scenario = small("bridge-sequenced", publishers=2, messages=150_000)  # 300,000
+    changed = size_queues(nodes, scenario) + size_transmission_queues(nodes, scenario)
+    sb1 = nodes.client("SB1")
 
-    def qmgr(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*qmgr_command(), *args], capture_output=True, text=True, timeout=180)
+    def depth(kind: str, queue: str) -> int:
+        return int(sb1.mqsc(f"DISPLAY {kind}('{queue}') MAXDEPTH")[0].attrs["MAXDEPTH"])
 
-    topology = SCENARIOS / "topology-bridge.toml"
-    up = qmgr("cluster", "up", str(topology), "--timeout", "60")
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        nodes = attach_nodes("LOADSB", load_topology(topology))
-        scenario = small("bridge-sequenced", publishers=2, messages=150_000)  # 300,000
-        changed = size_queues(nodes, scenario) + size_transmission_queues(nodes, scenario)
-        sb1 = nodes.client("SB1")
+    def bridge_queue(bridge: str) -> str:
+        sub = sb1.mqsc(f"DISPLAY BRIDGE({bridge}) SUB")[0].attrs["SUB"]
+        return str(sb1.mqsc(f"DISPLAY SUB('{sub}') DEST")[0].attrs["DEST"])
 
-        def depth(kind: str, queue: str) -> int:
-            return int(sb1.mqsc(f"DISPLAY {kind}('{queue}') MAXDEPTH")[0].attrs["MAXDEPTH"])
-
-        def bridge_queue(bridge: str) -> str:
-            sub = sb1.mqsc(f"DISPLAY BRIDGE({bridge}) SUB")[0].attrs["SUB"]
-            return str(sb1.mqsc(f"DISPLAY SUB('{sub}') DEST")[0].attrs["DEST"])
-
-        assert depth("QMODEL", "SYSTEM.DURABLE.MODEL.QUEUE") == 300_000
-        assert depth("QLOCAL", bridge_queue("PRICES.SB")) == 300_000  # feeds 'prices'
-        assert depth("QLOCAL", bridge_queue("ORDERS.NSB")) == 100_000  # not measured
-        assert "HOSTA1: SYSTEM.CLUSTER.TRANSMIT.SB1" in changed
-        assert "PUB1: SYSTEM.CLUSTER.TRANSMIT.HOSTA2" in changed
-        # a smaller run changes nothing and lowers nothing
-        tiny = small("bridge-sequenced", publishers=1, messages=500)
-        assert size_queues(nodes, tiny) + size_transmission_queues(nodes, tiny) == []
-        assert depth("QMODEL", "SYSTEM.DURABLE.MODEL.QUEUE") == 300_000
-    finally:
-        qmgr("cluster", "down", "--cluster", "LOADSB")
+    assert depth("QMODEL", "SYSTEM.DURABLE.MODEL.QUEUE") == 300_000
+    assert depth("QLOCAL", bridge_queue("PRICES.SB")) == 300_000  # feeds 'prices'
+    assert depth("QLOCAL", bridge_queue("ORDERS.NSB")) == 100_000  # not measured
+    assert "HOSTA1: SYSTEM.CLUSTER.TRANSMIT.SB1" in changed
+    assert "PUB1: SYSTEM.CLUSTER.TRANSMIT.HOSTA2" in changed
+    # a smaller run changes nothing and lowers nothing
+    tiny = small("bridge-sequenced", publishers=1, messages=500)
+    assert size_queues(nodes, tiny) + size_transmission_queues(nodes, tiny) == []
+    assert depth("QMODEL", "SYSTEM.DURABLE.MODEL.QUEUE") == 300_000
