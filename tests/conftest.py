@@ -6,6 +6,11 @@ leave out the slow kinds (``scripts/test --quick`` runs neither of the first thr
   that runs the load job or ``spark-submit``);
 - ``docker``: needs the Docker engine;
 - ``slow``: long even among these (set by the module itself).
+
+The same hook puts the modules in the order the parallel run should start them: the Docker
+module first, then the slow ones, the Spark ones, the other integration modules and the unit
+modules last (``scripts/test`` hands modules to its workers in collection order). A long module
+started last would leave the other workers idle at the end; many short ones last fill the gaps.
 """
 
 from __future__ import annotations
@@ -36,6 +41,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.spark)
         if path.stem in DOCKER_MODULES:
             item.add_marker(pytest.mark.docker)
+    first: dict[Any, int] = {}
+    for item in items:
+        first[item.path] = min(first.get(item.path, len(START_ORDER)), _start_rank(item))
+    items.sort(key=lambda item: first[item.path])  # stable: a module's own order is kept
+
+
+START_ORDER = ("docker", "slow", "spark", "integration")
+
+
+def _start_rank(item: pytest.Item) -> int:
+    """The place of ``item``'s kind in ``START_ORDER`` (unit tests after all of them)."""
+    marks = {mark.name for mark in item.iter_markers()}
+    return next((i for i, name in enumerate(START_ORDER) if name in marks), len(START_ORDER))
 
 
 @pytest.fixture(scope="session")
