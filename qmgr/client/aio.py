@@ -63,17 +63,18 @@ class AsyncSubscription(BufferedConsumer):
         self.queue = queue
 
     async def _open(self, opening: Any, named: bool, timeout: float = 30.0) -> None:
-        """Send the opening; a named stream waits up to ``timeout`` for the node's answer."""
+        """Send the opening and, for a named stream, read the node's answer, both within
+        ``timeout``: the write waits for the connection, which a node that accepts and never
+        answers would otherwise hold for gRPC's own connect time-out."""
         try:
-            await self._call.write(opening)
+            try:
+                first = await asyncio.wait_for(self._opening(opening, named), timeout)
+            except TimeoutError:
+                self._call.cancel()
+                raise ConnectionFailed(
+                    2009, "MQRC_CONNECTION_BROKEN", f"no answer in {timeout} s"
+                ) from None
             if named:
-                try:
-                    first = await asyncio.wait_for(self._call.read(), timeout)
-                except TimeoutError:
-                    self._call.cancel()
-                    raise ConnectionFailed(
-                        2009, "MQRC_CONNECTION_BROKEN", f"no answer in {timeout} s"
-                    ) from None
                 if first is grpc.aio.EOF:
                     raise MQClientError(2195, "MQRC_UNEXPECTED_ERROR", "the stream ended")
                 self.name = first.subscription
@@ -83,6 +84,10 @@ class AsyncSubscription(BufferedConsumer):
             self._call.cancel()
             raise from_rpc_error(exc) from None
         self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _opening(self, opening: Any, named: bool) -> Any:
+        await self._call.write(opening)
+        return await self._call.read() if named else None
 
     async def _read(self) -> None:
         try:

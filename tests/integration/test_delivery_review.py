@@ -556,6 +556,32 @@ def test_subscribe_to_a_hung_node_fails_instead_of_hanging(node_factory: NodeFac
     qm.close()
 
 
+async def subscribe_new_client(node: NodeProcess, topic: str) -> None:
+    """A client whose first call is the subscription, made while the node is stopped."""
+    from qmgr.client import AsyncQueueManagerClient
+
+    async with AsyncQueueManagerClient(node.address, timeout=2) as qm:
+        await qm.subscribe(topic)
+
+
+def test_a_new_async_client_subscribing_to_a_hung_node_fails_within_its_own_time_out(
+    node_factory: NodeFactory,
+) -> None:
+    """The time-out covers connecting too: the node accepts the connection and never answers,
+    and what ends the wait is the client's time-out (its error says so), not gRPC's own
+    connect time-out."""
+    node = node_factory()
+    assert node.proc is not None
+    node.proc.send_signal(signal.SIGSTOP)
+    try:
+        with pytest.raises(MQClientError) as err:
+            asyncio.run(subscribe_new_client(node, "hung/#"))
+        assert err.value.reason_name == "MQRC_CONNECTION_BROKEN"
+        assert "no answer in 2 s" in str(err.value)
+    finally:
+        node.proc.send_signal(signal.SIGCONT)
+
+
 def test_stream_publisher_to_a_hung_node_fails_instead_of_hanging(
     node_factory: NodeFactory,
 ) -> None:
