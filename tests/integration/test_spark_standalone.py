@@ -16,6 +16,8 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
+from qmgr.spark.session import JAVA_OPTIONS  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_HOME = Path(pyspark.__file__).parent
 JOB = ROOT / "qmgr" / "spark" / "job.py"
@@ -34,6 +36,8 @@ def _env() -> dict[str, str]:
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
+        # the master and worker compile as the job's own JVMs do (qmgr.spark.session)
+        "SPARK_DAEMON_JAVA_OPTS": JAVA_OPTIONS,
     }
 
 
@@ -126,6 +130,10 @@ def test_spark_submit_to_a_standalone_master(standalone: str, tmp_path: Path) ->
             standalone,
             "--conf",
             "spark.ui.enabled=false",
+            "--driver-java-options",
+            JAVA_OPTIONS,
+            "--conf",
+            f"spark.executor.extraJavaOptions={JAVA_OPTIONS}",
             str(JOB),
             str(scenario),
             "--out",
