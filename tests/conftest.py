@@ -11,7 +11,7 @@ The same hook puts the modules in the order the parallel run should start them
 (``scripts/test`` hands modules to its workers in collection order): the Docker module first
 and the Spark ones next, as they are the longest; then the other integration modules and the
 unit modules, many short ones that fill the gaps; the slow modules that run no Spark (the
-soaks) last. A soak is a chain of 100,000 round trips, each waiting on two processes, which a
+soaks) last, each followed by a short unit module so that two soaks go to two workers. A soak is a chain of 100,000 round trips, each waiting on two processes, which a
 loaded machine stretches many times over (the async soak took 81 s in a quiet moment and 737 s
 beside the Spark jobs), so it goes where the rest is done.
 """
@@ -48,6 +48,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         first[item.path] = min(first.get(item.path, 4), _start_rank(item))
     items.sort(key=lambda item: first[item.path])  # stable: a module's own order is kept
+    _spread_soaks(items, first)
+
+
+def _spread_soaks(items: list[pytest.Item], rank: dict[Any, int]) -> None:
+    """Follow each soak module (rank 4) with a unit module (rank 3). A worker is handed the
+    next module while it runs the last test of its own (it must know the next test to finish
+    this one), so a one-test module takes the module after it along: two soaks in a row would
+    run one after the other on one worker, at the end of the run, while the others idle."""
+    modules: dict[Any, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.path, []).append(item)
+    soaks = [path for path in modules if rank[path] == 4]
+    units = [path for path in modules if rank[path] == 3]
+    if not soaks or not units:
+        return
+    fillers = units[-len(soaks) :]
+    order = [path for path in modules if path not in soaks and path not in fillers]
+    for i, soak in enumerate(soaks):
+        order.append(soak)
+        if i < len(fillers):
+            order.append(fillers[i])
+    items[:] = [item for path in order for item in modules[path]]
 
 
 def _start_rank(item: pytest.Item) -> int:
