@@ -10,10 +10,12 @@ leave out the slow kinds (``scripts/test --quick`` runs neither of the first thr
 The same hook puts the modules in the order the parallel run should start them
 (``scripts/test`` hands modules to its workers in collection order): the Docker module first
 and the Spark ones next, as they are the longest; then the other integration modules and the
-unit modules, many short ones that fill the gaps; the slow modules that run no Spark (the
-soaks) last, each followed by a short unit module so that two soaks go to two workers. A soak is a chain of 100,000 round trips, each waiting on two processes, which a
-loaded machine stretches many times over (the async soak took 81 s in a quiet moment and 737 s
-beside the Spark jobs), so it goes where the rest is done.
+unit modules, many short ones that fill the gaps. The slow modules that run no Spark (the
+soaks) go with the Service Bus modules, which mostly wait, each followed by a short unit
+module so that two soaks go to two workers. A soak is a chain of 100,000 round trips, each
+waiting on two processes, which a loaded machine stretches many times over (the async soak
+took 81 s in a quiet moment and 737 s beside the Spark jobs), so none starts before the
+Spark modules are under way.
 """
 
 from __future__ import annotations
@@ -52,10 +54,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def _spread_soaks(items: list[pytest.Item], rank: dict[Any, int]) -> None:
-    """Follow each soak module (rank 4) with a unit module (rank 3). A worker is handed the
-    next module while it runs the last test of its own (it must know the next test to finish
-    this one), so a one-test module takes the module after it along: two soaks in a row would
-    run one after the other on one worker, at the end of the run, while the others idle."""
+    """Put the soak modules (rank 4) before the first Service Bus module (``test_sb_*``), each
+    followed by a unit module (rank 3). The Service Bus modules mostly wait on the SDK's
+    timers (the machine was a fifth to a half busy while they ran), which the soaks, a core
+    each, fill. A worker is handed the next module while it runs the last test of its own (it
+    must know the next test to finish this one), so a one-test module takes the module after
+    it along: two soaks in a row would run one after the other on one worker."""
     modules: dict[Any, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.path, []).append(item)
@@ -64,11 +68,15 @@ def _spread_soaks(items: list[pytest.Item], rank: dict[Any, int]) -> None:
     if not soaks or not units:
         return
     fillers = units[-len(soaks) :]
-    order = [path for path in modules if path not in soaks and path not in fillers]
-    for i, soak in enumerate(soaks):
-        order.append(soak)
-        if i < len(fillers):
-            order.append(fillers[i])
+    rest = [path for path in modules if path not in soaks and path not in fillers]
+    at = next(
+        (i for i, path in enumerate(rest) if rank[path] == 2 and path.stem.startswith("test_sb_")),
+        len(rest),
+    )
+    spread = [path for pair in zip(soaks, fillers, strict=False) for path in pair] + soaks[
+        len(fillers) :
+    ]
+    order = rest[:at] + spread + rest[at:]
     items[:] = [item for path in order for item in modules[path]]
 
 

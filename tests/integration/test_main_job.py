@@ -20,7 +20,8 @@ from qmgr.launcher.launch import qmgr_command  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 QMGR = qmgr_command()  # the venv's script, else `python -m qmgr.cli.main`
 
-pytestmark = pytest.mark.slow
+# the whole main job (ten nodes, a JVM, three scenarios): the run itself is bounded at 900 s
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def _totals(summary: dict[str, Any], scenario: str) -> dict[str, dict[str, Any]]:
