@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from qmgr.core.clock import OffsetClock
-from qmgr.node.amqp_server import AmqpServer
 from qmgr.node.config import (
     ClusterSettings,
     ConfigError,
@@ -30,9 +30,12 @@ from qmgr.node.config import (
 )
 from qmgr.node.ready import READY_SERVICE
 from qmgr.node.runtime import NodeRuntime
-from qmgr.node.sbport import ServiceBusPort, server_context
 from qmgr.security.users import Users, UsersFileError
 from qmgr.store import StoreFailed
+
+if TYPE_CHECKING:  # the Service Bus port's modules load only on a node that hosts a namespace
+    from qmgr.node.amqp_server import AmqpServer
+    from qmgr.node.sbport import ServiceBusPort
 
 log = logging.getLogger("qmgr.node")
 
@@ -241,6 +244,9 @@ async def _servicebus_port(
     (None, "", None) without a namespace."""
     if runtime.servicebus is None:
         return None, "", None
+    from qmgr.node.amqp_server import AmqpServer  # a namespace's host only
+    from qmgr.node.sbport import ServiceBusPort, server_context
+
     tls = config.tls
     try:
         context = server_context(
