@@ -12,10 +12,10 @@ The same hook puts the modules in the order the parallel run should start them
 and the Spark ones next, as they are the longest; then the other integration modules and the
 unit modules, many short ones that fill the gaps. The slow modules that run no Spark (the
 soaks) go with the Service Bus modules, which mostly wait, each followed by a short unit
-module so that two soaks go to two workers. A soak is a chain of 100,000 round trips, each
-waiting on two processes, which a loaded machine stretches many times over (the async soak
-took 81 s in a quiet moment and 737 s beside the Spark jobs), so none starts before the
-Spark modules are under way.
+module so that the two soaks usually go to two workers. A soak is a chain of 100,000 round
+trips, each waiting on two processes, which a loaded machine stretches many times over (the
+async soak took 81 s in a quiet moment and 737 s beside the Spark jobs), so none starts
+before the Spark modules are under way.
 """
 
 from __future__ import annotations
@@ -59,7 +59,10 @@ def _spread_soaks(items: list[pytest.Item], rank: dict[Any, int]) -> None:
     timers (the machine was a fifth to a half busy while they ran), which the soaks, a core
     each, fill. A worker is handed the next module while it runs the last test of its own (it
     must know the next test to finish this one), so a one-test module takes the module after
-    it along: two soaks in a row would run one after the other on one worker."""
+    it along: two soaks in a row would run one after the other on one worker. The unit module
+    between them makes that less likely, not impossible: a worker handed a soak while it still
+    runs another module takes whatever is next once that module ends (it happened once with
+    four workers)."""
     modules: dict[Any, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.path, []).append(item)
