@@ -229,6 +229,8 @@ def load(
             stopped.deferred = True
             try:
                 spark = spark_session(master)
+            except JobError as exc:
+                raise LoadFailure(str(exc)) from None
             finally:
                 stopped.deferred = False
             with stop_signals(stopped):  # again: Spark put a SIGINT handler of its own in place

@@ -690,7 +690,20 @@ def spark_session(master: str | None) -> SparkSession:
         spark.sparkContext.setLogLevel("ERROR")
         register_source(spark)
         return spark
-    return session("qmgr-load", master or DEFAULT_MASTER)
+    from pyspark.errors import PySparkRuntimeError
+
+    from qmgr.spark.session import JAVA_OPTIONS, JAVA_OPTIONS_ENV
+
+    try:
+        return session("qmgr-load", master or DEFAULT_MASTER)
+    except PySparkRuntimeError as exc:
+        if exc.getCondition() != "JAVA_GATEWAY_EXITED":
+            raise
+        options = os.environ.get(JAVA_OPTIONS_ENV, JAVA_OPTIONS)
+        raise JobError(
+            f"Spark's JVM exited as it started (its reason is above); its options: "
+            f"{options!r} ({JAVA_OPTIONS_ENV})"
+        ) from None
 
 
 def parse_args(argv: Sequence[str]) -> JobOptions:
@@ -728,14 +741,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     duplicated, 2 when the job failed."""
     options = parse_args(sys.argv[1:] if argv is None else argv)
     console = report.console()
-    spark = spark_session(options.master)
     try:
-        results = run_job(spark, options, console)
+        spark = spark_session(options.master)
+        try:
+            results = run_job(spark, options, console)
+        finally:
+            spark.stop()
     except JobError as exc:
         console.print(f"[red]qmgr load: {exc}[/]")
         return 2
-    finally:
-        spark.stop()
     return 0 if all(report.clean(r) for r in results) else 1
 
 

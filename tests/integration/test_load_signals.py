@@ -231,3 +231,27 @@ def test_a_signal_while_spark_starts_stops_its_jvm_once_up(tmp_path: Path) -> No
         assert _outlived(started) == {}
     finally:
         _reap(job, started)
+
+
+def test_jvm_options_java_refuses_fail_the_job_with_exit_2_and_start_nothing(
+    tmp_path: Path,
+) -> None:
+    env = {**isolated_env(tmp_path), "QMGR_SPARK_JAVA_OPTIONS": "-Xssnot-a-size"}
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [*QMGR, "load", str(scenario_file(tmp_path)), "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "JAVA_GATEWAY_EXITED" not in done.stdout + done.stderr
+    assert "Invalid thread stack size" in done.stderr  # the JVM's own reason
+    last = [x for x in done.stderr.splitlines() if x.strip()][-1]
+    assert last.startswith("Error: Spark's JVM exited as it started")
+    assert "'-Xssnot-a-size' (QMGR_SPARK_JAVA_OPTIONS)" in last
+    # nothing started: no output, no state or home directory of a cluster, no node registered
+    assert not out.exists()
+    assert not (tmp_path / "home").exists()
