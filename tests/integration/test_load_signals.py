@@ -54,29 +54,37 @@ def isolated_env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "QMGR_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp")}
 
 
-def test_without_java_it_says_what_to_install_and_starts_nothing(tmp_path: Path) -> None:
-    env = isolated_env(tmp_path)
-    env.pop("JAVA_HOME", None)
-    env["PATH"] = str(tmp_path / "no-java")
+def _refused_before_anything_starts(
+    tmp_path: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """`qmgr load` in ``env``, which must fail with exit code 2, no traceback, and nothing
+    started: no output, no state or home directory of a cluster, no node registered."""
     out = tmp_path / "out"
     done = subprocess.run(
         [*QMGR, "load", str(scenario_file(tmp_path)), "--out", str(out)],
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=120,
     )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     assert "JAVA_GATEWAY_EXITED" not in done.stdout + done.stderr
+    assert not out.exists()
+    assert not (tmp_path / "home").exists()
+    return done
+
+
+def test_without_java_it_says_what_to_install_and_starts_nothing(tmp_path: Path) -> None:
+    env = isolated_env(tmp_path)
+    env.pop("JAVA_HOME", None)
+    env["PATH"] = str(tmp_path / "no-java")
+    done = _refused_before_anything_starts(tmp_path, env)
     lines = [x for x in done.stderr.splitlines() if x.strip()]
     assert len(lines) == 1, done.stderr
     assert "qmgr load needs a Java runtime 17 or newer for Spark" in lines[0]
     assert "apt-get install openjdk-17-jre-headless" in lines[0] and "JAVA_HOME" in lines[0]
-    # nothing started: no output, no state or home directory of a cluster, no node registered
-    assert not out.exists()
     assert list((tmp_path / "tmp").iterdir()) == []
-    assert not (tmp_path / "home").exists()
 
 
 def _processes() -> dict[int, tuple[int, str]]:
@@ -237,21 +245,8 @@ def test_jvm_options_java_refuses_fail_the_job_with_exit_2_and_start_nothing(
     tmp_path: Path,
 ) -> None:
     env = {**isolated_env(tmp_path), "QMGR_SPARK_JAVA_OPTIONS": "-Xssnot-a-size"}
-    out = tmp_path / "out"
-    done = subprocess.run(
-        [*QMGR, "load", str(scenario_file(tmp_path)), "--out", str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
-    assert "JAVA_GATEWAY_EXITED" not in done.stdout + done.stderr
+    done = _refused_before_anything_starts(tmp_path, env)
     assert "Invalid thread stack size" in done.stderr  # the JVM's own reason
     last = [x for x in done.stderr.splitlines() if x.strip()][-1]
     assert last.startswith("Error: Spark's JVM exited as it started")
     assert "'-Xssnot-a-size' (QMGR_SPARK_JAVA_OPTIONS)" in last
-    # nothing started: no output, no state or home directory of a cluster, no node registered
-    assert not out.exists()
-    assert not (tmp_path / "home").exists()
