@@ -30,6 +30,8 @@ SPARK_MODULES = frozenset(
     {"test_main_job", "test_load_report", "test_load_signals", "test_spark_standalone"}
 )
 DOCKER_MODULES = frozenset({"test_docker_compose"})
+# a module's place in the run, by kind (``_start_rank``)
+DOCKER, SPARK, INTEGRATION, UNIT, SOAK = range(5)
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects by the markers set here
@@ -48,14 +50,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.docker)
     first: dict[Any, int] = {}
     for item in items:
-        first[item.path] = min(first.get(item.path, 4), _start_rank(item))
+        first[item.path] = min(first.get(item.path, SOAK), _start_rank(item))
     items.sort(key=lambda item: first[item.path])  # stable: a module's own order is kept
     _spread_soaks(items, first)
 
 
 def _spread_soaks(items: list[pytest.Item], rank: dict[Any, int]) -> None:
-    """Put the soak modules (rank 4) before the first Service Bus module (``test_sb_*``), each
-    followed by a unit module (rank 3). The Service Bus modules mostly wait on the SDK's
+    """Put the soak modules before the first Service Bus module (``test_sb_*``), each followed
+    by a unit module. The Service Bus modules mostly wait on the SDK's
     timers (the machine was a fifth to a half busy while they ran), which the soaks, a core
     each, fill. A worker is handed the next module while it runs the last test of its own (it
     must know the next test to finish this one), so a one-test module takes the module after
@@ -66,14 +68,18 @@ def _spread_soaks(items: list[pytest.Item], rank: dict[Any, int]) -> None:
     modules: dict[Any, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.path, []).append(item)
-    soaks = [path for path in modules if rank[path] == 4]
-    units = [path for path in modules if rank[path] == 3]
+    soaks = [path for path in modules if rank[path] == SOAK]
+    units = [path for path in modules if rank[path] == UNIT]
     if not soaks or not units:
         return
     fillers = units[-len(soaks) :]
     rest = [path for path in modules if path not in soaks and path not in fillers]
     at = next(
-        (i for i, path in enumerate(rest) if rank[path] == 2 and path.stem.startswith("test_sb_")),
+        (
+            i
+            for i, path in enumerate(rest)
+            if rank[path] == INTEGRATION and path.stem.startswith("test_sb_")
+        ),
         len(rest),
     )
     spread = [path for pair in zip(soaks, fillers, strict=False) for path in pair] + soaks[
@@ -87,12 +93,12 @@ def _start_rank(item: pytest.Item) -> int:
     """Where ``item``'s module goes in the run: Docker, Spark, other integration, unit, soak."""
     marks = {mark.name for mark in item.iter_markers()}
     if "docker" in marks:
-        return 0
+        return DOCKER
     if "spark" in marks:
-        return 1
+        return SPARK
     if "slow" in marks:
-        return 4
-    return 2 if "integration" in marks else 3
+        return SOAK
+    return INTEGRATION if "integration" in marks else UNIT
 
 
 @pytest.fixture(scope="session")
