@@ -231,27 +231,37 @@ class QueueManager:
 
     # -- messages ---------------------------------------------------------------------------
 
-    def accept(self, msg: Message, defpsist: bool, defprty: int) -> Message:
+    def accept(
+        self, msg: Message, defpsist: bool, defprty: int, now: float | None = None
+    ) -> Message:
         """Check and stamp a message arriving from an application: id, time, defaults, expiry.
         Priority and time to live out of MQ's ranges are refused (the last line of defence
-        behind the edge's validation): nothing past here holds such a value."""
-        limits.check_priority(msg.priority)
-        limits.check_ttl(msg.ttl)
-        now = self.clock.now()
+        behind the edge's validation): nothing past here holds such a value. ``now``: the
+        put time (the clock's when not given; a batch's messages may share one reading)."""
+        priority = msg.priority
+        if priority != limits.PRIORITY_AS_DEFAULT and not 0 <= priority <= limits.MAX_PRIORITY:
+            limits.check_priority(priority)
+        ttl = msg.ttl
+        if ttl:  # 0 is unlimited; anything else (NaN included) is checked
+            limits.check_ttl(ttl)
+        size = len(msg.body)
+        if size > self.attrs.maxmsgl:
+            raise MQError(
+                "MQRC_MSG_TOO_BIG_FOR_Q",
+                f"message of {size} bytes exceeds the queue manager's MAXMSGL",
+            )
+        if now is None:
+            now = self.clock.now()
         if not msg.message_id:
             msg.message_id = self.new_id()
         if msg.persistent is None:
             msg.persistent = defpsist
-        if msg.priority == limits.PRIORITY_AS_DEFAULT:
+        if priority == limits.PRIORITY_AS_DEFAULT:
             msg.priority = defprty
-        if msg.size > self.attrs.maxmsgl:
-            raise MQError(
-                "MQRC_MSG_TOO_BIG_FOR_Q",
-                f"message of {msg.size} bytes exceeds the queue manager's MAXMSGL",
-            )
         msg.put_time = now
-        msg.expiry = now + msg.ttl if msg.ttl > 0 else None
-        msg.sequence = self.next_sequence()
+        msg.expiry = now + ttl if ttl > 0 else None
+        self._seq += 1
+        msg.sequence = self._seq
         return msg
 
     def put(self, queue: str, msgs: list[Message]) -> list[Message]:
@@ -347,14 +357,19 @@ class QueueManager:
         n = len(got) if count is None else min(count, len(got))
         name = ""
         q: LocalQueue | None = None
+        run = 0  # messages of ``q`` in a row
+        pop = got.popleft
         for _ in range(n):
-            qname, msg = got.popleft()
+            qname, msg = pop()
             if qname != name:
-                name, q = qname, self.queues.get(qname)
-            if q is not None:
-                q.uncommitted -= 1
-                if msg.persistent:
-                    q.discard_stored(msg)
+                if q is not None:
+                    q.uncommitted -= run
+                name, q, run = qname, self.queues.get(qname), 0
+            run += 1
+            if msg.persistent and q is not None:
+                q.discard_stored(msg)
+        if q is not None:
+            q.uncommitted -= run
         if not got:
             del self.uows[unit_of_work]
         return n
@@ -579,8 +594,10 @@ class QueueManager:
             limits.check_priority(msgs[0].priority)
         policy = self.pubsub.open_policy(topic)
         defpsist, defprty = policy.defpsist, policy.defprty
+        now = self.clock.now()
+        accept = self.accept
         for msg in msgs:
-            self.accept(msg, defpsist, defprty)
+            accept(msg, defpsist, defprty, now)
 
     def publish(self, topic: str, msg: Message, *, retain: bool = False) -> int:
         """Publish one message; returns the number of copies delivered locally."""
@@ -591,6 +608,14 @@ class QueueManager:
         """Deliver a publication ``accept_publication`` took to the local subscriptions;
         returns the copies made."""
         return self.pubsub.publish(topic, msg, self.clock.now(), retain=retain)
+
+    def publish_accepted_run(
+        self, topic: str, msgs: Sequence[Message]
+    ) -> tuple[int, int, MQError | None]:
+        """Deliver publications ``accept_publications`` took (none retained) to the local
+        subscriptions, in order, until one fails: returns how many were published, the
+        copies made, and the error of the one that failed (None when none did)."""
+        return self.pubsub.publish_run(topic, msgs, self.clock.now())
 
     def deliver_publication(self, topic: str, msg: Message, *, retain: bool = False) -> int:
         """Deliver a publication that another queue manager accepted (its id, time, persistence

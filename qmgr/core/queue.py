@@ -95,6 +95,33 @@ class LocalQueue:
         if self.on_put is not None:
             self.on_put(self.name)
 
+    def fits(self, count: int, max_size: int) -> bool:
+        """Whether ``count`` more messages, none larger than ``max_size`` bytes, can be put
+        (``check_put`` would pass each of them)."""
+        d = self.definition
+        return (
+            d.put_enabled
+            and max_size <= d.maxmsgl
+            and self.depth + self.uncommitted + count <= d.maxdepth
+        )
+
+    def put_run(self, msgs: list[Message], now: float) -> None:
+        """Put ``msgs`` in order, each as ``put(msg, now, check=False)`` would (the caller
+        has checked them: ``fits``); listeners are told once."""
+        levels = self._levels
+        journal = None if self.definition.temporary else self._journal
+        name = self.name
+        for msg in msgs:
+            levels[msg.priority].append(msg)
+            if msg.persistent and journal is not None:
+                journal.message_added(name, msg)
+        n = len(msgs)
+        self.depth += n
+        self.enqueued += n
+        self.last_put = now
+        if self.on_put is not None:
+            self.on_put(self.name)
+
     def restore(self, msg: Message) -> None:
         """Load a stored message at start-up (no journal, no counters)."""
         self._levels[msg.priority].append(msg)
@@ -167,10 +194,13 @@ class LocalQueue:
         out: list[Message] = []
         total = 0
         budget = first_max_bytes or max_bytes
+        journal = journal_removal and not self.definition.temporary
+        full = False  # the next message does not fit the budget
         for level in reversed(self._levels):
             while level and len(out) < limit:
                 msg = level[0]
-                if msg.expired(now):
+                expiry = msg.expiry
+                if expiry is not None and now >= expiry:  # expired: dropped on the way
                     level.popleft()
                     self.depth -= 1
                     self.discard_stored(msg)
@@ -178,15 +208,21 @@ class LocalQueue:
                 if budget:
                     n = len(msg.body) if size is None else size(msg)
                     if total + n > budget:
-                        return out
+                        full = True
+                        break
                     total += n
                     budget = max_bytes
                 level.popleft()
-                self.depth -= 1
-                self._taken(msg, now, journal_removal)
+                if journal and msg.persistent:
+                    self._journal.message_removed(self.name, msg)
                 out.append(msg)
-            if len(out) >= limit:
+            if full or len(out) >= limit:
                 break
+        taken = len(out)
+        if taken:
+            self.depth -= taken
+            self.dequeued += taken
+            self.last_get = now
         return out
 
     def peek(self, now: float, message_id: str = "", correl_id: bytes = b"") -> Message | None:

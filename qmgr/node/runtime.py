@@ -238,10 +238,13 @@ class NodeRuntime:
         carries the error."""
         qm = self.qm
         agent = self.agent
-        for topic, scope_qmgr, msgs in _runs(batch):
+        runs = _runs(batch)
+        for topic, scope_qmgr, msgs in runs:
             qm.accept_publications(topic, msgs)
             if agent is not None:
                 agent.check_publish(topic, scope_qmgr=scope_qmgr)
+        if agent is None and not any(p.retain for p in batch):
+            return self._publish_runs(runs)
         result = PublishResult(cluster=agent.cluster if agent is not None else "")
         forwarded_to: set[str] = set()
         for p in batch:
@@ -261,6 +264,19 @@ class NodeRuntime:
             result.forwards += len(peers)
             forwarded_to.update(peers)
         result.forwarded_to = tuple(sorted(forwarded_to))
+        return result
+
+    def _publish_runs(self, runs: list[tuple[str, bool, list[Message]]]) -> PublishResult:
+        """Accepted runs of publications, none retained, published outside a cluster."""
+        result = PublishResult()
+        qm = self.qm
+        for topic, _, msgs in runs:
+            published, copies, error = qm.publish_accepted_run(topic, msgs)
+            result.accepted += published
+            result.deliveries += copies
+            if error is not None:
+                result.error = error
+                break
         return result
 
     async def mqsc(self, text: str) -> Reply:

@@ -14,7 +14,7 @@ from google.protobuf.internal.containers import MessageMap, RepeatedCompositeFie
 from qmgr.client.convert import value_from_wire, value_to_wire
 from qmgr.core import limits
 from qmgr.core.errors import MQError
-from qmgr.core.message import Message
+from qmgr.core.message import MAX_PRIORITY, Message
 from qmgr.core.values import Properties
 from qmgr.wire import messages_pb2 as pb
 
@@ -53,7 +53,13 @@ def message_from_wire(m: pb.Message, *, check: bool = False) -> Message:
     persistence = m.persistence
     priority = m.priority
     reply_to_queue = m.reply_to_queue
-    if check:
+    if check and (
+        props
+        or reply_to_queue
+        or not limits.PRIORITY_AS_DEFAULT <= priority <= MAX_PRIORITY
+        or not 0 <= expiry_ms <= limits.MAX_TTL_MS
+        or persistence not in _PERSISTENCE
+    ):  # the common message (no properties, no reply-to queue, valid fields) passes here
         _check_fields(priority, expiry_ms, persistence, props, reply_to_queue)
     return Message(
         m.message_id,
@@ -220,17 +226,26 @@ def add_delivery(out: RepeatedCompositeFieldContainer[pb.Message], msg: Message)
             _add_copy_properties(msg, copy)
             return copy
         shared.used = True
-    copy = _add_copy(out, msg)
-    copy.message_id = msg.message_id
-    copy.body = msg.body
-    copy.persistence = pb.PERSISTENT if msg.persistent else pb.NOT_PERSISTENT
-    if msg.reply_to_queue:
-        copy.reply_to_queue = msg.reply_to_queue
+    expiry = msg.expiry
+    put_time = msg.put_time
+    copy = out.add(  # one call with every scalar field (a field set costs a call of its own)
+        message_id=msg.message_id,
+        body=msg.body,
+        persistence=pb.PERSISTENT if msg.persistent else pb.NOT_PERSISTENT,
+        priority=msg.priority,
+        expiry_ms=0 if expiry is None else max(1, int((expiry - put_time) * 1000)),
+        correl_id=msg.correl_id,
+        put_time_ms=int(put_time * 1000),
+        backout_count=msg.backout_count,
+        sequence=msg.sequence,
+        reply_to_queue=msg.reply_to_queue,
+    )
     if msg.properties:
         _properties_to_wire(msg.properties, copy.properties)
     if topic:
         copy.MergeFromString(_topic_fields(topic))
-        _add_copy_properties(msg, copy)
+        if msg.sub_user_data or msg.retained:
+            _add_copy_properties(msg, copy)
     return copy
 
 
