@@ -152,7 +152,7 @@ def _properties_to_wire(props: Properties, out: MessageMap[str, pb.Value]) -> No
             value_to_wire(v, out[k])
 
 
-def _shared_to_wire(msg: Message) -> bytes:
+def shared_to_wire(msg: Message) -> bytes:
     """The fields every copy of a publication has alike: id, body, the publication's
     properties with MQTopicString, persistence, reply-to queue and topic."""
     out = pb.Message(
@@ -188,7 +188,7 @@ _TOPIC_FIELDS: dict[str, bytes] = {}  # topic string -> its encoded topic and MQ
 _TOPIC_FIELDS_LIMIT = 10_000
 
 
-def _topic_fields(topic: str) -> bytes:
+def topic_fields(topic: str) -> bytes:
     """A message's ``topic`` field and MQTopicString property, encoded once per topic
     string (merged into each copy: one call, where filling the map costs several)."""
     data = _TOPIC_FIELDS.get(topic)
@@ -219,7 +219,7 @@ def add_delivery(out: RepeatedCompositeFieldContainer[pb.Message], msg: Message)
     if shared is not None and topic:
         data = shared.data
         if data is None and shared.used:
-            data = shared.data = _shared_to_wire(msg)
+            data = shared.data = shared_to_wire(msg)
         if data is not None:
             copy = _add_copy(out, msg)
             copy.MergeFromString(data)
@@ -243,7 +243,7 @@ def add_delivery(out: RepeatedCompositeFieldContainer[pb.Message], msg: Message)
     if msg.properties:
         _properties_to_wire(msg.properties, copy.properties)
     if topic:
-        copy.MergeFromString(_topic_fields(topic))
+        copy.MergeFromString(topic_fields(topic))
         if msg.sub_user_data or msg.retained:
             _add_copy_properties(msg, copy)
     return copy

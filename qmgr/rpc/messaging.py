@@ -28,6 +28,7 @@ from qmgr.rpc.convert import (
     check_request,
     message_from_wire,
 )
+from qmgr.rpc.delivery_wire import EncodedDelivery
 from qmgr.rpc.errors import RequestError, abort, error_to_wire, translated
 from qmgr.wire import messaging_pb2 as pb
 from qmgr.wire import messaging_pb2_grpc as rpc
@@ -36,30 +37,31 @@ Ctx: TypeAlias = "grpc.aio.ServicerContext[Any, Any]"
 
 
 class _Deliveries:
-    """A consumer's deliveries as ``pb.Delivery`` messages written to its call."""
+    """A consumer's deliveries written to its call as ``Delivery`` bytes
+    (``qmgr.rpc.delivery_wire``; the call's serializer passes bytes through)."""
 
     def __init__(self, context: Ctx) -> None:
         self.context = context
 
-    def encode(self, queue: str, msgs: list[Message]) -> pb.Delivery:
-        delivery = pb.Delivery(queue=queue)
-        out = delivery.messages
-        for msg in msgs:  # copies of one publication share its encoding
-            add_delivery(out, msg)
+    def encode(self, queue: str, msgs: list[Message]) -> EncodedDelivery:
+        return EncodedDelivery(queue, msgs)
+
+    def size(self, delivery: EncodedDelivery) -> int:
+        return delivery.size
+
+    def drop_last(self, delivery: EncodedDelivery) -> int:
+        return delivery.drop_last()
+
+    async def write(self, delivery: EncodedDelivery, size: int) -> None:
+        await self.context.write(delivery.to_bytes(size))
+
+
+def serialize_delivery(delivery: pb.Delivery | bytes) -> bytes:
+    """Subscribe's and Consume's response serializer: a delivery already encoded
+    (``_Deliveries``) passes as it is."""
+    if type(delivery) is bytes:
         return delivery
-
-    def size(self, delivery: pb.Delivery) -> int:
-        return delivery.ByteSize()
-
-    def drop_last(self, delivery: pb.Delivery) -> int:
-        out = delivery.messages
-        size = out[-1].ByteSize() + 6  # the message, its tag and length
-        del out[-1]
-        return size
-
-    async def write(self, delivery: pb.Delivery, size: int) -> None:
-        delivery.size = size
-        await self.context.write(delivery)
+    return delivery.SerializeToString()  # type: ignore[union-attr]
 
 
 class MessagingServicer(rpc.MessagingServicer):

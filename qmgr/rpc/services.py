@@ -9,7 +9,7 @@ from qmgr.rpc.admin import AdminServicer
 from qmgr.rpc.auth import ConnectionAuthentication
 from qmgr.rpc.convert import check_request, check_stream_request
 from qmgr.rpc.errors import ErrorBoundary
-from qmgr.rpc.messaging import MessagingServicer
+from qmgr.rpc.messaging import MessagingServicer, serialize_delivery
 from qmgr.rpc.peer import PeerServicer
 from qmgr.rpc.repository import RepositoryServicer
 from qmgr.security.users import Users
@@ -35,8 +35,38 @@ def interceptors(
     return [ConnectionAuthentication(users, client_certificates=certificates), boundary]
 
 
+class _Handlers:
+    """Takes the method handlers a generated ``add_*Servicer_to_server`` registers."""
+
+    def __init__(self) -> None:
+        self.service = ""
+        self.handlers: dict[str, grpc.RpcMethodHandler] = {}
+
+    def add_generic_rpc_handlers(self, handlers: object) -> None:
+        pass
+
+    def add_registered_method_handlers(
+        self, service: str, handlers: dict[str, grpc.RpcMethodHandler]
+    ) -> None:
+        self.service, self.handlers = service, handlers
+
+
+def _add_messaging(server: grpc.aio.Server, runtime: NodeRuntime) -> None:
+    """The Messaging service as generated, but with deliveries (Subscribe, Consume) sent as
+    the bytes the servicer encodes them to."""
+    taken = _Handlers()
+    messaging_pb2_grpc.add_MessagingServicer_to_server(MessagingServicer(runtime), taken)
+    handlers = dict(taken.handlers)
+    for method in ("Subscribe", "Consume"):
+        handlers[method] = handlers[method]._replace(response_serializer=serialize_delivery)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(taken.service, handlers),)
+    )
+    server.add_registered_method_handlers(taken.service, handlers)
+
+
 def add_services(server: grpc.aio.Server, runtime: NodeRuntime) -> None:
-    messaging_pb2_grpc.add_MessagingServicer_to_server(MessagingServicer(runtime), server)
+    _add_messaging(server, runtime)
     admin_pb2_grpc.add_AdminServicer_to_server(AdminServicer(runtime), server)
     cluster_pb2_grpc.add_PeerServicer_to_server(PeerServicer(runtime), server)
     cluster_pb2_grpc.add_RepositoryServicer_to_server(RepositoryServicer(runtime), server)
