@@ -11,8 +11,8 @@ The same hook puts the modules in the order the parallel run should start them
 (``scripts/test`` hands modules to its workers in collection order): the Docker module first
 and the Spark ones next, as they are the longest; then the other integration modules and the
 unit modules, many short ones that fill the gaps. The slow modules that run no Spark (the
-soaks) go with the Service Bus modules, which mostly wait, each followed by a short unit
-module so that the two soaks usually go to two workers. A soak is a chain of 100,000 round
+soaks) go with the Service Bus modules, which mostly wait, and on workers of their own
+(``_SoaksApart``, the scheduler ``scripts/test`` runs with). A soak is a chain of 100,000 round
 trips, each waiting on two processes, which a loaded machine stretches many times over (the
 async soak took 81 s in a quiet moment and 737 s beside the Spark jobs), so none starts
 before the Spark modules are under way.
@@ -21,15 +21,19 @@ before the Spark modules are under way.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadFileScheduling
 
 # modules that run Spark without asking for a ``spark`` fixture (the load job, spark-submit)
 SPARK_MODULES = frozenset(
     {"test_main_job", "test_load_report", "test_load_signals", "test_spark_standalone"}
 )
 DOCKER_MODULES = frozenset({"test_docker_compose"})
+# the long single-chain modules (marked ``slow`` and starting no JVM): no worker runs two
+SOAK_MODULES = frozenset({"test_sb_soak", "test_sb_soak_async"})
 # a module's place in the run, by kind (``_start_rank``)
 DOCKER, SPARK, INTEGRATION, UNIT, SOAK = range(5)
 
@@ -57,14 +61,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def _spread_soaks(items: list[pytest.Item], rank: dict[Any, int]) -> None:
     """Put the soak modules before the first Service Bus module (``test_sb_*``), each followed
-    by a unit module. The Service Bus modules mostly wait on the SDK's
-    timers (the machine was a fifth to a half busy while they ran), which the soaks, a core
-    each, fill. A worker is handed the next module while it runs the last test of its own (it
-    must know the next test to finish this one), so a one-test module takes the module after
-    it along: two soaks in a row would run one after the other on one worker. The unit module
-    between them makes that less likely, not impossible: a worker handed a soak while it still
-    runs another module takes whatever is next once that module ends (it happened once with
-    four workers)."""
+    by a unit module. The Service Bus modules mostly wait on the SDK's timers (the machine was
+    a fifth to a half busy while they ran), which the soaks, a core each, fill. A worker
+    handed a soak takes the module after it along (``_SoaksApart``): a short one."""
     modules: dict[Any, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(item.path, []).append(item)
@@ -96,9 +95,45 @@ def _start_rank(item: pytest.Item) -> int:
         return DOCKER
     if "spark" in marks:
         return SPARK
-    if "slow" in marks:
+    if item.path.stem in SOAK_MODULES:
         return SOAK
     return INTEGRATION if "integration" in marks else UNIT
+
+
+class _SoaksApart(LoadFileScheduling):
+    """``--dist loadfile`` that never queues a soak module on a worker already holding one.
+
+    A worker is handed its next module while it still runs the last test of its own, and
+    keeps taking modules while it has two tests or fewer waiting; so a worker handed a soak
+    (one test) takes whatever is next in the queue as well, which may be the other soak, and
+    the two would run one after the other on one worker. Here a worker with a soak not yet
+    done is handed the first module in the queue that is not a soak (a soak only when nothing
+    else is left)."""
+
+    def _assign_work_unit(self, node: Any) -> None:
+        if self._holds_soak(node):
+            scope = next((s for s in self.workqueue if not _is_soak(s)), None)
+            if scope is not None:
+                self.workqueue.move_to_end(scope, last=False)  # the base takes the first
+        super()._assign_work_unit(node)
+
+    def _holds_soak(self, node: Any) -> bool:
+        return any(
+            _is_soak(scope) and not all(tests.values())
+            for scope, tests in self.assigned_work.get(node, {}).items()
+        )
+
+
+def _is_soak(scope: str) -> bool:
+    return Path(scope.split("::")[0]).stem in SOAK_MODULES
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (``scripts/test``) with the soaks on workers of their own."""
+    if config.getvalue("dist") == "loadfile":
+        return _SoaksApart(config, log)
+    return None
 
 
 @pytest.fixture(scope="session")
