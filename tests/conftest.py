@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from xdist.scheduler import LoadFileScheduling
+
+# No test asserts a duration, Hypothesis's per-example deadline included: on a machine as
+# loaded as a parallel run makes it, a 1 ms example can take 500.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 # modules that run Spark without asking for a ``spark`` fixture (the load job, spark-submit)
 SPARK_MODULES = frozenset(

@@ -218,6 +218,7 @@ from qmgr.client import QueueManagerClient
 address, queue, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 qm = QueueManagerClient(address)
 c = qm.consumer(queue, 5, ack="explicit", max_pending_messages=20)
+print("open", flush=True)
 got = []
 while len(got) < count:
     got += [m.text for m in c.receive_batch(timeout=30)]
@@ -247,11 +248,14 @@ def test_two_consumers_one_killed_mid_stream(node: NodeProcess, persistent: bool
                         other.append((m.text, m.backout_count))
                         time.sleep(0.005)
 
-            reader = threading.Thread(target=slow_reader)
-            reader.start()
+            # the other consumer starts once this one's stream is open: it could otherwise
+            # read the whole queue while this one's process starts
             proc = spawn(KILLED_CONSUMER, node.address, queue, "50")
+            reader = threading.Thread(target=slow_reader)
             try:
                 assert proc.stdout is not None
+                assert proc.stdout.readline().strip() == "open"
+                reader.start()
                 killed_acked = proc.stdout.readline().strip().split(",")
                 time.sleep(0.3)  # it holds unacknowledged messages
             finally:
