@@ -132,7 +132,7 @@ def message_to_wire(msg: Message, out: pb.Message) -> pb.Message:
         _properties_to_wire(props, out.properties)
     out.persistence = pb.PERSISTENT if msg.persistent else pb.NOT_PERSISTENT
     out.priority = msg.priority
-    out.expiry_ms = _expiry_ms(msg)
+    out.expiry_ms = expiry_ms(msg)
     out.correl_id = msg.correl_id
     out.put_time_ms = int(msg.put_time * 1000)
     out.backout_count = msg.backout_count
@@ -176,7 +176,7 @@ def own_fields_to_wire(msg: Message, out: pb.Message) -> None:
     if msg.priority:
         out.priority = msg.priority
     if msg.expiry is not None:
-        out.expiry_ms = _expiry_ms(msg)
+        out.expiry_ms = expiry_ms(msg)
     if msg.correl_id:
         out.correl_id = msg.correl_id
     out.put_time_ms = int(msg.put_time * 1000)
@@ -201,7 +201,7 @@ def topic_fields(topic: str) -> bytes:
     return data
 
 
-def _expiry_ms(msg: Message) -> int:
+def expiry_ms(msg: Message) -> int:
     """The time ``msg`` has left to live, as the wire counts it (0: unlimited)."""
     if msg.expiry is None:
         return 0
@@ -226,26 +226,17 @@ def add_delivery(out: RepeatedCompositeFieldContainer[pb.Message], msg: Message)
             _add_copy_properties(msg, copy)
             return copy
         shared.used = True
-    expiry = msg.expiry
-    put_time = msg.put_time
-    copy = out.add(  # one call with every scalar field (a field set costs a call of its own)
-        message_id=msg.message_id,
-        body=msg.body,
-        persistence=pb.PERSISTENT if msg.persistent else pb.NOT_PERSISTENT,
-        priority=msg.priority,
-        expiry_ms=0 if expiry is None else max(1, int((expiry - put_time) * 1000)),
-        correl_id=msg.correl_id,
-        put_time_ms=int(put_time * 1000),
-        backout_count=msg.backout_count,
-        sequence=msg.sequence,
-        reply_to_queue=msg.reply_to_queue,
-    )
+    copy = _add_copy(out, msg)
+    copy.message_id = msg.message_id
+    copy.body = msg.body
+    copy.persistence = pb.PERSISTENT if msg.persistent else pb.NOT_PERSISTENT
+    if msg.reply_to_queue:
+        copy.reply_to_queue = msg.reply_to_queue
     if msg.properties:
         _properties_to_wire(msg.properties, copy.properties)
     if topic:
         copy.MergeFromString(topic_fields(topic))
-        if msg.sub_user_data or msg.retained:
-            _add_copy_properties(msg, copy)
+        _add_copy_properties(msg, copy)
     return copy
 
 
@@ -253,7 +244,7 @@ def _add_copy(out: RepeatedCompositeFieldContainer[pb.Message], msg: Message) ->
     """A new message in ``out`` with the fields that are ``msg``'s own as a copy."""
     return out.add(
         priority=msg.priority,
-        expiry_ms=_expiry_ms(msg),
+        expiry_ms=expiry_ms(msg),
         correl_id=msg.correl_id,
         put_time_ms=int(msg.put_time * 1000),
         backout_count=msg.backout_count,

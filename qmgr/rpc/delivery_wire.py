@@ -15,7 +15,7 @@ builds (a property test checks it).
 from __future__ import annotations
 
 from qmgr.core.message import Message
-from qmgr.rpc.convert import shared_to_wire, topic_fields
+from qmgr.rpc.convert import expiry_ms, shared_to_wire, topic_fields
 from qmgr.wire import messages_pb2 as mpb
 
 # field tags: (field number << 3) | wire type (0 varint, 2 length-delimited)
@@ -113,7 +113,7 @@ class EncodedDelivery:
                 own += (_PRIORITY, varint(m.priority))
             expiry = m.expiry
             if expiry is not None:
-                own += (_EXPIRY, varint(max(1, int((expiry - put_time) * 1000))))
+                own += (_EXPIRY, varint(expiry_ms(m)))
             correl_id = m.correl_id
             if correl_id:
                 own += (_CORREL, varint(len(correl_id)), correl_id)
