@@ -7,7 +7,8 @@ revision, name, hosting queue manager), each taking its TOPICSTR unless an objec
 before it holds it. ``TopologyIndex.update(names)`` gives the same result for a change that
 touched only ``names``: each is placed again (its earliest copy whose TOPICSTR no earlier
 object holds), and every name that can be affected is placed again in turn: those with copies
-at a TOPICSTR freed or taken, and an object displaced by one earlier in that order. The
+at a TOPICSTR freed or taken or whose holder moved in that order (the same object placed
+from another copy), and an object displaced by one earlier in that order. The
 objects, hosts and members are kept in place: the ``ClusterTopology`` handed out is always the
 current one (its ``objects`` change as ``update`` runs).
 """
@@ -102,6 +103,7 @@ class TopologyIndex:
             name = min(work)  # any order gives the same result; this one is reproducible
             work.discard(name)
             before = self.objects.get(name)
+            earlier = self._priority.get(name)
             after, prio = self._choose(name)
             if before is not None and before is not after:
                 self.objects.remove(name)
@@ -119,6 +121,10 @@ class TopologyIndex:
                 touched.add(after.topic_str)
                 work.update(self._names_at(after.topic_str) - {name})
             if after is not None:
+                if before is after and prio != earlier:
+                    # the same object now placed from another copy, later in the order: a
+                    # name it kept from its TOPICSTR may come before it now
+                    work.update(self._names_at(after.topic_str) - {name})
                 self._priority[name] = prio
             if before is not after:
                 changed.add(name)

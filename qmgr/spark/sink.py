@@ -200,13 +200,13 @@ def publish_rows(
             props = properties if properties is not None else {}  # the row's own dict
             if persistent is None:
                 persistent = opts.persistent
-            if opts.rate > 0:
-                if sent == 0:
-                    start = time.monotonic()
+            if opts.rate > 0 and sent > 0:
                 delay = start + sent / opts.rate - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
             sent_ns = time.time_ns()
+            if sent == 0:  # read after the first's sent_ns: no later one is stamped early
+                start = time.monotonic()
             if opts.sent_property:
                 props[opts.sent_property] = str(sent_ns)
             log.sending(

@@ -126,6 +126,29 @@ def test_a_name_blocked_at_its_topicstr_takes_it_when_the_earlier_one_leaves() -
     )
 
 
+def test_a_name_whose_earliest_copy_leaves_gives_its_topicstr_to_an_earlier_name() -> None:
+    """T2 keeps 'D' by its first copy (QM3's); T1, defined after that but before QM2's copy of
+    T2, waits. When QM3 leaves, T2's object is unchanged (QM2's copy is the same definition),
+    but it now comes after T1, which takes 'D'."""
+    repo = ClusterRepository("CL")
+    for q in QMGRS:
+        repo.apply(Cmd.join_member(q, f"{q}_1", "a:1"))
+    index = TopologyIndex("LOCAL", repo, [])
+
+    def apply(cmd: dict[str, Any]) -> None:
+        names, members = index.changed_names(repo.apply(cmd).events)
+        index.update(names, members)
+
+    apply(Cmd.define_topic("T2", "QM3", "D", "CL", "DIRECT", {"PROXYSUB": "FORCE"}))
+    apply(Cmd.define_topic("T1", "QM1", "D", "CL", "DIRECT"))
+    apply(Cmd.define_topic("T2", "QM2", "D", "CL", "DIRECT", {"PROXYSUB": "FORCE"}))
+    assert index.objects.at("D").name == "T2"  # type: ignore[union-attr]
+    apply(Cmd.leave_member("QM3"))
+    assert index.objects.at("D").name == "T1"  # type: ignore[union-attr]
+    assert index.objects.get("T2") is None
+    assert shape(index.topology) == shape(ClusterTopology.build("LOCAL", repo, []))
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(repo_commands(), max_size=30))
 def test_a_partial_copy_kept_by_events_gives_the_topology_built_from_scratch(
