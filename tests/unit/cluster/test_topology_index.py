@@ -20,6 +20,26 @@ STRINGS = ["A", "A/B", "C", "D"]
 SUBSCRIPTIONS = ["A/#", "A/B", "A/B/x", "C", "#", "D/+", "E"]
 
 
+def members_repo() -> ClusterRepository:
+    repo = ClusterRepository("CL")
+    for q in QMGRS:
+        repo.apply(Cmd.join_member(q, f"{q}_1", "a:1"))
+    return repo
+
+
+class Applied:
+    """An index over ``repo`` told of each command applied to it."""
+
+    def __init__(self, repo: ClusterRepository) -> None:
+        self.repo = repo
+        self.index = TopologyIndex("LOCAL", repo, [])
+
+    def __call__(self, cmd: dict[str, Any]) -> set[str]:
+        names, members = self.index.changed_names(self.repo.apply(cmd).events)
+        self.index.update(names, members)
+        return names
+
+
 def repo_commands() -> st.SearchStrategy[dict[str, Any]]:
     name, qmgr = st.sampled_from(NAMES), st.sampled_from(QMGRS[1:])
     return st.one_of(
@@ -62,9 +82,7 @@ def shape(topology: ClusterTopology) -> tuple[Any, ...]:
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.one_of(repo_commands(), local_changes()), max_size=30))
 def test_the_index_kept_current_is_the_topology_built_from_scratch(changes: list[Any]) -> None:
-    repo = ClusterRepository("CL")
-    for q in QMGRS:
-        repo.apply(Cmd.join_member(q, f"{q}_1", "a:1"))
+    repo = members_repo()
     local: dict[str, TopicObject] = {}
     index = TopologyIndex("LOCAL", repo, local.values())
     planner = ProxyPlanner(index.topology)
@@ -100,14 +118,9 @@ def test_the_index_kept_current_is_the_topology_built_from_scratch(changes: list
 
 
 def test_a_name_blocked_at_its_topicstr_takes_it_when_the_earlier_one_leaves() -> None:
-    repo = ClusterRepository("CL")
-    for q in QMGRS:
-        repo.apply(Cmd.join_member(q, f"{q}_1", "a:1"))
-    index = TopologyIndex("LOCAL", repo, [])
-
-    def apply(cmd: dict[str, Any]) -> None:
-        names, members = index.changed_names(repo.apply(cmd).events)
-        index.update(names, members)
+    repo = members_repo()
+    apply = Applied(repo)
+    index = apply.index
 
     apply(Cmd.define_topic("T1", "QM1", "S", "CL", "TOPICHOST"))
     apply(Cmd.define_topic("T2", "QM2", "S", "CL", "TOPICHOST"))
@@ -130,14 +143,9 @@ def test_a_name_whose_earliest_copy_leaves_gives_its_topicstr_to_an_earlier_name
     """T2 keeps 'D' by its first copy (QM3's); T1, defined after that but before QM2's copy of
     T2, waits. When QM3 leaves, T2's object is unchanged (QM2's copy is the same definition),
     but it now comes after T1, which takes 'D'."""
-    repo = ClusterRepository("CL")
-    for q in QMGRS:
-        repo.apply(Cmd.join_member(q, f"{q}_1", "a:1"))
-    index = TopologyIndex("LOCAL", repo, [])
-
-    def apply(cmd: dict[str, Any]) -> None:
-        names, members = index.changed_names(repo.apply(cmd).events)
-        index.update(names, members)
+    repo = members_repo()
+    apply = Applied(repo)
+    index = apply.index
 
     apply(Cmd.define_topic("T2", "QM3", "D", "CL", "DIRECT", {"PROXYSUB": "FORCE"}))
     apply(Cmd.define_topic("T1", "QM1", "D", "CL", "DIRECT"))
@@ -157,9 +165,7 @@ def test_a_partial_copy_kept_by_events_gives_the_topology_built_from_scratch(
     """On a partial repository the member records come and go with the topics they host
     (``partial_events``): a host whose last definition goes is removed from the copy, and the
     index, told of that removal, still holds what a build from scratch holds."""
-    full = ClusterRepository("CL")
-    for q in QMGRS:
-        full.apply(Cmd.join_member(q, f"{q}_1", "a:1"))
+    full = members_repo()
     copy = ClusterRepository.from_snapshot(full.partial_snapshot("LOCAL"))
     held = {m.name: m for m in copy.members()}
     index = TopologyIndex("LOCAL", copy, [])
@@ -176,17 +182,11 @@ def test_a_partial_copy_kept_by_events_gives_the_topology_built_from_scratch(
 def test_a_member_leaving_a_partial_copy_touches_only_what_it_hosted() -> None:
     """The removal of a member's record (its last definition deleted) is worked out from the
     names it hosted, not from every name known."""
-    repo = ClusterRepository("CL")
-    for q in QMGRS:
-        repo.apply(Cmd.join_member(q, f"{q}_1", "a:1"))
+    repo = members_repo()
     for i in range(50):
         repo.apply(Cmd.define_topic(f"F{i}", "QM1", f"F/{i}", "CL", "TOPICHOST"))
-    index = TopologyIndex("LOCAL", repo, [])
-
-    def apply(cmd: dict[str, Any]) -> set[str]:
-        names, members = index.changed_names(repo.apply(cmd).events)
-        index.update(names, members)
-        return names
+    apply = Applied(repo)
+    index = apply.index
 
     assert apply(Cmd.define_topic("ONE", "QM2", "One", "CL", "TOPICHOST")) == {"ONE"}
     assert index.topology.hosts["ONE"][0].qmgr == "QM2"
