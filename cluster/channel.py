@@ -361,11 +361,12 @@ class ChannelReceiver:
             return Verdict.DUPLICATE
         return Verdict.DEAD_LETTER if problem else Verdict.DELIVER
 
-    def done(self, qmid: str, key: Key) -> None:
-        """The item ``key`` was applied (delivered, dead-lettered, or nothing to do)."""
+    def done(self, qmid: str, key: Key, count: int = 1) -> None:
+        """The item ``key`` was applied (delivered, dead-lettered, or nothing to do), with the
+        ``count - 1`` items of the batch before it offered since."""
         state = self.peers[qmid]
         state.applied = key
-        state.items += 1
+        state.items += count
 
     def batch_end(self, qmid: str, position: int | None) -> Key:
         """The changes of the items applied so far reach journal ``position`` (None: the batch

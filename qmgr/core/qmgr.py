@@ -623,6 +623,17 @@ class QueueManager:
         msg.sequence = self.next_sequence()
         return self.pubsub.publish(topic, msg, self.clock.now(), retain=retain)
 
+    def deliver_publication_run(
+        self, topic: str, msgs: Sequence[Message]
+    ) -> tuple[int, int, MQError | None]:
+        """``deliver_publication`` for each of ``msgs`` (none retained), in order, until one
+        fails: returns how many were delivered, the copies made, and the error of the one that
+        failed (None when none did); see ``PubSub.publish_run``."""
+        next_sequence = self.next_sequence
+        for msg in msgs:
+            msg.sequence = next_sequence()
+        return self.pubsub.publish_run(topic, msgs, self.clock.now())
+
     def receive_retained(self, topic: str, msg: Message) -> int:
         """Take a retained publication a topic host sent for a proxy subscription (see
         ``PubSub.receive_retained``); returns the copies delivered."""

@@ -7,15 +7,18 @@ publication or every message of a topic. protobuf offers no way to append alread
 messages to a repeated field, so this module writes the ``Delivery`` bytes itself: each
 message as its shared part (id, body, persistence, reply-to queue, topic and properties; cached
 per publication in its ``SharedEncoding`` cell, per topic for the topic's fields) followed by
-the fields that are its own. Properties other than MQ's publication ones are encoded by the
-protobuf runtime. The bytes parse to the same ``Delivery`` as ``qmgr.rpc.convert.add_delivery``
+the fields that are its own, properties included (a copy delivered through a cluster always
+has one, its route). The bytes parse to the same ``Delivery`` as ``qmgr.rpc.convert.add_delivery``
 builds (a property test checks it).
 """
 
 from __future__ import annotations
 
+import struct
+
 from qmgr.core.message import Message
-from qmgr.rpc.convert import expiry_ms, shared_to_wire, topic_fields
+from qmgr.core.values import Int32, Properties, PropertyValue
+from qmgr.rpc.convert import expiry_ms, topic_fields
 from qmgr.wire import messages_pb2 as mpb
 
 # field tags: (field number << 3) | wire type (0 varint, 2 length-delimited)
@@ -23,6 +26,11 @@ _ID, _BODY, _PERSISTENCE = b"\x0a", b"\x12", b"\x20"
 _PRIORITY, _EXPIRY, _CORREL, _PUT_TIME, _BACKOUT = b"\x28", b"\x30", b"\x3a", b"\x40", b"\x48"
 _REPLY_TO, _SEQUENCE = b"\x52", b"\x60"
 _QUEUE, _MESSAGE, _SIZE = b"\x1a", b"\x22", b"\x28"  # Delivery's queue, messages, size
+_PROPERTY, _KEY, _VALUE = b"\x1a", b"\x0a", b"\x12"  # Message.properties, its entry's fields
+# Value's fields: string 1, int32 2, int64 3, double 4 (fixed 64 bits), bool 5, bytes 6, null 7
+_STRING, _INT32, _INT64, _DOUBLE, _BYTES = b"\x0a", b"\x10", b"\x18", b"\x21", b"\x32"
+_NULL, _TRUE, _FALSE = b"\x38\x01", b"\x28\x01", b"\x28\x00"
+_double = struct.Struct("<d").pack
 _PERSISTENT = _PERSISTENCE + bytes((mpb.PERSISTENT,))
 _NOT_PERSISTENT = _PERSISTENCE + bytes((mpb.NOT_PERSISTENT,))
 _SMALL = [bytes((n,)) for n in range(128)]
@@ -52,10 +60,39 @@ def _text(tag: bytes, value: str) -> bytes:
     return tag + varint(len(data)) + data
 
 
+def _value(v: PropertyValue) -> bytes:
+    """A property value as an encoded ``Value`` (its one field, as ``value_to_wire`` sets it)."""
+    if isinstance(v, str):
+        data = v.encode()
+        return _STRING + varint(len(data)) + data
+    if v is None:
+        return _NULL
+    if isinstance(v, bool):
+        return _TRUE if v else _FALSE
+    if isinstance(v, Int32):
+        return _INT32 + varint(v)
+    if isinstance(v, int):
+        return _INT64 + varint(v)
+    if isinstance(v, float):
+        return _DOUBLE + _double(v)
+    return _BYTES + varint(len(v)) + v
+
+
+def _properties(props: Properties) -> list[bytes]:
+    """Each property as a map entry of ``Message.properties``."""
+    parts: list[bytes] = []
+    for k, v in props.items():
+        key = k.encode()
+        value = _value(v)
+        entry = b"".join((_KEY, varint(len(key)), key, _VALUE, varint(len(value)), value))
+        parts += (_PROPERTY, varint(len(entry)), entry)
+    return parts
+
+
 def _shared(msg: Message) -> bytes:
-    """The fields every copy of ``msg``'s publication has alike (see ``shared_to_wire``)."""
-    if msg.properties:
-        return shared_to_wire(msg)
+    """The fields every copy of ``msg``'s publication has alike: id, body, the publication's
+    properties, persistence, reply-to queue, and the topic with MQTopicString (after the
+    properties: a map entry read later wins, as ``shared_to_wire`` sets it last)."""
     body = msg.body
     parts = [
         _text(_ID, msg.message_id),
@@ -64,6 +101,8 @@ def _shared(msg: Message) -> bytes:
         body,
         _PERSISTENT if msg.persistent else _NOT_PERSISTENT,
     ]
+    if msg.properties:
+        parts += _properties(msg.properties)
     if msg.reply_to_queue:
         parts.append(_text(_REPLY_TO, msg.reply_to_queue))
     if msg.topic:
@@ -72,14 +111,13 @@ def _shared(msg: Message) -> bytes:
 
 
 def _extra_properties(msg: Message) -> bytes:
-    """MQSubUserData and MQIsRetained, the publication properties a copy may have of its own
-    (the protobuf runtime encodes the map entries)."""
-    extra = mpb.Message()
+    """MQSubUserData and MQIsRetained, the publication properties a copy may have of its own."""
+    extra: Properties = {}
     if msg.sub_user_data:
-        extra.properties["MQSubUserData"].string_value = msg.sub_user_data
+        extra["MQSubUserData"] = msg.sub_user_data
     if msg.retained:
-        extra.properties["MQIsRetained"].bool_value = True
-    return extra.SerializeToString()
+        extra["MQIsRetained"] = True
+    return b"".join(_properties(extra))
 
 
 class EncodedDelivery:

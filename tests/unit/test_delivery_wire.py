@@ -17,7 +17,14 @@ from qmgr.wire import messaging_pb2 as pb
 texts = st.text(max_size=12)
 properties = st.dictionaries(
     st.sampled_from(["a", "colour", "MQTopicString", "é"]),
-    st.one_of(texts, st.integers(-(2**63), 2**63 - 1), st.booleans(), st.binary(max_size=4)),
+    st.one_of(
+        texts,
+        st.integers(-(2**63), 2**63 - 1),
+        st.booleans(),
+        st.binary(max_size=4),
+        st.floats(allow_nan=False),
+        st.none(),
+    ),
     max_size=3,
 )
 

@@ -687,32 +687,94 @@ class ClusterAgent:
         self.receiver.disconnected(qmid)
 
     def receive(self, qmid: str, items: list[Item]) -> tuple[Key, bool]:
-        """Apply one batch from ``qmid``, item by item; returns the highest key applied and
+        """Apply one batch from ``qmid``, in order; returns the highest key applied and
         whether the acknowledgement must wait for a commit. Runs without awaiting, so the
         batch's journal entries and the new channel position are committed together. An item
         that cannot be delivered is dead-lettered; if even that fails (MQError), the items
-        before it stay applied and the error ends the channel (the sender retries from it)."""
+        before it stay applied and the error ends the channel (the sender retries from it).
+        Consecutive publications of one topic that came one way (a stream publisher's) are
+        applied as a run: planned once and delivered by ``deliver_publication_run``."""
         rx = self.receiver
         state = rx.peers[qmid]
         persistent = False
         try:
-            for item in items:
-                verdict = rx.offer(qmid, item.key, item.problem[0] if item.problem else None)
-                if verdict is Verdict.DUPLICATE:
-                    continue
-                if verdict is Verdict.DEAD_LETTER:
-                    assert item.publication is not None and item.problem is not None
-                    persistent = self._dead_letter(item.publication, *item.problem) or persistent
-                elif item.proxy is not None:
-                    persistent = self._receive_proxy(state.name, *item.proxy) or persistent
-                elif item.publication is not None:
-                    persistent = self._receive_publication(item.publication) or persistent
-                rx.done(qmid, item.key)
+            i, n = 0, len(items)
+            while i < n:
+                item = items[i]
+                fwd = item.publication
+                if (
+                    fwd is not None
+                    and i + 1 < n
+                    and _runs_on(item, fwd)
+                    and _same_run(items[i + 1], fwd)
+                    and rx.offer(qmid, item.key, None) is Verdict.DELIVER  # so are the next
+                ):
+                    j = i + 2
+                    while j < n and _same_run(items[j], fwd):
+                        j += 1
+                    persistent = self._receive_run(qmid, items[i:j]) or persistent
+                    i = j
+                else:
+                    persistent = self._receive_item(qmid, state.name, item) or persistent
+                    i += 1
         finally:
             if persistent:
                 self._save_inbound(state)
             key = rx.batch_end(qmid, self.rt.position if persistent else None)
         return key, persistent
+
+    def _receive_item(self, qmid: str, sender: str, item: Item) -> bool:
+        rx = self.receiver
+        verdict = rx.offer(qmid, item.key, item.problem[0] if item.problem else None)
+        if verdict is Verdict.DUPLICATE:
+            return False
+        persistent = False
+        if verdict is Verdict.DEAD_LETTER:
+            assert item.publication is not None and item.problem is not None
+            persistent = self._dead_letter(item.publication, *item.problem)
+        elif item.proxy is not None:
+            persistent = self._receive_proxy(sender, *item.proxy)
+        elif item.publication is not None:
+            persistent = self._receive_publication(item.publication)
+        rx.done(qmid, item.key)
+        return persistent
+
+    def _receive_run(self, qmid: str, run: list[Item]) -> bool:
+        """Items of one run (see ``receive``), none seen before: delivered here together and
+        passed on one by one. From a publication the local subscriptions cannot take (a full
+        queue, say) on, they are applied one at a time, as ``receive`` applies any item."""
+        first = run[0].publication
+        assert first is not None
+        try:
+            plan = self.plans.plan(first.topic, first.route, first.purpose)
+        except MQError:  # each is dead-lettered
+            return self._receive_each(qmid, run)
+        if not plan.route or plan.route[-1] != self.name:  # a loop: dropped
+            self.receiver.done(qmid, run[-1].key, len(run))
+            return False
+        fwds = [item.publication for item in run]
+        applied = len(run)
+        if plan.deliver_locally and self.qm.pubsub.subscribers(first.topic):
+            route_text = self._route_text(plan.route)
+            msgs = [f.delivered(route_text) for f in fwds if f is not None]
+            applied, _, _ = self.qm.deliver_publication_run(first.topic, msgs)
+        persistent = False
+        for fwd in fwds[:applied]:
+            assert fwd is not None
+            self._pass_on(fwd, plan)
+            persistent = persistent or fwd.persistent
+        if applied:
+            self.receiver.done(qmid, run[applied - 1].key, applied)
+        if applied < len(run):
+            persistent = self._receive_each(qmid, run[applied:]) or persistent
+        return persistent
+
+    def _receive_each(self, qmid: str, items: list[Item]) -> bool:
+        sender = self.receiver.peers[qmid].name
+        persistent = False
+        for item in items:
+            persistent = self._receive_item(qmid, sender, item) or persistent
+        return persistent
 
     def _receive_proxy(self, sender: str, topic: str, add: bool) -> bool:
         changed = self.table.add(sender, topic) if add else self.table.remove(sender, topic)
@@ -800,26 +862,35 @@ class ClusterAgent:
         if fwd.retained_copy:
             return self._receive_retained(fwd, plan)
         if plan.deliver_locally and (fwd.retain or self.qm.pubsub.subscribers(fwd.topic)):
-            route_text = self._route_texts.get(plan.route)
-            if route_text is None:
-                if len(self._route_texts) >= ROUTE_TEXTS_MAX:
-                    self._route_texts.clear()
-                route_text = self._route_texts[plan.route] = ",".join(plan.route)
-            local = fwd.delivered(route_text)
+            local = fwd.delivered(self._route_text(plan.route))
             try:
                 self.qm.deliver_publication(fwd.topic, local, retain=fwd.retain)
             except MQError as exc:
                 cause = exc.__cause__ if isinstance(exc.__cause__, MQError) else exc
                 return self._dead_letter(fwd, cause.reason_name, exc.text)
-        if plan.forwards:
-            assert plan.purpose is not None
-            group = self.plans.group(fwd.topic) if plan.purpose is Purpose.ROUTE else ""
-            for peer in plan.forwards:
-                if self.channels.full(peer):
-                    self._cannot_pass_on(fwd, peer)
-                    continue
-                self.channels.send_publication(peer, fwd.passed_on(plan.route, plan.purpose, group))
+        self._pass_on(fwd, plan)
         return persistent
+
+    def _route_text(self, route: tuple[str, ...]) -> str:
+        """``ROUTE_PROPERTY``'s value for a plan's route (joined once per route)."""
+        text = self._route_texts.get(route)
+        if text is None:
+            if len(self._route_texts) >= ROUTE_TEXTS_MAX:
+                self._route_texts.clear()
+            text = self._route_texts[route] = ",".join(route)
+        return text
+
+    def _pass_on(self, fwd: Forwarded, plan: DeliveryPlan) -> None:
+        """Send a received publication on to the peers ``plan`` forwards it to."""
+        if not plan.forwards:
+            return
+        assert plan.purpose is not None
+        group = self.plans.group(fwd.topic) if plan.purpose is Purpose.ROUTE else ""
+        for peer in plan.forwards:
+            if self.channels.full(peer):
+                self._cannot_pass_on(fwd, peer)
+                continue
+            self.channels.send_publication(peer, fwd.passed_on(plan.route, plan.purpose, group))
 
     def _receive_retained(self, fwd: Forwarded, plan: DeliveryPlan) -> bool:
         """A retained publication a host sent for this node's proxy subscription: kept as the
@@ -857,3 +928,21 @@ class ClusterAgent:
             if isinstance(self.link, WatchLink):
                 self.link.set_join(self.join_command())
         return result
+
+
+def _runs_on(item: Item, fwd: Forwarded) -> bool:
+    """Whether ``item`` (carrying ``fwd``) may start a run: a publication to be delivered
+    as any other (not retained, not a host's retained copy, nothing wrong with it)."""
+    return item.problem is None and not fwd.retain and not fwd.retained_copy
+
+
+def _same_run(item: Item, first: Forwarded) -> bool:
+    """Whether ``item`` continues the run ``first`` began: the same topic, route and purpose."""
+    fwd = item.publication
+    return (
+        fwd is not None
+        and _runs_on(item, fwd)
+        and fwd.topic == first.topic
+        and fwd.route == first.route
+        and fwd.purpose is first.purpose
+    )
