@@ -31,6 +31,7 @@ _PROPERTY, _KEY, _VALUE = b"\x1a", b"\x0a", b"\x12"  # Message.properties, its e
 _STRING, _INT32, _INT64, _DOUBLE, _BYTES = b"\x0a", b"\x10", b"\x18", b"\x21", b"\x32"
 _NULL, _TRUE, _FALSE = b"\x38\x01", b"\x28\x01", b"\x28\x00"
 _double = struct.Struct("<d").pack
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _PERSISTENT = _PERSISTENCE + bytes((mpb.PERSISTENT,))
 _NOT_PERSISTENT = _PERSISTENCE + bytes((mpb.NOT_PERSISTENT,))
 _SMALL = [bytes((n,)) for n in range(128)]
@@ -72,6 +73,8 @@ def _value(v: PropertyValue) -> bytes:
     if isinstance(v, Int32):
         return _INT32 + varint(v)
     if isinstance(v, int):
+        if not _INT64_MIN <= v <= _INT64_MAX:  # as the protobuf runtime refuses it
+            raise ValueError(f"Value out of range: {v}")
         return _INT64 + varint(v)
     if isinstance(v, float):
         return _DOUBLE + _double(v)

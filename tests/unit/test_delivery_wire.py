@@ -5,6 +5,7 @@ reply-to queue, backout count, negative or large numbers, and copies sharing a p
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -117,3 +118,11 @@ def test_dropping_the_last_message_gives_back_its_bytes() -> None:
 def test_varint_is_protobufs(n: int) -> None:
     wire = pb.Delivery(size=n % 2**64).SerializeToString()  # 0 is not written at all
     assert wire == b"\x28" + varint(n)
+
+
+def test_a_property_out_of_int64_range_is_refused_as_the_runtime_refuses_it() -> None:
+    msg = Message("0" * 48, b"x", {"big": 2**63}, False, 0, 0.0, None, b"", 1.0)
+    with pytest.raises(ValueError):
+        by_the_runtime("Q", [msg])
+    with pytest.raises(ValueError):
+        EncodedDelivery("Q", [msg])
