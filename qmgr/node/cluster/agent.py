@@ -741,13 +741,13 @@ class ClusterAgent:
 
     def _receive_run(self, qmid: str, run: list[Item]) -> bool:
         """Items of one run (see ``receive``), none seen before: delivered here together and
-        passed on one by one. From a publication the local subscriptions cannot take (a full
+        passed on one by one, when their plan is one kept that chooses no host (workload
+        balancing chooses for each publication). From a publication the local subscriptions cannot take (a full
         queue, say) on, they are applied one at a time, as ``receive`` applies any item."""
         first = run[0].publication
         assert first is not None
-        try:
-            plan = self.plans.plan(first.topic, first.route, first.purpose)
-        except MQError:  # each is dead-lettered
+        plan = self.plans.fixed(first.topic, first.route, first.purpose)
+        if plan is None:  # not planned yet, refused, or a host chosen for each: one at a time
             return self._receive_each(qmid, run)
         if not plan.route or plan.route[-1] != self.name:  # a loop: dropped
             self.receiver.done(qmid, run[-1].key, len(run))

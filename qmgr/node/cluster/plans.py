@@ -50,6 +50,13 @@ class PlanCache:
         self._groups.clear()
         self._refused.clear()
 
+    def fixed(
+        self, topic: str, route: tuple[str, ...], received_as: Purpose
+    ) -> DeliveryPlan | None:
+        """The plan ``plan`` has kept for a received publication when it involves no choice
+        of host (the same for a run of them); None when there is none yet or it chooses."""
+        return self._fixed.get((topic, route, received_as is Purpose.ROUTE, False))
+
     def refused(self, topic: str, scope_qmgr: bool) -> bool:
         """Whether ``plan`` would reject an application's publication on ``topic``
         (``publication_refused``: it depends on the topology only, and moves no balancer)."""
