@@ -56,7 +56,7 @@ def varint(n: int) -> bytes:
     return bytes(out)
 
 
-def _text(tag: bytes, value: str) -> bytes:
+def text_field(tag: bytes, value: str) -> bytes:
     data = value.encode()
     return tag + varint(len(data)) + data
 
@@ -81,7 +81,7 @@ def _value(v: PropertyValue) -> bytes:
     return _BYTES + varint(len(v)) + v
 
 
-def _properties(props: Properties) -> list[bytes]:
+def encoded_properties(props: Properties) -> list[bytes]:
     """Each property as a map entry of ``Message.properties``."""
     parts: list[bytes] = []
     for k, v in props.items():
@@ -98,16 +98,16 @@ def _shared(msg: Message) -> bytes:
     properties: a map entry read later wins, as ``shared_to_wire`` sets it last)."""
     body = msg.body
     parts = [
-        _text(_ID, msg.message_id),
+        text_field(_ID, msg.message_id),
         _BODY,
         varint(len(body)),
         body,
         _PERSISTENT if msg.persistent else _NOT_PERSISTENT,
     ]
     if msg.properties:
-        parts += _properties(msg.properties)
+        parts += encoded_properties(msg.properties)
     if msg.reply_to_queue:
-        parts.append(_text(_REPLY_TO, msg.reply_to_queue))
+        parts.append(text_field(_REPLY_TO, msg.reply_to_queue))
     if msg.topic:
         parts.append(topic_fields(msg.topic))
     return b"".join(parts)
@@ -120,7 +120,7 @@ def _extra_properties(msg: Message) -> bytes:
         extra["MQSubUserData"] = msg.sub_user_data
     if msg.retained:
         extra["MQIsRetained"] = True
-    return b"".join(_properties(extra))
+    return b"".join(encoded_properties(extra))
 
 
 class EncodedDelivery:
@@ -133,7 +133,7 @@ class EncodedDelivery:
     def __init__(self, queue: str, msgs: list[Message]) -> None:
         # one list of bytes for the whole delivery: the queue, then each message's tag and
         # length followed by its fields (two entries a message), joined once when written
-        parts = [_text(_QUEUE, queue)] if queue else []
+        parts = [text_field(_QUEUE, queue)] if queue else []
         append = parts.append
         put_time_ms = -1
         put_time_field = b""

@@ -22,7 +22,8 @@ import grpc
 from cluster.records import RepoEvent
 from cluster.repository import ApplyResult
 from qmgr.node.cluster.items import Item, Key
-from qmgr.rpc.peer_convert import item_to_wire, result_from_wire
+from qmgr.rpc.channel_wire import encode_batch
+from qmgr.rpc.peer_convert import result_from_wire
 from qmgr.security.member import (
     CHANNEL,
     PROPOSE,
@@ -127,6 +128,13 @@ def describe(exc: BaseException) -> str:
     return text if isinstance(exc, ChannelLost) else f"{type(exc).__name__}: {text}"
 
 
+CHANNEL_PATH = "/qmgr.wire.Peer/Channel"
+
+
+def _request_bytes(request: cpb.ChannelRequest | bytes) -> bytes:
+    return request if isinstance(request, bytes) else request.SerializeToString()
+
+
 class PeerConnection:
     """One open channel stream to a peer: send batches, read acknowledgements."""
 
@@ -134,12 +142,18 @@ class PeerConnection:
         self.address = address
         self.dialer = dialer
         self._channel = dialer.channel(address)
-        self._stub = crpc.PeerStub(self._channel)
-        self._requests: asyncio.Queue[cpb.ChannelRequest | None] = asyncio.Queue()
+        # the generated stub's Channel, with a serializer that passes encoded batches through
+        self._open = self._channel.stream_stream(
+            CHANNEL_PATH,
+            request_serializer=_request_bytes,
+            response_deserializer=cpb.ChannelAck.FromString,
+        )
+        # the hello as a message, then each batch as its encoded request
+        self._requests: asyncio.Queue[cpb.ChannelRequest | bytes | None] = asyncio.Queue()
         self._call: Any = None
         self.receiver = ""
 
-    async def _iter(self) -> AsyncIterator[cpb.ChannelRequest]:
+    async def _iter(self) -> AsyncIterator[cpb.ChannelRequest | bytes]:
         while True:
             req = await self._requests.get()
             if req is None:
@@ -167,7 +181,7 @@ class PeerConnection:
         )
         hello.proxies.extend(sorted(proxies))
         self._requests.put_nowait(cpb.ChannelRequest(hello=hello))
-        self._call = self._stub.Channel(self._iter())
+        self._call = self._open(self._iter())
         try:
             ack = await asyncio.wait_for(self._call.read(), timeout)
         except grpc.RpcError as exc:
@@ -182,19 +196,10 @@ class PeerConnection:
         return (ack.epoch, ack.seq)
 
     def send(self, items: Sequence[Item]) -> list[tuple[Item, Exception]]:
-        """Send one batch; returns the items left out because they cannot be encoded. The
-        batch is built inside its request (not built apart and copied into it)."""
-        request = cpb.ChannelRequest()
-        out = request.batch.items
-        add = out.add
-        bad: list[tuple[Item, Exception]] = []
-        for item in items:
-            try:
-                item_to_wire(item, add())
-            except (ValueError, OverflowError, TypeError) as exc:
-                del out[-1]
-                bad.append((item, exc))
-        if out:
+        """Send one batch (written as bytes: ``qmgr.rpc.channel_wire``); returns the items
+        left out because they cannot be encoded."""
+        request, bad = encode_batch(items)
+        if request is not None:
             self._requests.put_nowait(request)
         return bad
 

@@ -12,7 +12,6 @@ from qmgr.rpc.convert import message_to_wire, own_fields_to_wire
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import messages_pb2 as mpb
 
-_PURPOSE_TO_WIRE = {Purpose.ROUTE: cpb.ROUTE, Purpose.DELIVER: cpb.DELIVER}
 _PURPOSE_FROM_WIRE = {cpb.ROUTE: Purpose.ROUTE, cpb.DELIVER: Purpose.DELIVER}
 
 MAX_EXPIRY_MS = (2**31 - 1) * 100  # MQ's Expiry is an MQLONG in tenths of a second
@@ -88,27 +87,6 @@ def message_to_peer(msg: Message, out: mpb.Message) -> None:
     own_fields_to_wire(msg, out)
     if msg.reply_to_queue:
         out.reply_to_queue = msg.reply_to_queue
-
-
-def item_to_wire(item: Item, out: cpb.ChannelItem) -> None:
-    out.epoch, out.seq = item.key
-    pub = item.publication
-    if pub is not None:
-        wire = out.publication
-        wire.topic = pub.topic
-        if pub.wire is not None:
-            wire.message.CopyFrom(pub.wire)
-        else:  # encoded once: the copies for other peers copy it
-            message_to_peer(pub.message, wire.message)
-            pub.wire = wire.message
-        wire.route.extend(pub.route)
-        wire.purpose = _PURPOSE_TO_WIRE[pub.purpose]
-        if pub.retain:
-            wire.retain = True
-        if pub.retained_copy:
-            wire.retained_copy = True
-    elif item.proxy is not None:
-        out.proxy.topic, out.proxy.add = item.proxy
 
 
 def item_from_wire(w: cpb.ChannelItem) -> Item:

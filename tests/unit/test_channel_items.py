@@ -18,7 +18,8 @@ from qmgr.node.cluster.items import (
     item_from_stored,
     stored_copy,
 )
-from qmgr.rpc.peer_convert import item_from_wire, item_to_wire
+from qmgr.rpc.channel_wire import encode_batch
+from qmgr.rpc.peer_convert import item_from_wire
 from qmgr.wire import cluster_pb2 as cpb
 
 
@@ -28,6 +29,13 @@ def _item(retained_copy: bool) -> Item:
         "Prices/Gold", msg, ("HOSTA1",), Purpose.DELIVER, True, retained_copy=retained_copy
     )
     return Item((3, 7), publication=fwd)
+
+
+def _on_wire(item: Item) -> cpb.ChannelItem:
+    """``item`` as a channel batch carries it to the peer."""
+    data, bad = encode_batch([item])
+    assert data is not None and not bad
+    return cpb.ChannelRequest.FromString(data).batch.items[0]
 
 
 def _legacy(item: Item, sequence: int, fields: int) -> Message:
@@ -50,9 +58,7 @@ def test_retained_copy_mark_survives_the_transmission_queue() -> None:
 
 def test_retained_copy_mark_travels_on_the_wire() -> None:
     for mark in (True, False):
-        out = cpb.ChannelItem()
-        item_to_wire(_item(mark), out)
-        back = item_from_wire(out)
+        back = item_from_wire(_on_wire(_item(mark)))
         assert back.publication is not None and back.publication.retained_copy is mark
 
 
@@ -99,9 +105,7 @@ def test_the_stored_copy_shares_the_properties_and_comes_back_unchanged() -> Non
 
 
 def test_a_publication_received_from_a_peer_is_stored_from_its_wire_form() -> None:
-    out = cpb.ChannelItem()
-    item_to_wire(_item(False), out)
-    received = item_from_wire(out)
+    received = item_from_wire(_on_wire(_item(False)))
     assert received.publication is not None
     passed = received.publication.passed_on(("HOSTA1", "HOSTB1"), Purpose.DELIVER, "")
     stored = stored_copy(Item((4, 1), publication=passed), 3)
@@ -150,9 +154,12 @@ def test_a_message_reaches_a_peer_as_written_for_an_application() -> None:
 def test_a_publication_sent_to_several_peers_is_encoded_once() -> None:
     msg = Message("AB" * 24, b"held", {"k": 1}, True, 4, put_time=1.0)
     fwd = Forwarded("Prices/Gold", msg, ("PUB1",), Purpose.DELIVER)
-    first, second = cpb.ChannelItem(), cpb.ChannelItem()
-    item_to_wire(Item((1, 1), publication=fwd), first)
-    assert fwd.wire is not None and fwd.message is msg  # kept, still not decoded again
-    item_to_wire(Item((1, 2), publication=fwd), second)
+    first = _on_wire(Item((1, 1), publication=fwd))
+    encoded = fwd.encoded
+    assert encoded is not None and fwd.message is msg  # kept, not decoded again
+    second = _on_wire(Item((1, 2), publication=fwd))
+    assert fwd.encoded is encoded
     assert first.publication == second.publication
     assert item_from_wire(second).publication.message == msg  # type: ignore[union-attr]
+    passed = fwd.passed_on(("PUB1", "HOST1"), Purpose.DELIVER, "")
+    assert passed.encoded is encoded  # a host sends on the bytes it has

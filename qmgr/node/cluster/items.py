@@ -81,6 +81,7 @@ class Forwarded:
         "retained_copy",
         "persistent",
         "wire",
+        "encoded",
         "_msg",
         "_decode",
     )
@@ -107,6 +108,7 @@ class Forwarded:
         # publication: it goes only to the receiver's subscriptions that do not have it yet
         self.retained_copy = retained_copy
         self.wire = wire
+        self.encoded: bytes | None = None  # the message as sent on a channel, once encoded
         self._msg = message
         self._decode = decode
         if persistent is None:
@@ -138,8 +140,8 @@ class Forwarded:
         )
 
     def passed_on(self, route: tuple[str, ...], purpose: Purpose, group: str) -> Forwarded:
-        """The same publication sent on by this node (wire form reused)."""
-        return Forwarded(
+        """The same publication sent on by this node (wire form and encoding reused)."""
+        passed = Forwarded(
             self.topic,
             self._msg,
             route,
@@ -151,6 +153,8 @@ class Forwarded:
             persistent=self.persistent,
             retained_copy=self.retained_copy,
         )
+        passed.encoded = self.encoded
+        return passed
 
 
 @dataclass(slots=True)
