@@ -239,44 +239,50 @@ class NodeRuntime:
         qm = self.qm
         agent = self.agent
         runs = _runs(batch)
-        for topic, scope_qmgr, msgs in runs:
+        for topic, scope_qmgr, _, msgs in runs:
             qm.accept_publications(topic, msgs)
             if agent is not None:
                 agent.check_publish(topic, scope_qmgr=scope_qmgr)
-        if agent is None and not any(p.retain for p in batch):
+        if agent is None:
             return self._publish_runs(runs)
-        result = PublishResult(cluster=agent.cluster if agent is not None else "")
-        forwarded_to: set[str] = set()
-        for p in batch:
-            try:
-                if agent is None:
-                    result.deliveries += qm.publish_accepted(p.topic, p.message, retain=p.retain)
-                    result.accepted += 1
-                    continue
-                delivered, peers = agent.publish(
-                    p.topic, p.message, retain=p.retain, scope_qmgr=p.scope_qmgr, accepted=True
-                )
-            except MQError as exc:
-                result.error = exc
-                break
-            result.accepted += 1
-            result.deliveries += delivered
-            result.forwards += len(peers)
-            forwarded_to.update(peers)
-        result.forwarded_to = tuple(sorted(forwarded_to))
-        return result
+        return self._publish_cluster_runs(agent, runs)
 
-    def _publish_runs(self, runs: list[tuple[str, bool, list[Message]]]) -> PublishResult:
-        """Accepted runs of publications, none retained, published outside a cluster."""
+    def _publish_runs(self, runs: list[Run]) -> PublishResult:
+        """Accepted runs of publications published outside a cluster."""
         result = PublishResult()
         qm = self.qm
-        for topic, _, msgs in runs:
-            published, copies, error = qm.publish_accepted_run(topic, msgs)
+        for topic, _, retain, msgs in runs:
+            if retain:  # each kept as the topic's retained publication in turn
+                published, copies, error = len(msgs), 0, None
+                for i, msg in enumerate(msgs):
+                    try:
+                        copies += qm.publish_accepted(topic, msg, retain=True)
+                    except MQError as exc:
+                        published, error = i, exc
+                        break
+            else:
+                published, copies, error = qm.publish_accepted_run(topic, msgs)
             result.accepted += published
             result.deliveries += copies
             if error is not None:
                 result.error = error
                 break
+        return result
+
+    def _publish_cluster_runs(self, agent: ClusterAgent, runs: list[Run]) -> PublishResult:
+        """Accepted runs of publications published in a cluster."""
+        result = PublishResult(cluster=agent.cluster)
+        peers: set[str] = set()
+        for topic, scope_qmgr, retain, msgs in runs:
+            done = agent.publish_run(topic, msgs, scope_qmgr=scope_qmgr, retain=retain)
+            result.accepted += done.published
+            result.deliveries += done.copies
+            result.forwards += done.forwards
+            peers |= done.peers
+            if done.error is not None:
+                result.error = done.error
+                break
+        result.forwarded_to = tuple(sorted(peers))
         return result
 
     async def mqsc(self, text: str) -> Reply:
@@ -330,16 +336,19 @@ class NodeRuntime:
             self.store.close()
 
 
-def _runs(batch: list[Publication]) -> list[tuple[str, bool, list[Message]]]:
-    """The batch's messages in runs of one topic and scope, in order (a publisher often sends
-    many to one topic: the topic's checks are made once per run)."""
-    runs: list[tuple[str, bool, list[Message]]] = []
-    topic: str | None = None
-    scope = False
+Run = tuple[str, bool, bool, list[Message]]  # topic, scope_qmgr, retain, messages
+
+
+def _runs(batch: list[Publication]) -> list[Run]:
+    """The batch's messages in runs of one topic, scope and retain flag, in order (a
+    publisher often sends many to one topic: the topic's checks are made once per run)."""
+    runs: list[Run] = []
+    key: tuple[str, bool, bool] | None = None
     msgs: list[Message] = []
     for p in batch:
-        if p.topic != topic or p.scope_qmgr != scope:
-            topic, scope, msgs = p.topic, p.scope_qmgr, []
-            runs.append((topic, scope, msgs))
+        if (p.topic, p.scope_qmgr, p.retain) != key:
+            key = (p.topic, p.scope_qmgr, p.retain)
+            msgs = []
+            runs.append((*key, msgs))
         msgs.append(p.message)
     return runs

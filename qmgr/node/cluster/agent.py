@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from cluster.channel import LEGACY, ChannelReceiver, InboundState, Verdict, legacy_qmid
@@ -102,6 +102,19 @@ def _tls_material(tls: TlsSettings | None) -> tuple[bytes, bytes, bytes | None] 
 def _stored_name(qmid: str) -> str:
     """Name of the stored channel state of a sender QMID (by name before QMIDs were known)."""
     return qmid.removeprefix(LEGACY)
+
+
+@dataclass(slots=True)
+class RunPublished:
+    """What ``ClusterAgent.publish_run`` did: the publications published (all unless
+    ``error`` stopped the run), the copies delivered here, the copies sent to other members
+    and to which."""
+
+    published: int
+    copies: int = 0
+    forwards: int = 0
+    peers: set[str] = field(default_factory=set)
+    error: MQError | None = None
 
 
 class ClusterAgent:
@@ -600,6 +613,51 @@ class ClusterAgent:
             delivered = qm.publish_accepted(topic, msg, retain=retain)
         self._forward(topic, msg, plan, forwards, retain)
         return delivered, forwards
+
+    def publish_run(
+        self, topic: str, msgs: list[Message], *, scope_qmgr: bool, retain: bool = False
+    ) -> RunPublished:
+        """Publications from local applications that ``QueueManager.accept_publications``
+        took, published in order as ``publish`` would each, until one fails. Not retained,
+        with a plan kept that chooses no host and room for all of them on every transmission
+        queue it goes to, the run is planned and delivered here once; otherwise one at a
+        time."""
+        plan = self.plans.fixed(topic, scope_qmgr=scope_qmgr)
+        if (
+            retain  # each kept as the topic's retained publication in turn
+            or plan is None
+            or plan.rejected
+            or not self.channels.room(plan.forwards, len(msgs))
+        ):
+            return self._publish_each(topic, msgs, scope_qmgr, retain)
+        done = RunPublished(len(msgs))
+        if plan.deliver_locally:
+            done.published, done.copies, done.error = self.qm.publish_accepted_run(topic, msgs)
+        peers = plan.forwards
+        if peers and done.published:
+            for msg in msgs[: done.published]:
+                self._forward(topic, msg, plan, peers, False)
+            done.forwards = done.published * len(peers)
+            done.peers.update(peers)
+        return done
+
+    def _publish_each(
+        self, topic: str, msgs: list[Message], scope_qmgr: bool, retain: bool
+    ) -> RunPublished:
+        done = RunPublished(0)
+        for msg in msgs:
+            try:
+                delivered, peers = self.publish(
+                    topic, msg, retain=retain, scope_qmgr=scope_qmgr, accepted=True
+                )
+            except MQError as exc:
+                done.error = exc
+                break
+            done.published += 1
+            done.copies += delivered
+            done.forwards += len(peers)
+            done.peers.update(peers)
+        return done
 
     def check_publish(self, topic: str, *, scope_qmgr: bool) -> None:
         """Raise MQRC_PUT_INHIBITED if ``publish`` would refuse ``topic`` (checked for a whole

@@ -313,6 +313,18 @@ class ChannelManager:
         ch = self.channels.get(peer)
         return ch is not None and ch.sm.full
 
+    def room(self, peers: Iterable[str], count: int) -> bool:
+        """Whether the transmission queue to each of ``peers`` takes ``count`` more
+        publications before it is ``full``."""
+        for peer in peers:
+            ch = self.channels.get(peer)
+            held, maxdepth = (
+                (ch.sm.publications, ch.sm.maxdepth) if ch else (0, self.maxdepth_of(peer))
+            )
+            if maxdepth - held < count:
+                return False
+        return True
+
     def full_among(self, peers: Iterable[str]) -> list[str]:
         """The peers among ``peers`` whose transmission queue is full (``full``), in order."""
         return [peer for peer in peers if self.full(peer)]

@@ -51,11 +51,17 @@ class PlanCache:
         self._refused.clear()
 
     def fixed(
-        self, topic: str, route: tuple[str, ...], received_as: Purpose
+        self,
+        topic: str,
+        route: tuple[str, ...] = (),
+        received_as: Purpose | None = None,
+        scope_qmgr: bool = False,
     ) -> DeliveryPlan | None:
-        """The plan ``plan`` has kept for a received publication when it involves no choice
-        of host (the same for a run of them); None when there is none yet or it chooses."""
-        return self._fixed.get((topic, route, received_as is Purpose.ROUTE, False))
+        """The plan ``plan`` has kept for these arguments when it involves no choice of host
+        (so it is the same for a run of publications); None when there is none yet or the
+        workload algorithm chooses a host for each publication."""
+        purpose = None if received_as is None else received_as is Purpose.ROUTE
+        return self._fixed.get((topic, route, purpose, scope_qmgr))
 
     def refused(self, topic: str, scope_qmgr: bool) -> bool:
         """Whether ``plan`` would reject an application's publication on ``topic``
