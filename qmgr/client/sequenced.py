@@ -46,10 +46,11 @@ import json
 import logging
 import sys
 import threading
+import time
 import zlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
 
@@ -621,9 +622,9 @@ MAX_LOCK_LOSSES = 3
 
 
 def renewal_failed(session: Any, error: BaseException | None) -> None:
-    """Called by the SDK's lock renewer when a session's lock ran out before it was renewed:
-    logged, since the session's next settlement fails with it and what it had in hand is
-    delivered again (``take_sessions`` takes the session up again)."""
+    """Called by the lock keeper when a session's lock could not be renewed: logged, since the
+    session's next settlement fails with it and what it had in hand is delivered again
+    (``take_sessions`` takes the session up again)."""
     log.warning(
         "session %s: its lock ran out before it was renewed (%s)",
         getattr(session, "session_id", "?"),
@@ -633,22 +634,121 @@ def renewal_failed(session: Any, error: BaseException | None) -> None:
     )
 
 
+RENEW_MARGIN = 10.0  # seconds before a session's lock runs out when the keeper renews it
+RENEW_CHECK = 0.5  # seconds between the keeper's looks at the locks it keeps
+
+
+class _Serialized:
+    """A session receiver (or its session) whose every call holds one lock. The SDK does not
+    promise that a receiver may be used from two threads at once, and it may not: a worker
+    receiving on a session while another thread renews the session's lock on the same
+    connection reads and handles that connection's frames on both threads, out of order, which
+    a loaded drain saw break the receiver's ``$management`` link ("Management Operation error
+    occurred") and lose the session's lock. ``_LockKeeper`` renews holding the same lock."""
+
+    def __init__(self, target: Any, lock: threading.RLock) -> None:
+        self._target = target
+        self._lock = lock
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._target, name)
+        if name == "session":
+            return _Serialized(value, self._lock)
+        if not callable(value):
+            return value
+        lock = self._lock
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return value(*args, **kwargs)
+
+        return call
+
+
+class _LockKeeper:
+    """Renews the lock of every session it keeps, from one thread of its own, each renewal
+    under the receiver's lock (see ``_Serialized``), once the lock has ``RENEW_MARGIN``
+    seconds or less to run, until the session is forgotten or ``max_renewal`` seconds after it
+    was first kept (by the client's clock, as Service Bus's SDK renews). A renewal that fails
+    is reported to ``renewal_failed`` and not tried again: the session's next call fails with
+    ``SessionLockLostError``, which ``take_sessions`` handles."""
+
+    def __init__(self, max_renewal: float) -> None:
+        self._max_renewal = max_renewal
+        self._kept: dict[int, tuple[Any, threading.RLock, float]] = {}
+        self._guard = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="qmgr-session-locks", daemon=True)
+        self._thread.start()
+
+    def keep(self, receiver: Any) -> threading.RLock:
+        """Keep ``receiver``'s session locked; its lock (the one it is kept with, if kept)."""
+        with self._guard:
+            kept = self._kept.get(id(receiver))
+            if kept is not None:
+                return kept[1]
+            lock = threading.RLock()
+            until = time.monotonic() + self._max_renewal
+            self._kept[id(receiver)] = (receiver, lock, until)
+            return lock
+
+    def forget(self, receiver: Any) -> None:
+        with self._guard:
+            self._kept.pop(id(receiver), None)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(RENEW_CHECK):
+            with self._guard:
+                kept = list(self._kept.items())
+            for key, (receiver, lock, until) in kept:
+                session = receiver.session
+                locked_until = session.locked_until_utc
+                if time.monotonic() > until or locked_until is None:
+                    self._drop(key)
+                    continue
+                left = (locked_until - datetime.now(UTC)).total_seconds()
+                if left > RENEW_MARGIN:
+                    continue
+                with lock:
+                    if key not in self._kept:  # forgotten meanwhile (its work ended)
+                        continue
+                    try:
+                        session.renew_lock()
+                    except Exception as exc:  # noqa: BLE001 - reported; the work sees it next
+                        self._drop(key)
+                        renewal_failed(session, exc)
+
+    def _drop(self, key: int) -> None:
+        with self._guard:
+            self._kept.pop(key, None)
+
+
+def _close(opened: Any, guard: threading.RLock) -> None:
+    """Close a session receiver (not while its lock is being renewed)."""
+    with guard:
+        opened.__exit__(None, None, None)
+
+
 class _Ahead:
     """A next-available session receiver opened on a thread of its own while a session is
     worked, so that the next take need not wait for it: the SDK opens a receiver in about half
     a second whatever the node does (it polls the handshake every 50 ms), which a drain of many
-    short sessions otherwise waits once per session. A session it is granted is renewed from
-    then on (``max_lock_renewal`` counts from then); when it finds none or fails, the next take
-    opens a receiver of its own (which then waits, or raises, as it always did)."""
+    short sessions otherwise waits once per session. A session it is granted is kept locked
+    from then on (``max_lock_renewal`` counts from then); when it finds none or fails, the next
+    take opens a receiver of its own (which then waits, or raises, as it always did)."""
 
     def __init__(
         self,
         open_receiver: Callable[[str | None], Any],
-        renewer: Any,
+        keeper: _LockKeeper,
         got: tuple[Any, Any] | None = None,
     ) -> None:
         self._open_receiver = open_receiver
-        self._renewer = renewer
+        self._keeper = keeper
         self._got = got  # (context manager, receiver) with a session; given: opened already
         self._thread: threading.Thread | None = None
         if got is None:
@@ -666,7 +766,7 @@ class _Ahead:
             with contextlib.suppress(Exception):
                 opened.__exit__(None, None, None)
             return
-        self._renewer.register(receiver, receiver.session)
+        self._keeper.keep(receiver)
         self._got = (opened, receiver)
 
     def take(self) -> tuple[Any, Any] | None:
@@ -690,9 +790,9 @@ def take_sessions(
     """Takes sessions again and again on ``receivers`` receivers at once (threads; the calling
     thread when 1) and runs ``work(receiver, again)`` on each (``again``: a session handed
     back, taken again); returns what each take did, in the order they ended. While ``work``
-    holds a session, the session's lock is renewed (the SDK's ``AutoLockRenewer``) for up to
-    ``max_lock_renewal`` seconds, so a session read for longer than its lock duration is not
-    lost to ``SessionLockLostError``. A session whose lock is lost all the same (a renewal
+    holds a session, the session's lock is renewed (``_LockKeeper``, on a thread of its own,
+    never while the work is using the receiver) for up to ``max_lock_renewal`` seconds, so a
+    session read for longer than its lock duration is not lost to ``SessionLockLostError``. A session whose lock is lost all the same (a renewal
     that came too late on a loaded machine; Service Bus says to request the session again) is
     taken again at once, the work's stats marked ``lock_lost``; what was settled under the lost
     lock fails and is delivered again (at least once). ``MAX_LOCK_LOSSES`` in a row for one
@@ -714,7 +814,6 @@ def take_sessions(
     end is released. Without a session granted, the take opens a receiver as before. Off when
     consumers in other processes share few sessions: one held ahead here waits for a receiver of
     this process while theirs may be idle."""
-    from azure.servicebus import AutoLockRenewer
     from azure.servicebus.exceptions import (
         OperationTimeoutError,
         SessionCannotBeLockedError,
@@ -742,7 +841,7 @@ def take_sessions(
                 and not stop.is_set()
                 and (max_sessions is None or busy[1] < max_sessions)
             ):
-                spare.append(_Ahead(open_receiver, renewer))
+                spare.append(_Ahead(open_receiver, keeper))
 
     def from_spare() -> tuple[Any, Any] | None:
         with lock:
@@ -753,7 +852,7 @@ def take_sessions(
         ahead = from_spare()
         if ahead is not None and target is not None and ahead[1].session.session_id != target:
             with lock:  # granted another session: kept for a later take
-                spare.append(_Ahead(open_receiver, renewer, ahead))
+                spare.append(_Ahead(open_receiver, keeper, ahead))
             ahead = None
         if ahead is not None:
             opened, receiver = ahead  # its lock renewed since it was granted
@@ -766,12 +865,13 @@ def take_sessions(
         with lock:
             busy[0] += 1
         session_id = str(receiver.session.session_id)
+        # the session's lock (not its messages') is kept from now on, or since it was granted
+        # ahead; the work and the keeper use the receiver one at a time
+        guard = keeper.keep(receiver)
         try:
-            if ahead is None:
-                renewer.register(receiver, receiver.session)  # the session's lock, not messages'
             open_ahead()
             try:
-                result = work(receiver, target is not None)
+                result = work(_Serialized(receiver, guard), target is not None)
             except SessionLockLostError:
                 result = SessionStats(session_id=session_id, handed_back=True, lock_lost=True)
             result.opened_ahead = ahead is not None
@@ -789,16 +889,20 @@ def take_sessions(
                     message=f"the lock of session {session_id} was lost {lost} times in a row"
                 )
         except BaseException:
-            opened.__exit__(*sys.exc_info())
+            keeper.forget(receiver)
+            with guard:
+                opened.__exit__(*sys.exc_info())
             raise
         finally:
+            keeper.forget(receiver)
             with lock:
                 busy[0] -= 1
         if result.handed_back:  # released before it is taken again
-            with contextlib.suppress(Exception) if result.lock_lost else contextlib.nullcontext():
+            quiet = contextlib.suppress(Exception) if result.lock_lost else contextlib.nullcontext()
+            with quiet, guard:
                 opened.__exit__(None, None, None)
         else:
-            closer = threading.Thread(target=opened.__exit__, args=(None, None, None))
+            closer = threading.Thread(target=_close, args=(opened, guard))
             with lock:
                 closing.append(closer)
             closer.start()
@@ -841,11 +945,7 @@ def take_sessions(
                 errors.append(exc)
             stop.set()
 
-    renewer = AutoLockRenewer(
-        max_lock_renewal_duration=max_lock_renewal,
-        max_workers=max(2, receivers),
-        on_lock_renew_failure=renewal_failed,
-    )
+    keeper = _LockKeeper(max_lock_renewal)
     try:
         if receivers == 1:
             taker()
@@ -861,7 +961,7 @@ def take_sessions(
             if got is not None:
                 with contextlib.suppress(Exception):
                     got[0].__exit__(None, None, None)
-        renewer.close()
+        keeper.close()
         for closer in closing:
             closer.join()
     if errors:
