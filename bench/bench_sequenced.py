@@ -38,6 +38,7 @@ import argparse
 import importlib.util
 import multiprocessing
 import os
+import queue
 import random
 import sys
 import time
@@ -181,7 +182,18 @@ def drain_rows(
     ]
     for proc in procs:
         proc.start()
-    results = [out.get() for _ in procs]
+    results = []
+    while len(results) < len(procs):
+        try:
+            results.append(out.get(timeout=1.0))
+        except queue.Empty:
+            dead = [p for p in procs if p.exitcode not in (None, 0)]
+            if dead:  # its traceback is above; the others cannot make up for it
+                for proc in procs:
+                    proc.kill()
+                raise SystemExit(
+                    f"a drain partition failed (exit code {dead[0].exitcode})"
+                ) from None
     for proc in procs:
         proc.join()
     seen: dict[str, list[int]] = {}
