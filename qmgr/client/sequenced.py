@@ -956,12 +956,12 @@ def take_sessions(
             for thread in threads:
                 thread.join()
     finally:
+        keeper.close()  # no renewal from now on, while receivers are released
         for ahead in spare:  # a session granted ahead and never taken is released
             got = ahead.take()
             if got is not None:
                 with contextlib.suppress(Exception):
                     got[0].__exit__(None, None, None)
-        keeper.close()
         for closer in closing:
             closer.join()
     if errors:
