@@ -19,7 +19,7 @@ from cluster.routing import Purpose
 from qmgr.core.message import Message
 from qmgr.node.cluster.items import Forwarded, Item
 from qmgr.rpc.convert import expiry_ms
-from qmgr.rpc.delivery_wire import encoded_properties, text_field, varint
+from qmgr.rpc.delivery_wire import shared_fields, text_field, varint
 from qmgr.rpc.peer_convert import message_to_peer
 from qmgr.wire import cluster_pb2 as cpb
 from qmgr.wire import messages_pb2 as mpb
@@ -32,11 +32,8 @@ _TOPIC, _MESSAGE, _ROUTE, _PURPOSE = b"\x0a", b"\x12", b"\x1a", b"\x20"
 _RETAIN, _RETAINED_COPY = b"\x28\x01", b"\x30\x01"
 # ProxyChange's fields
 _PROXY_TOPIC, _ADD = b"\x0a", b"\x10\x01"
-# Message's fields
-_ID, _BODY, _PERSISTENCE, _PRIORITY, _EXPIRY = b"\x0a", b"\x12", b"\x20", b"\x28", b"\x30"
-_CORREL, _PUT_TIME, _BACKOUT, _REPLY_TO = b"\x3a", b"\x40", b"\x48", b"\x52"
-_PERSISTENT = _PERSISTENCE + bytes((mpb.PERSISTENT,))
-_NOT_PERSISTENT = _PERSISTENCE + bytes((mpb.NOT_PERSISTENT,))
+# Message's fields a copy has of its own (the shared ones: delivery_wire.shared_fields)
+_PRIORITY, _EXPIRY, _CORREL, _PUT_TIME, _BACKOUT = b"\x28", b"\x30", b"\x3a", b"\x40", b"\x48"
 
 
 def message_bytes(msg: Message) -> bytes:
@@ -45,11 +42,7 @@ def message_bytes(msg: Message) -> bytes:
         out = mpb.Message()
         message_to_peer(msg, out)
         return out.SerializeToString()
-    body = msg.body
-    parts = [text_field(_ID, msg.message_id), _BODY, varint(len(body)), body]
-    if msg.properties:
-        parts += encoded_properties(msg.properties)
-    parts.append(_PERSISTENT if msg.persistent else _NOT_PERSISTENT)
+    parts = [shared_fields(msg)]  # id, body, properties, persistence, reply-to queue
     if msg.priority:
         parts += (_PRIORITY, varint(msg.priority))
     if msg.expiry is not None:
@@ -60,8 +53,6 @@ def message_bytes(msg: Message) -> bytes:
     parts += (_PUT_TIME, varint(int(msg.put_time * 1000)))
     if msg.backout_count:
         parts += (_BACKOUT, varint(msg.backout_count))
-    if msg.reply_to_queue:
-        parts.append(text_field(_REPLY_TO, msg.reply_to_queue))
     return b"".join(parts)
 
 

@@ -92,7 +92,7 @@ def encoded_properties(props: Properties) -> list[bytes]:
     return parts
 
 
-def _shared(msg: Message) -> bytes:
+def shared_fields(msg: Message) -> bytes:
     """The fields every copy of ``msg``'s publication has alike: id, body, the publication's
     properties, persistence, reply-to queue, and the topic with MQTopicString (after the
     properties: a map entry read later wins, as ``shared_to_wire`` sets it last)."""
@@ -140,11 +140,11 @@ class EncodedDelivery:
         for m in msgs:
             cell = m.shared
             if cell is None:
-                shared = _shared(m)
+                shared = shared_fields(m)
             elif cell.data is not None:  # copies of one publication share it
                 shared = cell.data
             else:
-                shared = cell.data = _shared(m)
+                shared = cell.data = shared_fields(m)
             put_time = m.put_time
             if int(put_time * 1000) != put_time_ms:  # the same for a run's copies
                 put_time_ms = int(put_time * 1000)
