@@ -320,6 +320,7 @@ class SessionStats:
     closed: bool = False
     handed_back: bool = False  # left with messages to come, for a fresh connection
     lock_lost: bool = False  # the session's lock was lost (SessionLockLostError): taken again
+    lock_lost_why: str = ""  # that error's text (what the node or the SDK said)
     opened_ahead: bool = False  # its receiver was opened while another session was worked
 
 
@@ -395,9 +396,10 @@ class SequencedSession:
         )
         try:
             self._run(batch, max_wait_time, max_message_count, quiet_time)
-        except SessionLockLostError:
+        except SessionLockLostError as exc:
             # what was settled under the lost lock comes again; the state says where to go on
             self.stats.lock_lost = self.stats.handed_back = True
+            self.stats.lock_lost_why = str(exc)
             self.stats.session_id = str(self._session.session_id)
             return self.stats
         self._leave()
@@ -872,17 +874,20 @@ def take_sessions(
             open_ahead()
             try:
                 result = work(_Serialized(receiver, guard), target is not None)
-            except SessionLockLostError:
-                result = SessionStats(session_id=session_id, handed_back=True, lock_lost=True)
+            except SessionLockLostError as exc:
+                result = SessionStats(
+                    session_id=session_id, handed_back=True, lock_lost=True, lock_lost_why=str(exc)
+                )
             result.opened_ahead = ahead is not None
             with lock:
                 lost = losses[session_id] = losses.get(session_id, 0) + 1 if result.lock_lost else 0
             if result.lock_lost:  # the reason a message may be handled twice: say so
                 log.warning(
-                    "session %s: its lock was lost (%d in a row); taking it again: a message "
+                    "session %s: its lock was lost (%d in a row: %s); taking it again: a message "
                     "whose settlement failed with it is delivered again",
                     session_id,
                     lost,
+                    result.lock_lost_why or "no reason given",
                 )
             if lost >= MAX_LOCK_LOSSES:
                 raise SessionLockLostError(
