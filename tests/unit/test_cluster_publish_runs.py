@@ -1,9 +1,10 @@
 """Publications a cluster member's applications send in one batch end exactly as the same
 publications each published on its own (``ClusterAgent.publish``): runs of one topic are
 planned and delivered here once (``ClusterAgent.publish_run``), and that must not change what
-is delivered here, what is queued for each member and under which keys, what a full
-transmission queue refuses or drops (NPMSGDLV, PMSGDLV), which publication a topic retains,
-nor the error that ends the batch."""
+is delivered here, what is queued for each member and under which keys, which topic host each
+publication goes to (and the workload balancer's state after them), what a full transmission
+queue refuses or drops (NPMSGDLV, PMSGDLV), which publication a topic retains, nor the error
+that ends the batch."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cluster.records import RepoEvent
 from cluster.repository import Cmd
 from cluster.topics import TopicObject
 from qmgr.core.clock import ManualClock
@@ -24,12 +26,13 @@ from qmgr.node.cluster.agent import ClusterAgent
 from qmgr.node.config import ClusterSettings, NodeConfig
 from qmgr.node.runtime import NodeRuntime, Publication
 
-TOPICS = ["Direct/a", "Direct/b", "Local/c"]
+TOPICS = ["Direct/a", "Direct/b", "Local/c", "Hosted/h", "Hosted/i"]
+HOSTS = ["HOSTA", "HOSTB"]
 
 
 @dataclass(frozen=True)
 class Scenario:
-    xmitq_depth: int  # MAXDEPTH of the transmission queue to SUB2 (SUB1's is large)
+    xmitq_depth: int  # MAXDEPTH of the transmission queues to SUB2 and HOSTA (others large)
     local_depth: int  # MAXDEPTH of the local subscription's queue
     npmsgdlv: str
     pmsgdlv: str
@@ -58,21 +61,30 @@ def node(s: Scenario) -> tuple[NodeRuntime, ClusterAgent]:
     rt.agent = agent
     qm = rt.qm
     repo = agent.link.repository
-    events = []
-    for name in ["PUB1", "SUB1", "SUB2", "HOSTX"]:
+    events: list[RepoEvent] = []
+    for name in ["PUB1", "SUB1", "SUB2", "HOSTX", *HOSTS]:
         events += repo.apply(Cmd.join_member(name, f"{name}_1", "127.0.0.1:3")).events
     attrs = {"NPMSGDLV": s.npmsgdlv, "PMSGDLV": s.pmsgdlv}
     events += repo.apply(Cmd.define_topic("DIR", "HOSTX", "Direct", "CL", "DIRECT", attrs)).events
+    for host in HOSTS:  # one topic hosted twice: each publication goes to the host chosen
+        events += repo.apply(
+            Cmd.define_topic("HOSTED", host, "Hosted", "CL", "TOPICHOST", attrs)
+        ).events
     agent._apply_topology(events)
     qm.define_topic(TopicObject("LOCAL", "Local", attrs))
     qm.define_queue(QueueDef("QL", maxdepth=s.local_depth))
     qm.subscribe("Direct/a", name="SL", dest="QL", durable=True)
+    qm.subscribe("Hosted/h", name="SH", dest="QL", durable=True)
     agent.hello("Q_SUB1", "SUB1", "127.0.0.1:4", ["Direct/#"])
     agent.hello("Q_SUB2", "SUB2", "127.0.0.1:5", ["Direct/a"])
+    for i, host in enumerate(HOSTS):
+        agent.hello(f"Q_{host}", host, f"127.0.0.1:{6 + i}", ["Hosted/#"])
     agent.channels.set_maxdepth("SUB2", s.xmitq_depth)
-    # the plans kept after a first publication on each topic
+    agent.channels.set_maxdepth("HOSTA", s.xmitq_depth)
+    # the plans kept after a first publication on each topic (and the balancer's state)
     for topic in TOPICS:
         agent.plans.plan(topic)
+    assert agent.plans.hosted("Hosted/h") is not None
     return rt, agent
 
 
@@ -120,7 +132,13 @@ def state(rt: NodeRuntime, agent: ClusterAgent) -> dict[str, Any]:
     }
     local = [(m.body, m.topic) for m in rt.qm.browse("QL", limit=1000)]
     retained = {topic: m.body for topic, m in rt.qm.pubsub.retained.items()}
-    return {"queued": queued, "local": local, "dropped": agent.dropped, "retained": retained}
+    return {
+        "queued": queued,
+        "local": local,
+        "dropped": agent.dropped,
+        "retained": retained,
+        "balancer": agent.balancer.factors("HOSTED"),
+    }
 
 
 @settings(max_examples=300, deadline=None)

@@ -49,7 +49,13 @@ from cluster.repository import ApplyResult, ClusterRepository, Cmd, ErrorCode, R
 from cluster.routing import DeliveryPlan, Purpose, branch_candidates
 from cluster.topics import TopicObject, TopicObjects, topic_matches
 from cluster.topology import TopologyIndex
-from cluster.workload import QueuedPublication, SendState, WorkloadBalancer, redrive
+from cluster.workload import (
+    HostCandidate,
+    QueuedPublication,
+    SendState,
+    WorkloadBalancer,
+    redrive,
+)
 from qmgr.core.deadletter import dead_letter
 from qmgr.core.errors import MQError
 from qmgr.core.message import Message
@@ -619,10 +625,15 @@ class ClusterAgent:
     ) -> RunPublished:
         """Publications from local applications that ``QueueManager.accept_publications``
         took, published in order as ``publish`` would each, until one fails. Not retained,
-        with a plan kept that chooses no host and room for all of them on every transmission
-        queue it goes to, the run is planned and delivered here once; otherwise one at a
-        time."""
+        with a plan kept and room for all of them on every transmission queue it may go to,
+        the run is planned and delivered here once; a plan that sends each publication to a
+        host the workload algorithm chooses (``_publish_hosted``) makes the same choices, in
+        the same order, as one at a time. Otherwise one at a time."""
         plan = self.plans.fixed(topic, scope_qmgr=scope_qmgr)
+        if plan is None and not retain:
+            hosted = self.plans.hosted(topic, scope_qmgr)
+            if hosted is not None:
+                return self._publish_hosted(topic, msgs, scope_qmgr, *hosted)
         if (
             retain  # each kept as the topic's retained publication in turn
             or plan is None
@@ -639,6 +650,42 @@ class ClusterAgent:
                 self._forward(topic, msg, plan, peers, False)
             done.forwards = done.published * len(peers)
             done.peers.update(peers)
+        return done
+
+    def _publish_hosted(
+        self,
+        topic: str,
+        msgs: list[Message],
+        scope_qmgr: bool,
+        plan: DeliveryPlan,
+        candidates: list[HostCandidate],
+        group: str,
+    ) -> RunPublished:
+        """A run whose plan sends each publication to one host of ``candidates``: delivered
+        here once, then each publication delivered here gets its host from the workload
+        algorithm in turn. One at a time, ``publish`` chooses before it delivers here, so a
+        publication that fails here has had its choice made too: so it has in the run (the
+        balancer's state ends the same). Every candidate's transmission queue must have room
+        for the whole run (whichever host each gets, none is refused as full) and some host
+        must be eligible; otherwise one at a time."""
+        names = [c.name for c in candidates]
+        if not msgs or not self.channels.room(names, len(msgs)):
+            return self._publish_each(topic, msgs, scope_qmgr, False)
+        first = self.plans.choose(candidates, group)
+        if first is None:  # no host may be used: ``publish`` plans afresh and says why
+            return self._publish_each(topic, msgs, scope_qmgr, False)
+        done = RunPublished(len(msgs))
+        if plan.deliver_locally:
+            done.published, done.copies, done.error = self.qm.publish_accepted_run(topic, msgs)
+        chosen = [first]
+        for _ in range(done.published - 1 + (done.error is not None)):
+            host = self.plans.choose(candidates, group)
+            assert host is not None  # the same candidates, the same shortlist
+            chosen.append(host)
+        for msg, host in zip(msgs[: done.published], chosen, strict=False):
+            self._forward(topic, msg, plan, (host,), False)
+        done.forwards = done.published
+        done.peers.update(chosen[: done.published])
         return done
 
     def _publish_each(

@@ -63,6 +63,19 @@ class PlanCache:
         purpose = None if received_as is None else received_as is Purpose.ROUTE
         return self._fixed.get((topic, route, purpose, scope_qmgr))
 
+    def hosted(
+        self, topic: str, scope_qmgr: bool = False
+    ) -> tuple[DeliveryPlan, list[HostCandidate], str] | None:
+        """For an application's publication on ``topic``: the plan ``plan`` has kept when the
+        workload algorithm chooses a host for each publication (the plan of the first, the
+        candidate hosts, the group whose balancer state chooses); None otherwise."""
+        return self._to_host.get((topic, (), None, scope_qmgr))
+
+    def choose(self, candidates: list[HostCandidate], group: str) -> str | None:
+        """The host the workload algorithm chooses for one publication, as ``plan`` does."""
+        chosen = self._balancer.choose(candidates, group)
+        return None if chosen is None else chosen.name
+
     def refused(self, topic: str, scope_qmgr: bool) -> bool:
         """Whether ``plan`` would reject an application's publication on ``topic``
         (``publication_refused``: it depends on the topology only, and moves no balancer)."""
