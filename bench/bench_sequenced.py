@@ -28,8 +28,9 @@ prints the rows per second to the last row; ``--drain-module FILE`` loads anothe
 qmgr/spark/drain.py (its sequenced drain calls this tree's helper); ``--partitions P`` reads it
 as the data source's option ``partitions`` does, in P processes at once (Spark's tasks), the
 session receivers shared out between them. ``--max-held H`` sets the helper's ``max_held``
-(early arrivals held in memory before it defers): with ``--window`` wider than it, messages are
-deferred and fetched again, which the management calls per message show.
+(early arrivals held in memory before it defers; with ``--drain``, the data source's
+``SEQUENCED_MAX_HELD``, which it passes to the helper): with ``--window`` wider than it,
+messages are deferred and fetched again, which the management calls per message show.
 """
 
 from __future__ import annotations
@@ -139,9 +140,7 @@ def _partition(
     times of its last row and of its end, and the SDK calls it counted, put on ``out``."""
     drain = load_module(args.drain_module, qmgr.spark.drain, "bench_sequenced_drain")
     if args.max_held is not None:
-        kwdefaults = qmgr.client.sequenced.drain_sessions.__kwdefaults__
-        assert kwdefaults is not None
-        kwdefaults["max_held"] = args.max_held
+        setattr(drain, "SEQUENCED_MAX_HELD", args.max_held)  # noqa: B010 - a module loaded by name
     fields: dict[str, Any] = {} if receivers is None else {"receivers": receivers}
     src = SbSource(
         label="bench",

@@ -37,6 +37,12 @@ TOPIC_PROPERTY = "MQTopicString"
 # longer than its lock duration, a minute by default)
 SESSION_LOCK_RENEWAL = 3600.0
 SEQUENCED_LAG = 1_000  # rows a sequenced drain completes ahead of those Spark has taken
+# early arrivals the sequenced drain holds locked in memory per session before it defers the
+# furthest ahead (the helper's max_held): a deferred message costs three round trips (the
+# deferral, its share of a fetch, a $management settlement) where a held one costs none, and
+# two topic hosts displace a publisher's messages by up to about 10,000 in a loaded run; a held
+# message takes a few kilobytes, so the drain's sessions hold at most some 16,000 x receivers
+SEQUENCED_MAX_HELD = 16_000
 Row = tuple[Any, ...]
 
 
@@ -429,6 +435,7 @@ def _drain_sequenced(sb: Any, src: SbSource, idle: float) -> Iterator[Row]:
             receivers=src.receivers,
             max_lock_renewal=SESSION_LOCK_RENEWAL,
             look_ahead=False,  # partitions share the sessions: none held here while one idles
+            max_held=SEQUENCED_MAX_HELD,
         )
     )
 
