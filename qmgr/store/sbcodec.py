@@ -151,33 +151,11 @@ class _Indirect(Exception):
 
 
 def _value_text(v: Any) -> str:
-    """``encode_value(v)`` as JSON text, written directly (what the general path gives)."""
+    """``encode_value(v)`` as JSON text: the common types written directly, found by their
+    exact type; any other (a subclass, a UUID, a time...) through ``encode_value`` and the
+    encoder, which is what the general path writes by definition."""
     write = _WRITERS.get(type(v))
-    if write is not None:
-        return write(v)
-    if isinstance(v, bool):
-        return _bool_text(v)
-    if isinstance(v, Int32):
-        return _int32_text(v)
-    if isinstance(v, int):
-        return _int_text(v)
-    if isinstance(v, float):
-        return _float_text(v)
-    if isinstance(v, str):
-        return _str_text(v)
-    if isinstance(v, bytes | bytearray | memoryview):
-        return _bytes_text(v)
-    if isinstance(v, uuid.UUID):
-        return f'["u","{v}"]'
-    if isinstance(v, dt.datetime):
-        return f'["t",{_text(v.isoformat())}]'
-    if isinstance(v, dt.timedelta):
-        return f'["ts",[{v.days},{v.seconds},{v.microseconds}]]'
-    if isinstance(v, list | tuple):
-        return _list_text(v)
-    if isinstance(v, dict):
-        return _dict_text(v)
-    return f'["r",{_text(str(v))}]'
+    return write(v) if write is not None else _JSON.encode(encode_value(v))
 
 
 def _bool_text(v: bool) -> str:
